@@ -1,0 +1,71 @@
+# ngx_pty_module: build, run the demo, test, benchmark.
+#
+#   make            build build/ngx_pty_module.so against Debian's nginx-dev
+#   make run        start the demo nginx on 127.0.0.1:$(PORT) in the foreground
+#   make test       build, then run the whole test suite (prove -r t/)
+#   make bench      run the benchmarks in t/bench
+#
+# Other nginx versions: make NGINX_SRC=/path/to/nginx-x.y.z NGINX_BIN=/path/to/nginx
+# (the module is then configured with --with-compat plus NGINX_CONFIGURE_FLAGS).
+
+NGINX_SRC   ?= /usr/share/nginx/src
+NGINX_BIN   ?= /usr/sbin/nginx
+PORT        ?= 8080
+BUILD       := build
+TREE        := $(BUILD)/nginx-src
+MODULE      := $(BUILD)/ngx_pty_module.so
+CC          ?= cc
+CC_OPT      ?= -g -O2 -fstack-protector-strong -Wformat -Werror=format-security \
+               -fPIC -D_FORTIFY_SOURCE=2 -Wall -Wextra
+LD_OPT      ?= -Wl,-z,relro -Wl,-z,now -fPIC
+
+SRCS := ngx_pty_module.c $(wildcard src/*.c src/*.h) config
+UNIT_BINS := $(BUILD)/escape_test $(BUILD)/text_test $(BUILD)/screen_test
+TOOL_BINS := $(BUILD)/vtcompare $(BUILD)/screenbench
+TOOL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Isrc
+
+.PHONY: all deps run test unit bench clean distclean
+
+all: $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
+
+deps:
+	@scripts/install-deps.sh
+
+$(TREE)/Makefile: config
+	@scripts/configure-nginx.sh "$(NGINX_SRC)" "$(TREE)" "$(CURDIR)" \
+	    "$(CC_OPT)" "$(LD_OPT)"
+
+$(MODULE): $(TREE)/Makefile $(SRCS)
+	$(MAKE) -C $(TREE) -f objs/Makefile modules
+	cp $(TREE)/objs/ngx_pty_module.so $@
+
+$(BUILD)/%_test: t/unit/%_test.c src/ngx_pty_%.c src/ngx_pty_%.h
+	@mkdir -p $(BUILD)
+	$(CC) $(TOOL_CFLAGS) -o $@ $< src/ngx_pty_$*.c -lvterm
+
+$(BUILD)/screen_test: t/unit/screen_test.c t/tools/vtref.c src/ngx_pty_screen.c src/ngx_pty_screen.h
+	@mkdir -p $(BUILD)
+	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/unit/screen_test.c t/tools/vtref.c src/ngx_pty_screen.c -lvterm
+
+$(BUILD)/vtcompare: t/tools/vtcompare.c t/tools/vtref.c src/ngx_pty_screen.c src/ngx_pty_screen.h
+	@mkdir -p $(BUILD)
+	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/tools/vtcompare.c t/tools/vtref.c src/ngx_pty_screen.c -lvterm
+
+$(BUILD)/screenbench: t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c src/ngx_pty_screen.h
+	@mkdir -p $(BUILD)
+	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c -lvterm
+
+run: deps all
+	@scripts/run-demo.sh "$(NGINX_BIN)" "$(PORT)"
+
+test: deps all
+	prove -r t/
+
+bench: deps all
+	@t/bench/run.sh
+
+clean:
+	rm -rf $(BUILD)/*.so $(UNIT_BINS) $(TOOL_BINS) $(TREE)/objs/addon
+
+distclean:
+	rm -rf $(BUILD) demo

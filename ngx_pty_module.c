@@ -1,0 +1,649 @@
+
+/*
+ * ngx_pty_module: turns a location into an interactive-terminal server.
+ *
+ *   pty_zone      the shared zone of sessions (http)
+ *   pty_attach    the pty-ws/v1 WebSocket endpoint
+ *                 .../agents/{instance_id}/sessions/{session_id}/attach
+ *   pty_api       the agent HTTP API: .../start, .../kill, .../list
+ *
+ * See docs/DIRECTIVES.md for every directive.
+ */
+
+#include "ngx_pty.h"
+#include "ngx_pty_shm.h"
+#include "ngx_pty_session.h"
+#include "ngx_pty_binding.h"
+#include "ngx_pty_api.h"
+
+
+static ngx_int_t ngx_pty_attach_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_pty_parse_attach_uri(ngx_http_request_t *r,
+    ngx_str_t *instance, ngx_str_t *session);
+static void *ngx_pty_create_main_conf(ngx_conf_t *cf);
+static char *ngx_pty_init_main_conf(ngx_conf_t *cf, void *conf);
+static void *ngx_pty_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static char *ngx_pty_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_pty_handler_set(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_pty_env(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static void ngx_pty_exit_process(ngx_cycle_t *cycle);
+static void ngx_pty_exit_master(ngx_cycle_t *cycle);
+
+
+static ngx_conf_num_bounds_t  ngx_pty_size_bounds = {
+    ngx_conf_check_num_bounds, 1, NGX_PTY_MAX_SIZE
+};
+
+static ngx_conf_num_bounds_t  ngx_pty_positive_bounds = {
+    ngx_conf_check_num_bounds, 1, 1000000000
+};
+
+static ngx_conf_num_bounds_t  ngx_pty_count_bounds = {
+    ngx_conf_check_num_bounds, 0, 1000000
+};
+
+
+#define NGX_PTY_LOC  NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF
+
+
+static ngx_command_t  ngx_pty_commands[] = {
+
+    { ngx_string("pty_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_pty_zone,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("pty_instance_id"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_pty_main_conf_t, instance_id),
+      NULL },
+
+    { ngx_string("pty_attach"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_pty_handler_set,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      NGX_PTY_HANDLER_ATTACH,
+      NULL },
+
+    { ngx_string("pty_api"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_pty_handler_set,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      NGX_PTY_HANDLER_API,
+      NULL },
+
+    { ngx_string("pty_max_controllers"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, params.max_controllers),
+      &ngx_pty_positive_bounds },
+
+    { ngx_string("pty_max_observers"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, params.max_observers),
+      &ngx_pty_count_bounds },
+
+    { ngx_string("pty_keyframe_interval_seconds"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, params.keyframe_interval_seconds),
+      &ngx_pty_positive_bounds },
+
+    { ngx_string("pty_keyframe_interval_frames"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, params.keyframe_interval_frames),
+      &ngx_pty_positive_bounds },
+
+    { ngx_string("pty_replay_buffer_frames"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, params.replay_buffer_frames),
+      &ngx_pty_positive_bounds },
+
+    { ngx_string("pty_replay_buffer_retention_seconds"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, params.replay_buffer_retention_seconds),
+      &ngx_pty_positive_bounds },
+
+    { ngx_string("pty_default_cols"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, params.default_cols),
+      &ngx_pty_size_bounds },
+
+    { ngx_string("pty_default_rows"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, params.default_rows),
+      &ngx_pty_size_bounds },
+
+    { ngx_string("pty_ring_size"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, ring_size),
+      NULL },
+
+    { ngx_string("pty_scrollback_size"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, scroll_size),
+      NULL },
+
+    { ngx_string("pty_input_max"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, input_max),
+      NULL },
+
+    { ngx_string("pty_ws_max_message"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, ws_max_message),
+      NULL },
+
+    { ngx_string("pty_ws_send_buffer"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, ws_send_buffer),
+      NULL },
+
+    { ngx_string("pty_ws_ping_interval"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, ws_ping_interval),
+      NULL },
+
+    { ngx_string("pty_ws_pong_timeout"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, ws_pong_timeout),
+      NULL },
+
+    { ngx_string("pty_api_cols"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, api_cols),
+      &ngx_pty_size_bounds },
+
+    { ngx_string("pty_api_rows"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, api_rows),
+      &ngx_pty_size_bounds },
+
+    { ngx_string("pty_api_max_body"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, api_max_body),
+      NULL },
+
+    { ngx_string("pty_shell"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, shell),
+      NULL },
+
+    { ngx_string("pty_env"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_pty_env,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("pty_closed_linger"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, closed_linger),
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_pty_module_ctx = {
+    NULL,                                  /* preconfiguration */
+    NULL,                                  /* postconfiguration */
+
+    ngx_pty_create_main_conf,              /* create main configuration */
+    ngx_pty_init_main_conf,                /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_pty_create_loc_conf,               /* create location configuration */
+    ngx_pty_merge_loc_conf                 /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_pty_module = {
+    NGX_MODULE_V1,
+    &ngx_pty_module_ctx,                   /* module context */
+    ngx_pty_commands,                      /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    ngx_pty_exit_process,                  /* exit process */
+    ngx_pty_exit_master,                   /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_int_t
+ngx_pty_attach_handler(ngx_http_request_t *r)
+{
+    ngx_int_t              rc;
+    ngx_str_t              instance, id;
+    ngx_pty_main_conf_t   *pmcf;
+    ngx_pty_session_sh_t  *sh;
+
+    pmcf = ngx_http_get_module_main_conf(r, ngx_pty_module);
+
+    if (ngx_pty_shm_zone() == NULL) {
+        return ngx_pty_api_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                 "no_zone", "no pty_zone is configured");
+    }
+
+    if (ngx_pty_parse_attach_uri(r, &instance, &id) != NGX_OK) {
+        return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "not_found",
+                                 "attach at /agents/{instance_id}/sessions/"
+                                 "{session_id}/attach");
+    }
+
+    if (instance.len != pmcf->instance_id.len
+        || ngx_strncmp(instance.data, pmcf->instance_id.data, instance.len))
+    {
+        return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "wrong_instance",
+                                 "this server is another instance");
+    }
+
+    sh = ngx_pty_shm_session_find(&id);
+    if (sh == NULL) {
+        return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "unknown_session",
+                                 "no such session");
+    }
+
+    rc = ngx_pty_binding_attach(r, sh);
+
+    ngx_pty_shm_session_release(sh);
+
+    switch (rc) {
+
+    case NGX_DONE:
+    case NGX_ERROR:
+        return rc;
+
+    case NGX_HTTP_PTY_UPGRADE_REQUIRED:
+        (void) ngx_pty_ws_add_header(r, "Sec-WebSocket-Version", "13", 2);
+        return ngx_pty_api_error(r, rc, "upgrade_required",
+                                 "this is a WebSocket (RFC 6455, version 13) "
+                                 "endpoint");
+
+    default:
+        return ngx_pty_api_error(r, rc, "bad_upgrade",
+                                 "a WebSocket upgrade with the subprotocol "
+                                 "\"" NGX_PTY_SUBPROTOCOL "\" is required");
+    }
+}
+
+
+/* the last five segments: agents/{instance}/sessions/{id}/attach */
+static ngx_int_t
+ngx_pty_parse_attach_uri(ngx_http_request_t *r, ngx_str_t *instance,
+    ngx_str_t *session)
+{
+    u_char      *p, *seg[6];
+    ngx_uint_t   n;
+
+    p = r->uri.data + r->uri.len;
+    n = 0;
+    seg[0] = p;
+
+    while (p > r->uri.data && n < 5) {
+        p--;
+
+        if (*p == '/') {
+            seg[++n] = p;
+        }
+    }
+
+    /* seg[k]: the slash before segment 5-k; seg[0]: the end */
+    if (n < 5) {
+        return NGX_ERROR;
+    }
+
+#define ngx_pty_seg_is(k, s)                                                  \
+    ((size_t) (seg[k - 1] - seg[k] - 1) == sizeof(s) - 1                      \
+     && ngx_strncmp(seg[k] + 1, s, sizeof(s) - 1) == 0)
+
+    if (!ngx_pty_seg_is(1, "attach") || !ngx_pty_seg_is(3, "sessions")
+        || !ngx_pty_seg_is(5, "agents"))
+    {
+        return NGX_ERROR;
+    }
+
+#undef ngx_pty_seg_is
+
+    instance->data = seg[4] + 1;
+    instance->len = seg[3] - seg[4] - 1;
+    session->data = seg[2] + 1;
+    session->len = seg[1] - seg[2] - 1;
+
+    return (instance->len && session->len) ? NGX_OK : NGX_ERROR;
+}
+
+
+static void *
+ngx_pty_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_pty_main_conf_t  *pmcf;
+
+    pmcf = ngx_pcalloc(cf->pool, sizeof(ngx_pty_main_conf_t));
+    if (pmcf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     pmcf->shm_zone = NULL;
+     *     pmcf->instance_id = { 0, NULL };
+     */
+
+    return pmcf;
+}
+
+
+static char *
+ngx_pty_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_pty_main_conf_t  *pmcf = conf;
+
+    if (pmcf->instance_id.data == NULL) {
+        /* the host name: one instance per machine unless told otherwise */
+        pmcf->instance_id = cf->cycle->hostname;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_pty_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_pty_loc_conf_t  *plcf;
+
+    plcf = ngx_pcalloc(cf->pool, sizeof(ngx_pty_loc_conf_t));
+    if (plcf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     plcf->handler = NGX_PTY_HANDLER_NONE;
+     *     plcf->shell = { 0, NULL };
+     */
+
+    plcf->params.max_controllers = NGX_CONF_UNSET_UINT;
+    plcf->params.max_observers = NGX_CONF_UNSET_UINT;
+    plcf->params.keyframe_interval_seconds = NGX_CONF_UNSET_UINT;
+    plcf->params.keyframe_interval_frames = NGX_CONF_UNSET_UINT;
+    plcf->params.replay_buffer_frames = NGX_CONF_UNSET_UINT;
+    plcf->params.replay_buffer_retention_seconds = NGX_CONF_UNSET_UINT;
+    plcf->params.default_cols = NGX_CONF_UNSET_UINT;
+    plcf->params.default_rows = NGX_CONF_UNSET_UINT;
+
+    plcf->ring_size = NGX_CONF_UNSET_SIZE;
+    plcf->scroll_size = NGX_CONF_UNSET_SIZE;
+    plcf->input_max = NGX_CONF_UNSET_SIZE;
+    plcf->ws_max_message = NGX_CONF_UNSET_SIZE;
+    plcf->ws_send_buffer = NGX_CONF_UNSET_SIZE;
+    plcf->ws_ping_interval = NGX_CONF_UNSET_MSEC;
+    plcf->ws_pong_timeout = NGX_CONF_UNSET_MSEC;
+    plcf->api_cols = NGX_CONF_UNSET_UINT;
+    plcf->api_rows = NGX_CONF_UNSET_UINT;
+    plcf->api_max_body = NGX_CONF_UNSET_SIZE;
+    plcf->env = NGX_CONF_UNSET_PTR;
+    plcf->closed_linger = NGX_CONF_UNSET_MSEC;
+
+    return plcf;
+}
+
+
+static char *
+ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_pty_loc_conf_t  *prev = parent;
+    ngx_pty_loc_conf_t  *conf = child;
+
+    ngx_pty_params_t  *p, *pp;
+
+    p = &conf->params;
+    pp = &prev->params;
+
+    ngx_conf_merge_uint_value(p->max_controllers, pp->max_controllers, 1);
+    ngx_conf_merge_uint_value(p->max_observers, pp->max_observers, 32);
+    ngx_conf_merge_uint_value(p->keyframe_interval_seconds,
+                              pp->keyframe_interval_seconds, 5);
+    ngx_conf_merge_uint_value(p->keyframe_interval_frames,
+                              pp->keyframe_interval_frames, 100);
+    ngx_conf_merge_uint_value(p->replay_buffer_frames,
+                              pp->replay_buffer_frames, 1000);
+    ngx_conf_merge_uint_value(p->replay_buffer_retention_seconds,
+                              pp->replay_buffer_retention_seconds, 86400);
+    ngx_conf_merge_uint_value(p->default_cols, pp->default_cols, 120);
+    ngx_conf_merge_uint_value(p->default_rows, pp->default_rows, 30);
+
+    ngx_conf_merge_size_value(conf->ring_size, prev->ring_size, 512 * 1024);
+    ngx_conf_merge_size_value(conf->scroll_size, prev->scroll_size,
+                              256 * 1024);
+    ngx_conf_merge_size_value(conf->input_max, prev->input_max, 64 * 1024);
+    ngx_conf_merge_size_value(conf->ws_max_message, prev->ws_max_message,
+                              1024 * 1024);
+    ngx_conf_merge_size_value(conf->ws_send_buffer, prev->ws_send_buffer,
+                              256 * 1024);
+    ngx_conf_merge_msec_value(conf->ws_ping_interval, prev->ws_ping_interval,
+                              30000);
+    ngx_conf_merge_msec_value(conf->ws_pong_timeout, prev->ws_pong_timeout,
+                              10000);
+    ngx_conf_merge_uint_value(conf->api_cols, prev->api_cols, 120);
+    ngx_conf_merge_uint_value(conf->api_rows, prev->api_rows, 32);
+    ngx_conf_merge_size_value(conf->api_max_body, prev->api_max_body,
+                              1024 * 1024);
+    ngx_conf_merge_str_value(conf->shell, prev->shell, "/bin/bash");
+    ngx_conf_merge_ptr_value(conf->env, prev->env, NULL);
+    ngx_conf_merge_msec_value(conf->closed_linger, prev->closed_linger,
+                              300000);
+
+    if (conf->ring_size < 64 * 1024) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"pty_ring_size\" must be at least 64k");
+        return NGX_CONF_ERROR;
+    }
+
+    conf->ring_size = ngx_align(conf->ring_size, 8);
+
+    if (conf->scroll_size < 4096) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"pty_scrollback_size\" must be at least 4k");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->ws_send_buffer < 16384) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"pty_ws_send_buffer\" must be at least 16k");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->shell.data[conf->shell.len] != '\0') {
+        /* ngx_conf_set_str_slot values are terminated; defaults too */
+        return "pty_shell is not terminated";
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_pty_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_pty_main_conf_t  *pmcf = conf;
+
+    u_char     *p;
+    ssize_t     size;
+    ngx_str_t  *value, name, s;
+
+    if (pmcf->shm_zone) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    p = (u_char *) ngx_strchr(value[1].data, ':');
+    if (p == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone \"%V\", use name:size", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    name.data = value[1].data;
+    name.len = p - value[1].data;
+
+    s.data = p + 1;
+    s.len = value[1].data + value[1].len - s.data;
+
+    size = ngx_parse_size(&s);
+
+    if (name.len == 0 || size == NGX_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (size < (ssize_t) (8 * ngx_pagesize)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "zone \"%V\" is too small", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    pmcf->shm_zone = ngx_shared_memory_add(cf, &name, size, &ngx_pty_module);
+    if (pmcf->shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (pmcf->shm_zone->data) {
+        return "is duplicate";
+    }
+
+    pmcf->shm_zone->init = ngx_pty_shm_init_zone;
+    pmcf->shm_zone->data = pmcf;   /* replaced by the zone's root */
+    pmcf->shm_zone->noreuse = 0;
+
+    (void) cmd;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_pty_handler_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_pty_loc_conf_t  *plcf = conf;
+
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (plcf->handler != NGX_PTY_HANDLER_NONE) {
+        return "is duplicate";
+    }
+
+    plcf->handler = cmd->offset;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    clcf->handler = (cmd->offset == NGX_PTY_HANDLER_ATTACH)
+                    ? ngx_pty_attach_handler : ngx_pty_api_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_pty_env(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_pty_loc_conf_t  *plcf = conf;
+
+    ngx_str_t  *value, *e;
+
+    value = cf->args->elts;
+
+    if (ngx_strlchr(value[1].data, value[1].data + value[1].len, '=')
+        == NULL || value[1].data[0] == '=')
+    {
+        return "takes NAME=value";
+    }
+
+    if (plcf->env == NGX_CONF_UNSET_PTR) {
+        plcf->env = ngx_array_create(cf->pool, 4, sizeof(ngx_str_t));
+        if (plcf->env == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    e = ngx_array_push(plcf->env);
+    if (e == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *e = value[1];      /* the parser leaves values null-terminated */
+
+    (void) cmd;
+
+    return NGX_CONF_OK;
+}
+
+
+static void
+ngx_pty_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_pty_sessions_shutdown(cycle);
+}
+
+
+static void
+ngx_pty_exit_master(ngx_cycle_t *cycle)
+{
+    ngx_pty_sessions_terminate_all(cycle->log);
+}

@@ -1,0 +1,32 @@
+#!/bin/sh
+# Starts the demo nginx in the foreground: conf/demo.conf on 127.0.0.1:PORT
+# with its prefix under demo/ (ignored by git).
+set -eu
+nginx_bin=$1 port=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
+prefix=$root/demo
+
+mkdir -p "$prefix/logs" "$prefix/tmp" "$prefix/conf"
+sed -e "s|%%MODULE%%|$root/build/ngx_pty_module.so|" \
+    -e "s|%%PREFIX%%|$prefix|g" -e "s|%%PORT%%|$port|g" \
+    -e "s|%%ROOT%%|$root|g" \
+    "$root/conf/demo.conf" > "$prefix/conf/nginx.conf"
+
+"$nginx_bin" -t -q -p "$prefix" -c "$prefix/conf/nginx.conf" -e "$prefix/logs/error.log"
+
+cat <<MSG
+ngx_pty_module demo on http://127.0.0.1:$port/  (Ctrl-C stops it; logs in demo/logs)
+
+Start a session through the agent API:
+  curl -s -X POST http://127.0.0.1:$port/pty/start -d '{"command":"bash"}'
+List sessions:
+  curl -s -X POST http://127.0.0.1:$port/pty/list
+Attach with any WebSocket client, subprotocol pty-ws.v1, at the
+"attach_path" the start call returned, e.g.
+  ws://127.0.0.1:$port/agents/demo/sessions/<session_id>/attach
+then send {"op":"pty.join_session","id":"...","extensions":["https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"],"payload":{"role":"controller"}}
+Stop a session:
+  curl -s -X POST http://127.0.0.1:$port/pty/kill -d '{"id":"pty-1"}'
+MSG
+
+exec "$nginx_bin" -p "$prefix" -c "$prefix/conf/nginx.conf" -e "$prefix/logs/error.log"

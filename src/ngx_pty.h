@@ -1,0 +1,102 @@
+
+/*
+ * ngx_pty_module: types shared by every subsystem.
+ *
+ * Memory map:
+ *   shared zone (pty_zone)   ngx_pty_shm_t, ngx_pty_session_sh_t, rings,
+ *                            member records: visible to every worker
+ *   worker memory            ngx_pty_session_t (local view of a session:
+ *                            PTY events when this worker owns it, local
+ *                            clients and API waiters), ngx_pty_client_t
+ */
+
+#ifndef _NGX_PTY_H_INCLUDED_
+#define _NGX_PTY_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+
+#define NGX_PTY_BINDING_URI    "https://agentic-sandbox.aiwg.io/bindings/pty-ws/v1"
+#define NGX_PTY_BINDING_VER    "1.0.0"
+#define NGX_PTY_EXT_URI                                                       \
+    "https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
+#define NGX_PTY_SUBPROTOCOL    "pty-ws.v1"
+#define NGX_PTY_SNAPSHOT_FMT   "vt100-screen-state-v1"
+
+#define NGX_PTY_ID_LEN         36          /* UUID text form */
+#define NGX_PTY_LABEL_MAX      128
+#define NGX_PTY_MAX_SIZE       1024        /* cols and rows */
+#define NGX_PTY_READ_CHUNK     16384       /* one Output frame at most */
+
+#define NGX_HTTP_PTY_UPGRADE_REQUIRED  426
+
+#if (NGX_HAVE_GCC_ATTRIBUTE_NORETURN) || defined(__GNUC__)
+#define ngx_pty_noreturn  __attribute__((__noreturn__))
+#else
+#define ngx_pty_noreturn
+#endif
+
+
+typedef struct ngx_pty_shm_s          ngx_pty_shm_t;
+typedef struct ngx_pty_session_sh_s   ngx_pty_session_sh_t;
+typedef struct ngx_pty_session_s      ngx_pty_session_t;
+typedef struct ngx_pty_client_s       ngx_pty_client_t;
+typedef struct ngx_pty_ring_s         ngx_pty_ring_t;
+
+
+typedef enum {
+    NGX_PTY_HANDLER_NONE = 0,
+    NGX_PTY_HANDLER_ATTACH,
+    NGX_PTY_HANDLER_API,
+    NGX_PTY_HANDLER_CARD
+} ngx_pty_handler_e;
+
+
+/* the extension's params, as directives */
+typedef struct {
+    ngx_uint_t                 max_controllers;
+    ngx_uint_t                 max_observers;
+    ngx_uint_t                 keyframe_interval_seconds;
+    ngx_uint_t                 keyframe_interval_frames;
+    ngx_uint_t                 replay_buffer_frames;
+    ngx_uint_t                 replay_buffer_retention_seconds;
+    ngx_uint_t                 default_cols;
+    ngx_uint_t                 default_rows;
+} ngx_pty_params_t;
+
+
+typedef struct {
+    ngx_shm_zone_t            *shm_zone;
+    ngx_str_t                  instance_id;
+} ngx_pty_main_conf_t;
+
+
+typedef struct {
+    ngx_pty_handler_e          handler;
+    ngx_pty_params_t           params;
+
+    size_t                     ring_size;
+    size_t                     scroll_size;
+    size_t                     input_max;
+    size_t                     ws_max_message;
+    size_t                     ws_send_buffer;
+    ngx_msec_t                 ws_ping_interval;
+    ngx_msec_t                 ws_pong_timeout;
+
+    ngx_uint_t                 api_cols;
+    ngx_uint_t                 api_rows;
+    size_t                     api_max_body;
+
+    ngx_str_t                  shell;
+    ngx_array_t               *env;            /* of ngx_str_t "NAME=value" */
+    ngx_msec_t                 closed_linger;
+} ngx_pty_loc_conf_t;
+
+
+extern ngx_module_t  ngx_pty_module;
+
+
+#endif /* _NGX_PTY_H_INCLUDED_ */

@@ -1,0 +1,642 @@
+
+/*
+ * pty-ws/v1: envelope, dispatch, binding frames, the client's ring walk.
+ */
+
+#include "ngx_pty.h"
+#include "ngx_pty_binding.h"
+#include "ngx_pty_ext.h"
+#include "ngx_pty_util.h"
+
+
+typedef struct {
+    const char                *code;
+    const char                *a2a_name;
+    ngx_int_t                  a2a_code;     /* 0: A2A fixes no number */
+    ngx_uint_t                 retryable;
+} ngx_pty_error_def_t;
+
+
+static ngx_pty_error_def_t  ngx_pty_errors[] = {
+    { "TASK_NOT_FOUND", "TaskNotFoundError", -32001, 0 },
+    { "TASK_NOT_CANCELABLE", "TaskNotCancelableError", -32002, 0 },
+    { "INVALID_REQUEST", "InvalidRequestError", -32600, 0 },
+    { "UNSUPPORTED_OPERATION", "UnsupportedOperationError", -32004, 0 },
+    { "UNAUTHENTICATED", "UnauthenticatedError", 0, 0 },
+    { "PERMISSION_DENIED", "PermissionDeniedError", 0, 0 },
+    { "RATE_LIMITED", "RateLimitedError", 0, 1 },
+    { "INTERNAL", "InternalError", -32603, 1 },
+    { "REPLAY_OUT_OF_RANGE", "ReplayOutOfRangeError", 0, 0 }
+};
+
+
+static const char  *ngx_pty_core_ops[] = {
+    "SendMessage", "SendStreamingMessage", "GetTask", "ListTasks",
+    "CancelTask", "SubscribeToTask", NULL
+};
+
+
+static void ngx_pty_binding_message(ngx_pty_ws_t *ws, u_char *data,
+    size_t len);
+static void ngx_pty_binding_writable(ngx_pty_ws_t *ws);
+static void ngx_pty_binding_closed(ngx_pty_ws_t *ws);
+static void ngx_pty_binding_notify(ngx_pty_listener_t *l);
+static void ngx_pty_binding_shutdown(ngx_pty_listener_t *l);
+static ngx_int_t ngx_pty_binding_envelope(ngx_pty_client_t *cl, json_t *msg,
+    json_t **id);
+static void ngx_pty_binding_hello(ngx_pty_client_t *cl);
+static void ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg,
+    json_t *id);
+static u_char *ngx_pty_binding_head(u_char *p, const char *op, json_t *id);
+static ngx_int_t ngx_pty_binding_lagged(ngx_pty_client_t *cl);
+
+
+ngx_int_t
+ngx_pty_binding_attach(ngx_http_request_t *r, ngx_pty_session_sh_t *sh)
+{
+    ngx_int_t            rc;
+    ngx_table_elt_t     *h;
+    ngx_list_part_t     *part;
+    ngx_uint_t           i;
+    ngx_pty_client_t    *cl;
+    ngx_pty_loc_conf_t  *plcf;
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_pty_module);
+
+    cl = ngx_pcalloc(r->pool, sizeof(ngx_pty_client_t));
+    if (cl == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cl->conf = plcf;
+    cl->first_frame = 1;
+    cl->ws.data = cl;
+    cl->ws.on_message = ngx_pty_binding_message;
+    cl->ws.on_writable = ngx_pty_binding_writable;
+    cl->ws.on_closed = ngx_pty_binding_closed;
+    cl->ws.max_message = plcf->ws_max_message;
+    cl->ws.send_limit = plcf->ws_send_buffer;
+    cl->ws.ping_interval = plcf->ws_ping_interval;
+    cl->ws.pong_timeout = plcf->ws_pong_timeout;
+
+    /* activation by header, as on A2A's other bindings */
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == sizeof("A2A-Extensions") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "A2A-Extensions",
+                               h[i].key.len) == 0
+            && ngx_strlcasestrn(h[i].value.data,
+                                h[i].value.data + h[i].value.len,
+                                (u_char *) NGX_PTY_EXT_URI,
+                                sizeof(NGX_PTY_EXT_URI) - 2))
+        {
+            cl->ext_active = 1;
+        }
+    }
+
+    ngx_http_set_ctx(r, cl, ngx_pty_module);
+
+    rc = ngx_pty_ws_handshake(r, &cl->ws);
+    if (rc != NGX_OK) {
+        ngx_http_set_ctx(r, NULL, ngx_pty_module);
+        return rc;
+    }
+
+    cl->session = ngx_pty_session_get(sh);
+    if (cl->session == NULL) {
+        return NGX_ERROR;
+    }
+
+    cl->listener.notify = ngx_pty_binding_notify;
+    cl->listener.shutdown = ngx_pty_binding_shutdown;
+    cl->listener.data = cl;
+    ngx_pty_session_listen(cl->session, &cl->listener);
+
+    cl->client_id = ngx_pty_shm_next_client_id();
+    cl->keyframe_ev.log = r->connection->log;
+    cl->keyframe_ev.data = cl;
+    cl->keyframe_ev.cancelable = 1;
+
+    ngx_pty_binding_hello(cl);
+    ngx_pty_ws_start(&cl->ws);
+
+    if (!cl->ws.finished) {
+        ngx_pty_ws_flush(&cl->ws);
+    }
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_pty_binding_message(ngx_pty_ws_t *ws, u_char *data, size_t len)
+{
+    json_t            *msg, *id;
+    const char        *op;
+    json_error_t       err;
+    ngx_pty_client_t  *cl;
+
+    cl = ws->data;
+
+    msg = json_loadb((char *) data, len, JSON_REJECT_DUPLICATES, &err);
+
+    if (msg == NULL) {
+        ngx_pty_binding_error(cl, NULL, NGX_PTY_ERR_INVALID_REQUEST,
+                              "malformed JSON");
+        goto done;
+    }
+
+    if (ngx_pty_binding_envelope(cl, msg, &id) != NGX_OK) {
+        goto done;
+    }
+
+    op = json_string_value(json_object_get(msg, "op"));
+
+    if (ngx_strncmp(op, "pty.", 4) == 0) {
+        ngx_pty_ext_dispatch(cl, msg, op, id);
+
+    } else if (ngx_strcmp(op, "ping") == 0) {
+        ngx_pty_binding_pong(cl, msg, id);
+
+    } else {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_UNSUPPORTED_OPERATION,
+                              "operation not supported");
+    }
+
+done:
+
+    if (msg) {
+        json_decref(msg);
+    }
+
+    if (!cl->ws.finished) {
+        ngx_pty_ws_flush(&cl->ws);
+    }
+}
+
+
+/* the envelope's shape; errors are answered here */
+static ngx_int_t
+ngx_pty_binding_envelope(ngx_pty_client_t *cl, json_t *msg, json_t **id)
+{
+    size_t       i;
+    json_t      *v, *op, *sp, *ext;
+    const char  *key;
+    const char  *why;
+
+    *id = NULL;
+
+    if (!json_is_object(msg)) {
+        why = "a frame is one JSON object";
+        goto invalid;
+    }
+
+    v = json_object_get(msg, "id");
+    if (json_is_string(v) && json_string_length(v) > 0
+        && json_string_length(v) <= 256)
+    {
+        *id = v;
+    }
+
+    op = json_object_get(msg, "op");
+
+    json_object_foreach(msg, key, v) {
+        if (ngx_strcmp(key, "op") && ngx_strcmp(key, "id")
+            && ngx_strcmp(key, "ts") && ngx_strcmp(key, "payload")
+            && ngx_strcmp(key, "replay_from")
+            && ngx_strcmp(key, "service_parameters")
+            && ngx_strcmp(key, "extensions"))
+        {
+            why = (ngx_strcmp(key, "sequence") == 0)
+                  ? "clients must not set \"sequence\""
+                  : "unknown envelope member";
+            goto invalid;
+        }
+    }
+
+    if (!json_is_string(op) || json_string_length(op) == 0) {
+        why = "\"op\" must be a non-empty string";
+        goto invalid;
+    }
+
+    if (*id == NULL) {
+        why = "\"id\" must be a non-empty string";
+        goto invalid;
+    }
+
+    v = json_object_get(msg, "ts");
+    if (v && !json_is_string(v)) {
+        why = "\"ts\" must be an RFC 3339 string";
+        goto invalid;
+    }
+
+    v = json_object_get(msg, "payload");
+    if (v && !json_is_object(v) && !json_is_null(v)) {
+        why = "\"payload\" must be an object";
+        goto invalid;
+    }
+
+    v = json_object_get(msg, "replay_from");
+    if (v && !json_is_null(v)
+        && !(json_is_integer(v) && json_integer_value(v) >= 0))
+    {
+        why = "\"replay_from\" must be a non-negative integer";
+        goto invalid;
+    }
+
+    sp = json_object_get(msg, "service_parameters");
+    if (sp && !json_is_object(sp)) {
+        why = "\"service_parameters\" must be an object";
+        goto invalid;
+    }
+
+    ext = json_object_get(msg, "extensions");
+    if (ext && !json_is_array(ext)) {
+        why = "\"extensions\" must be an array of URIs";
+        goto invalid;
+    }
+
+    if (cl->first_frame) {
+        cl->first_frame = 0;
+
+        json_array_foreach(ext, i, v) {
+            if (json_is_string(v)
+                && ngx_strcmp(json_string_value(v), NGX_PTY_EXT_URI) == 0)
+            {
+                cl->ext_active = 1;
+            }
+        }
+
+        if (sp) {
+            cl->service_parameters = json_incref(sp);
+        }
+    }
+
+    return NGX_OK;
+
+invalid:
+
+    ngx_pty_binding_error(cl, *id, NGX_PTY_ERR_INVALID_REQUEST, why);
+
+    return NGX_ERROR;
+}
+
+
+/* writes {"op":"..","id":"..","ts":".." ; ids up to 256 bytes escaped */
+static u_char *
+ngx_pty_binding_head(u_char *p, const char *op, json_t *id)
+{
+    p = ngx_sprintf(p, "{\"op\":\"%s\",\"id\":\"", op);
+
+    if (id) {
+        p = ngx_pty_json_escape(p, (u_char *) json_string_value(id),
+                                json_string_length(id));
+
+    } else {
+        p = ngx_pty_uuid7_text(p);
+    }
+
+    p = ngx_pty_cpylit(p, "\",\"ts\":\"");
+    p = ngx_pty_ts_format(p, ngx_pty_now_ms());
+    *p++ = '"';
+
+    return p;
+}
+
+
+#define NGX_PTY_HEAD_MAX  (64 + 256 * 6 + NGX_PTY_TS_LEN)
+
+
+void
+ngx_pty_binding_error(ngx_pty_client_t *cl, json_t *id, ngx_uint_t code,
+    const char *message)
+{
+    u_char               *p, *start;
+    size_t                mlen;
+    ngx_pty_ws_block_t   *b;
+    ngx_pty_error_def_t  *e;
+
+    e = &ngx_pty_errors[code];
+    mlen = ngx_min(ngx_strlen(message), 512);
+
+    start = ngx_pty_ws_reserve(&cl->ws, NGX_PTY_HEAD_MAX + 256 + 2 * 6 * mlen,
+                               &b);
+    if (start == NULL) {
+        ngx_pty_ws_finalize(&cl->ws);
+        return;
+    }
+
+    p = ngx_pty_binding_head(start, "Error", id);
+    p = ngx_sprintf(p, ",\"payload\":{\"code\":\"%s\",\"message\":\"",
+                    e->code);
+    p = ngx_pty_json_escape(p, (u_char *) message, mlen);
+    p = ngx_sprintf(p, "\",\"a2a_error\":{");
+
+    if (e->a2a_code) {
+        p = ngx_sprintf(p, "\"code\":%i,", e->a2a_code);
+    }
+
+    p = ngx_sprintf(p, "\"name\":\"%s\",\"message\":\"", e->a2a_name);
+    p = ngx_pty_json_escape(p, (u_char *) message, mlen);
+    p = ngx_sprintf(p, "\"},\"retryable\":%s}}",
+                    e->retryable ? "true" : "false");
+
+    ngx_pty_ws_commit(&cl->ws, b, p);
+}
+
+
+static void
+ngx_pty_binding_hello(ngx_pty_client_t *cl)
+{
+    u_char              *p, *start;
+    ngx_uint_t           i;
+    ngx_pty_ws_block_t  *b;
+
+    start = ngx_pty_ws_reserve(&cl->ws, 1024, &b);
+    if (start == NULL) {
+        ngx_pty_ws_finalize(&cl->ws);
+        return;
+    }
+
+    p = ngx_pty_binding_head(start, "binding_hello", NULL);
+    p = ngx_sprintf(p, ",\"payload\":{\"binding_uri\":\"" NGX_PTY_BINDING_URI
+                    "\",\"binding_version\":\"" NGX_PTY_BINDING_VER
+                    "\",\"supported_operations\":[");
+
+    for (i = 0; ngx_pty_core_ops[i]; i++) {
+        p = ngx_sprintf(p, "%s\"%s\"", i ? "," : "", ngx_pty_core_ops[i]);
+    }
+
+    p = ngx_sprintf(p, "],\"activated_extensions\":[%s],"
+                    "\"session\":{\"session_id\":\"%*s\","
+                    "\"current_sequence\":%uL}}}",
+                    cl->ext_active ? "\"" NGX_PTY_EXT_URI "\"" : "",
+                    (size_t) NGX_PTY_ID_LEN, cl->session->sh->id,
+                    cl->session->sh->seq);
+
+    ngx_pty_ws_commit(&cl->ws, b, p);
+}
+
+
+void
+ngx_pty_binding_goodbye(ngx_pty_client_t *cl, const char *reason,
+    const char *detail)
+{
+    u_char              *p, *start;
+    ngx_pty_ws_block_t  *b;
+
+    if (cl->done) {
+        return;
+    }
+
+    cl->done = 1;
+
+    start = ngx_pty_ws_reserve(&cl->ws, NGX_PTY_HEAD_MAX + 512, &b);
+    if (start == NULL) {
+        ngx_pty_ws_finalize(&cl->ws);
+        return;
+    }
+
+    p = ngx_pty_binding_head(start, "binding_goodbye", NULL);
+    p = ngx_sprintf(p, ",\"payload\":{\"reason\":\"%s\"", reason);
+
+    if (detail) {
+        p = ngx_sprintf(p, ",\"detail\":\"");
+        p = ngx_pty_json_escape(p, (u_char *) detail,
+                                ngx_min(ngx_strlen(detail), 256));
+        *p++ = '"';
+    }
+
+    *p++ = '}';
+    *p++ = '}';
+
+    ngx_pty_ws_commit(&cl->ws, b, p);
+    ngx_pty_ws_close(&cl->ws, NGX_PTY_WS_CLOSE_NORMAL, "");
+}
+
+
+static void
+ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg, json_t *id)
+{
+    u_char              *p, *start;
+    size_t               len;
+    json_t              *ts;
+    ngx_pty_ws_block_t  *b;
+
+    ts = json_object_get(json_object_get(msg, "payload"), "client_ts");
+
+    if (!json_is_string(ts) || json_string_length(ts) > 64) {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
+                              "ping needs payload.client_ts");
+        return;
+    }
+
+    len = json_string_length(ts);
+
+    start = ngx_pty_ws_reserve(&cl->ws, NGX_PTY_HEAD_MAX + 128 + 6 * len, &b);
+    if (start == NULL) {
+        ngx_pty_ws_finalize(&cl->ws);
+        return;
+    }
+
+    p = ngx_pty_binding_head(start, "pong", id);
+    p = ngx_pty_cpylit(p, ",\"payload\":{\"client_ts\":\"");
+    p = ngx_pty_json_escape(p, (u_char *) json_string_value(ts), len);
+    p = ngx_pty_cpylit(p, "\",\"server_ts\":\"");
+    p = ngx_pty_ts_format(p, ngx_pty_now_ms());
+    *p++ = '"';
+    *p++ = '}';
+    *p++ = '}';
+
+    ngx_pty_ws_commit(&cl->ws, b, p);
+}
+
+
+/* one ring frame to this client */
+ngx_int_t
+ngx_pty_binding_send_frame(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
+{
+    u_char              *p;
+    ngx_pty_ws_block_t  *b;
+
+    p = ngx_pty_ws_reserve(&cl->ws, ngx_pty_ext_frame_size(f), &b);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_pty_ws_commit(&cl->ws, b, ngx_pty_ext_frame_write(p, f));
+
+    return NGX_OK;
+}
+
+
+/*
+ * Moves frames from the ring to the send queue until the queue is full
+ * or the client is level with the ring.  A client that fell out of the
+ * ring is told so and gets a Keyframe next.
+ */
+void
+ngx_pty_binding_pull(ngx_pty_client_t *cl)
+{
+    uint64_t               seq;
+    ngx_uint_t             kind;
+    ngx_pty_frame_t       *f;
+    ngx_pty_session_sh_t  *sh;
+
+    if (!cl->joined || cl->done || cl->ws.finished || cl->ws.close_sent) {
+        return;
+    }
+
+    sh = cl->session->sh;
+
+    while (cl->ws.out_bytes < cl->ws.send_limit) {
+
+        ngx_pty_shm_lock(sh);
+
+        if (cl->cursor < sh->ring->tail) {
+            ngx_pty_shm_unlock(sh);
+
+            if (ngx_pty_binding_lagged(cl) != NGX_OK) {
+                break;
+            }
+
+            continue;
+        }
+
+        f = ngx_pty_ring_read(sh->ring, &cl->cursor);
+
+        if (f == NULL) {
+            ngx_pty_shm_unlock(sh);
+            break;
+        }
+
+        if ((f->target && f->target != cl->client_id)
+            || f->seq == cl->sent_seq)
+        {
+            ngx_pty_shm_unlock(sh);
+            continue;
+        }
+
+        kind = f->kind;
+        seq = f->seq;
+
+        if (ngx_pty_binding_send_frame(cl, f) != NGX_OK) {
+            ngx_pty_shm_unlock(sh);
+            ngx_pty_ws_finalize(&cl->ws);
+            return;
+        }
+
+        ngx_pty_shm_unlock(sh);
+
+        if (kind == NGX_PTY_FRAME_CLOSED) {
+            ngx_pty_binding_goodbye(cl, "session_closed", NULL);
+            return;
+        }
+
+        if (cl->leaving && seq >= cl->leave_seq) {
+            ngx_pty_binding_goodbye(cl, "other", "left the session");
+            return;
+        }
+    }
+
+    ngx_pty_ws_flush(&cl->ws);
+}
+
+
+static ngx_int_t
+ngx_pty_binding_lagged(ngx_pty_client_t *cl)
+{
+    ngx_pty_frame_t  *f;
+
+    ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
+                  "pty: client c-%uD fell behind session pty-%ui",
+                  cl->client_id, cl->session->sh->name);
+
+    /* PTY_OUTPUT_LAGGED, then a Keyframe: the client starts over there */
+    f = ngx_pty_ext_error_frame(cl, "PTY_OUTPUT_LAGGED",
+                                "output was dropped; a keyframe follows");
+    if (f == NULL) {
+        ngx_pty_ws_finalize(&cl->ws);
+        return NGX_ERROR;
+    }
+
+    ngx_pty_shm_lock(cl->session->sh);
+    cl->cursor = ngx_pty_ring_find(cl->session->sh->ring, f->seq - 1);
+    ngx_pty_shm_unlock(cl->session->sh);
+
+    if (ngx_pty_session_keyframe(cl->session, cl->client_id) == NULL) {
+        /* not the owner here: the lagged client waits for a periodic one */
+        ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
+                      "pty: no keyframe for lagged client c-%uD",
+                      cl->client_id);
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_pty_binding_notify(ngx_pty_listener_t *l)
+{
+    ngx_pty_client_t  *cl = l->data;
+
+    if (!cl->ws.finished && !cl->ws.connection->write->posted) {
+        ngx_post_event(cl->ws.connection->write, &ngx_posted_events);
+    }
+}
+
+
+/* this worker exits: say so, send what fits, and go */
+static void
+ngx_pty_binding_shutdown(ngx_pty_listener_t *l)
+{
+    ngx_pty_client_t  *cl = l->data;
+
+    ngx_pty_binding_goodbye(cl, "server_shutdown",
+                            "reconnect with replay_from");
+    ngx_pty_ws_finalize(&cl->ws);
+}
+
+
+static void
+ngx_pty_binding_writable(ngx_pty_ws_t *ws)
+{
+    ngx_pty_binding_pull(ws->data);
+}
+
+
+static void
+ngx_pty_binding_closed(ngx_pty_ws_t *ws)
+{
+    ngx_pty_client_t  *cl = ws->data;
+
+    if (cl->keyframe_ev.timer_set) {
+        ngx_del_timer(&cl->keyframe_ev);
+    }
+
+    if (cl->session == NULL) {
+        return;
+    }
+
+    ngx_pty_ext_detach(cl);
+
+    if (cl->service_parameters) {
+        json_decref(cl->service_parameters);
+        cl->service_parameters = NULL;
+    }
+
+    ngx_pty_session_unlisten(cl->session, &cl->listener);
+    cl->session = NULL;
+}

@@ -1,0 +1,782 @@
+
+/*
+ * pty-extensions/v1: verbs, roles, membership, session frames.
+ */
+
+#include "ngx_pty.h"
+#include "ngx_pty_ext.h"
+#include "ngx_pty_util.h"
+
+
+#define NGX_PTY_KEYFRAME_RATE  1000     /* ms between requested keyframes */
+
+
+static void ngx_pty_ext_join(ngx_pty_client_t *cl, json_t *msg, json_t *id);
+static void ngx_pty_ext_leave(ngx_pty_client_t *cl, json_t *id);
+static void ngx_pty_ext_input(ngx_pty_client_t *cl, json_t *payload,
+    json_t *id);
+static void ngx_pty_ext_resize(ngx_pty_client_t *cl, json_t *payload,
+    json_t *id);
+static void ngx_pty_ext_request_role(ngx_pty_client_t *cl, json_t *payload,
+    json_t *id);
+static void ngx_pty_ext_request_keyframe(ngx_pty_client_t *cl, json_t *id);
+static void ngx_pty_ext_keyframe_handler(ngx_event_t *ev);
+static ngx_pty_frame_t *ngx_pty_ext_role_frame(ngx_pty_client_t *cl,
+    ngx_uint_t downgraded, const char *reason);
+static ngx_pty_frame_t *ngx_pty_ext_membership_locked(
+    ngx_pty_session_sh_t *sh, ngx_log_t *log);
+static ngx_int_t ngx_pty_ext_payload_keys(json_t *payload,
+    const char **allowed);
+
+
+void
+ngx_pty_ext_dispatch(ngx_pty_client_t *cl, json_t *msg, const char *op,
+    json_t *id)
+{
+    json_t  *payload;
+
+    if (!cl->ext_active) {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_UNSUPPORTED_OPERATION,
+                              "pty-extensions/v1 is not activated on this "
+                              "connection");
+        return;
+    }
+
+    payload = json_object_get(msg, "payload");
+
+    if (ngx_strcmp(op, "pty.join_session") == 0) {
+        ngx_pty_ext_join(cl, msg, id);
+        return;
+    }
+
+    if (ngx_strcmp(op, "pty.leave_session") != 0
+        && ngx_strcmp(op, "pty.session_input") != 0
+        && ngx_strcmp(op, "pty.session_resize") != 0
+        && ngx_strcmp(op, "pty.request_role") != 0
+        && ngx_strcmp(op, "pty.request_keyframe") != 0)
+    {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_UNSUPPORTED_OPERATION,
+                              "unknown pty-extensions/v1 operation");
+        return;
+    }
+
+    if (!cl->joined || cl->leaving) {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
+                              "join the session first");
+        return;
+    }
+
+    if (ngx_strcmp(op, "pty.session_input") == 0) {
+        ngx_pty_ext_input(cl, payload, id);
+
+    } else if (ngx_strcmp(op, "pty.session_resize") == 0) {
+        ngx_pty_ext_resize(cl, payload, id);
+
+    } else if (ngx_strcmp(op, "pty.leave_session") == 0) {
+        ngx_pty_ext_leave(cl, id);
+
+    } else if (ngx_strcmp(op, "pty.request_role") == 0) {
+        ngx_pty_ext_request_role(cl, payload, id);
+
+    } else {
+        ngx_pty_ext_request_keyframe(cl, id);
+    }
+}
+
+
+static ngx_int_t
+ngx_pty_ext_payload_keys(json_t *payload, const char **allowed)
+{
+    json_t       *v;
+    ngx_uint_t    i;
+    const char   *key;
+
+    if (payload == NULL || json_is_null(payload)) {
+        return NGX_OK;
+    }
+
+    json_object_foreach(payload, key, v) {
+        for (i = 0; allowed[i]; i++) {
+            if (ngx_strcmp(key, allowed[i]) == 0) {
+                break;
+            }
+        }
+
+        if (allowed[i] == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* a JSON integer in [1, 1024], or absent (then *v is left alone) */
+static ngx_int_t
+ngx_pty_ext_size(json_t *payload, const char *name, ngx_uint_t *v,
+    ngx_uint_t required)
+{
+    json_t  *j;
+
+    j = json_object_get(payload, name);
+
+    if (j == NULL) {
+        return required ? NGX_ERROR : NGX_OK;
+    }
+
+    if (!json_is_integer(j) || json_integer_value(j) < 1
+        || json_integer_value(j) > NGX_PTY_MAX_SIZE)
+    {
+        return NGX_ERROR;
+    }
+
+    *v = (ngx_uint_t) json_integer_value(j);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_pty_ext_label(json_t *j, u_char **label, size_t *len)
+{
+    u_char      *p;
+    size_t       n, chars;
+
+    *label = (u_char *) "";
+    *len = 0;
+
+    if (j == NULL) {
+        return NGX_OK;
+    }
+
+    if (!json_is_string(j)) {
+        return NGX_ERROR;
+    }
+
+    p = (u_char *) json_string_value(j);
+    n = json_string_length(j);
+
+    for (chars = 0; n--; p++) {
+        chars += ((*p & 0xc0) != 0x80);
+    }
+
+    if (chars > NGX_PTY_LABEL_MAX) {
+        return NGX_ERROR;
+    }
+
+    *label = (u_char *) json_string_value(j);
+    *len = json_string_length(j);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_pty_ext_join(ngx_pty_client_t *cl, json_t *msg, json_t *id)
+{
+    u_char                 *label;
+    size_t                  label_len;
+    json_t                 *payload, *role, *replay;
+    uint64_t                ra_seq, first, from;
+    ngx_uint_t              want, cols, rows, first_controller, downgraded;
+    ngx_pty_frame_t        *ra;
+    ngx_pty_session_t      *s;
+    ngx_pty_session_sh_t   *sh;
+    ngx_pty_params_t       *params;
+    u_char                  reason[96];
+    static const char      *keys[] = { "role", "cols", "rows",
+                                       "client_label", NULL };
+
+    if (cl->joined) {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
+                              "already joined; leave first");
+        return;
+    }
+
+    s = cl->session;
+    sh = s->sh;
+    params = &cl->conf->params;
+    payload = json_object_get(msg, "payload");
+    role = json_object_get(payload, "role");
+    cols = 0;
+    rows = 0;
+
+    if (!json_is_object(payload) || ngx_pty_ext_payload_keys(payload, keys)
+        || !json_is_string(role)
+        || ngx_pty_ext_size(payload, "cols", &cols, 0) != NGX_OK
+        || ngx_pty_ext_size(payload, "rows", &rows, 0) != NGX_OK
+        || ngx_pty_ext_label(json_object_get(payload, "client_label"),
+                             &label, &label_len) != NGX_OK)
+    {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
+                              "join_session needs {role, cols?, rows?, "
+                              "client_label?} with sizes in 1..1024 and a "
+                              "label of at most 128 characters");
+        return;
+    }
+
+    if (ngx_strcmp(json_string_value(role), "controller") == 0) {
+        want = NGX_PTY_ROLE_CONTROLLER;
+
+    } else if (ngx_strcmp(json_string_value(role), "observer") == 0) {
+        want = NGX_PTY_ROLE_OBSERVER;
+
+    } else {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
+                              "role is \"controller\" or \"observer\"");
+        return;
+    }
+
+    replay = json_object_get(msg, "replay_from");
+    downgraded = 0;
+    first_controller = 0;
+
+    ngx_pty_shm_lock(sh);
+
+    if (sh->fresh) {
+        /* the first connection on a fresh session controls it */
+        want = NGX_PTY_ROLE_CONTROLLER;
+        first_controller = 1;
+
+    } else if (want == NGX_PTY_ROLE_CONTROLLER
+               && sh->controllers >= params->max_controllers)
+    {
+        want = NGX_PTY_ROLE_OBSERVER;
+        downgraded = 1;
+        ngx_sprintf(reason, "controller limit reached (max_controllers=%ui)%Z",
+                    params->max_controllers);
+    }
+
+    if (want == NGX_PTY_ROLE_OBSERVER
+        && sh->observers >= params->max_observers)
+    {
+        ngx_pty_shm_unlock(sh);
+        ngx_sprintf(reason, "observer limit reached (max_observers=%ui)%Z",
+                    params->max_observers);
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_RATE_LIMITED,
+                              (char *) reason);
+        return;
+    }
+
+    cl->member = ngx_pty_shm_member_add(sh, cl->client_id, want, label,
+                                        label_len);
+    if (cl->member == NULL) {
+        ngx_pty_shm_unlock(sh);
+        ngx_log_error(NGX_LOG_ERR, cl->ws.connection->log, 0,
+                      "pty: shared zone is full; raise the size in "
+                      "\"pty_zone\"");
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INTERNAL,
+                              "shared memory exhausted");
+        return;
+    }
+
+    sh->fresh = 0;
+    cl->role = want;
+
+    ra = ngx_pty_ext_role_frame(cl, downgraded, (char *) reason);
+
+    if (ra == NULL || ngx_pty_ext_membership_locked(sh, cl->ws.connection->log)
+                      == NULL)
+    {
+        ngx_pty_shm_member_remove(sh, cl->member);
+        cl->member = NULL;
+        ngx_pty_shm_unlock(sh);
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INTERNAL,
+                              "cannot record the join");
+        return;
+    }
+
+    /* RoleAssigned goes first, ahead of any replay */
+    ra_seq = ra->seq;
+    (void) ngx_pty_binding_send_frame(cl, ra);
+    cl->sent_seq = ra_seq;
+
+    first = ngx_pty_ring_first_seq(sh->ring);
+    cl->cursor = ngx_pty_ring_find(sh->ring, ra_seq);
+
+    if (replay && json_is_integer(replay)) {
+        from = (uint64_t) json_integer_value(replay);
+
+        if (from < ra_seq && (from + 1 >= first)) {
+            cl->cursor = ngx_pty_ring_find(sh->ring, from);
+            replay = NULL;
+        }
+    }
+
+    ngx_pty_shm_unlock(sh);
+
+    ngx_pty_session_notify(s);
+
+    if (replay && json_is_integer(replay)) {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_REPLAY_OUT_OF_RANGE,
+                              "replay_from is outside the retained window; "
+                              "a keyframe follows");
+    }
+
+    cl->joined = 1;
+
+    if (first_controller && cols && rows
+        && (cols != sh->cols || rows != sh->rows))
+    {
+        (void) ngx_pty_session_resize(s, cols, rows);
+    }
+
+    if (ngx_pty_session_keyframe(s, cl->client_id) == NULL) {
+        (void) ngx_pty_ext_error_frame(cl, "KEYFRAME_UNAVAILABLE",
+                                       "no screen snapshot available");
+    }
+
+    cl->last_keyframe_request = ngx_current_msec;
+
+    ngx_pty_binding_pull(cl);
+}
+
+
+static void
+ngx_pty_ext_leave(ngx_pty_client_t *cl, json_t *id)
+{
+    ngx_pty_frame_t       *f;
+    ngx_pty_session_sh_t  *sh;
+
+    (void) id;
+
+    sh = cl->session->sh;
+
+    ngx_pty_shm_lock(sh);
+
+    ngx_pty_shm_member_remove(sh, cl->member);
+    cl->member = NULL;
+
+    f = ngx_pty_ext_membership_locked(sh, cl->ws.connection->log);
+
+    /* the leaver's last frame is that MembershipChanged, then goodbye */
+    cl->leave_seq = f ? f->seq : sh->seq;
+    cl->leaving = 1;
+
+    ngx_pty_shm_unlock(sh);
+
+    ngx_pty_session_notify(cl->session);
+
+    ngx_pty_binding_pull(cl);
+}
+
+
+void
+ngx_pty_ext_detach(ngx_pty_client_t *cl)
+{
+    ngx_pty_session_sh_t  *sh;
+
+    if (cl->member == NULL) {
+        return;
+    }
+
+    sh = cl->session->sh;
+
+    ngx_pty_shm_lock(sh);
+    ngx_pty_shm_member_remove(sh, cl->member);
+    cl->member = NULL;
+    (void) ngx_pty_ext_membership_locked(sh, cl->ws.connection->log);
+    ngx_pty_shm_unlock(sh);
+
+    ngx_pty_session_notify(cl->session);
+}
+
+
+static ngx_int_t
+ngx_pty_ext_may_control(ngx_pty_client_t *cl, json_t *id, const char *what)
+{
+    if (cl->role == NGX_PTY_ROLE_CONTROLLER) {
+        return NGX_OK;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, cl->ws.connection->log, 0,
+                  "pty: observer c-%uD denied %s on session pty-%ui",
+                  cl->client_id, what, cl->session->sh->name);
+
+    ngx_pty_binding_error(cl, id, NGX_PTY_ERR_PERMISSION_DENIED,
+                          "observers cannot send input or resize");
+
+    return NGX_ERROR;
+}
+
+
+static void
+ngx_pty_ext_input(ngx_pty_client_t *cl, json_t *payload, json_t *id)
+{
+    u_char            *buf;
+    json_t            *data;
+    ngx_int_t          rc;
+    ngx_str_t          src, dst;
+    static const char *keys[] = { "data", NULL };
+
+    if (ngx_pty_ext_may_control(cl, id, "input") != NGX_OK) {
+        return;
+    }
+
+    data = json_object_get(payload, "data");
+
+    if (!json_is_string(data) || ngx_pty_ext_payload_keys(payload, keys)) {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
+                              "session_input needs {data: base64}");
+        return;
+    }
+
+    src.data = (u_char *) json_string_value(data);
+    src.len = json_string_length(data);
+
+    if (ngx_base64_decoded_length(src.len) > cl->conf->input_max) {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
+                              "input frame too large (pty_input_max)");
+        return;
+    }
+
+    buf = ngx_alloc(ngx_base64_decoded_length(src.len) + 1,
+                    cl->ws.connection->log);
+    if (buf == NULL) {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INTERNAL, "out of memory");
+        return;
+    }
+
+    dst.data = buf;
+
+    if (ngx_decode_base64(&dst, &src) != NGX_OK) {
+        ngx_free(buf);
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
+                              "data is not valid base64 (RFC 4648 section 4)");
+        return;
+    }
+
+    rc = ngx_pty_session_input(cl->session, dst.data, dst.len);
+    ngx_free(buf);
+
+    if (rc != NGX_OK) {
+        (void) ngx_pty_ext_error_frame(cl, "PTY_WRITE_FAILED",
+                                       rc == NGX_DECLINED
+                                       ? "the session is not running"
+                                       : "the terminal did not take the "
+                                         "input");
+    }
+}
+
+
+static void
+ngx_pty_ext_resize(ngx_pty_client_t *cl, json_t *payload, json_t *id)
+{
+    ngx_int_t          rc;
+    ngx_uint_t         cols, rows;
+    static const char *keys[] = { "cols", "rows", NULL };
+
+    if (ngx_pty_ext_may_control(cl, id, "resize") != NGX_OK) {
+        return;
+    }
+
+    if (!json_is_object(payload) || ngx_pty_ext_payload_keys(payload, keys)
+        || ngx_pty_ext_size(payload, "cols", &cols, 1) != NGX_OK
+        || ngx_pty_ext_size(payload, "rows", &rows, 1) != NGX_OK)
+    {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
+                              "session_resize needs {cols, rows} in 1..1024");
+        return;
+    }
+
+    rc = ngx_pty_session_resize(cl->session, cols, rows);
+
+    if (rc != NGX_OK) {
+        (void) ngx_pty_ext_error_frame(cl, "PTY_RESIZE_FAILED",
+                                       rc == NGX_DECLINED
+                                       ? "the session is not running"
+                                       : "TIOCSWINSZ failed");
+    }
+}
+
+
+static void
+ngx_pty_ext_request_role(ngx_pty_client_t *cl, json_t *payload, json_t *id)
+{
+    json_t                *role;
+    ngx_uint_t             want, downgraded, changed;
+    ngx_pty_session_sh_t  *sh;
+    u_char                 reason[96];
+    static const char     *keys[] = { "role", NULL };
+
+    role = json_object_get(payload, "role");
+
+    if (!json_is_string(role) || ngx_pty_ext_payload_keys(payload, keys)) {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
+                              "request_role needs {role}");
+        return;
+    }
+
+    if (ngx_strcmp(json_string_value(role), "controller") == 0) {
+        want = NGX_PTY_ROLE_CONTROLLER;
+
+    } else if (ngx_strcmp(json_string_value(role), "observer") == 0) {
+        want = NGX_PTY_ROLE_OBSERVER;
+
+    } else {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
+                              "role is \"controller\" or \"observer\"");
+        return;
+    }
+
+    sh = cl->session->sh;
+    downgraded = 0;
+    changed = 0;
+
+    ngx_pty_shm_lock(sh);
+
+    if (want == NGX_PTY_ROLE_CONTROLLER && cl->role != want
+        && sh->controllers >= cl->conf->params.max_controllers)
+    {
+        want = NGX_PTY_ROLE_OBSERVER;
+        downgraded = 1;
+        ngx_sprintf(reason, "controller limit reached (max_controllers=%ui)%Z",
+                    cl->conf->params.max_controllers);
+    }
+
+    if (want != cl->role) {
+        if (want == NGX_PTY_ROLE_CONTROLLER) {
+            sh->observers--;
+            sh->controllers++;
+
+        } else {
+            sh->controllers--;
+            sh->observers++;
+        }
+
+        cl->role = want;
+        cl->member->role = want;
+        changed = 1;
+    }
+
+    (void) ngx_pty_ext_role_frame(cl, downgraded, (char *) reason);
+
+    if (changed) {
+        (void) ngx_pty_ext_membership_locked(sh, cl->ws.connection->log);
+    }
+
+    ngx_pty_shm_unlock(sh);
+
+    ngx_pty_session_notify(cl->session);
+}
+
+
+static void
+ngx_pty_ext_request_keyframe(ngx_pty_client_t *cl, json_t *id)
+{
+    ngx_msec_t  elapsed;
+
+    (void) id;
+
+    elapsed = ngx_current_msec - cl->last_keyframe_request;
+
+    if (elapsed < NGX_PTY_KEYFRAME_RATE) {
+        /* one per second: a burst collapses into one, still within 1 s */
+        if (!cl->keyframe_ev.timer_set) {
+            cl->keyframe_ev.handler = ngx_pty_ext_keyframe_handler;
+            ngx_add_timer(&cl->keyframe_ev, NGX_PTY_KEYFRAME_RATE - elapsed);
+        }
+
+        return;
+    }
+
+    cl->keyframe_ev.handler = ngx_pty_ext_keyframe_handler;
+    ngx_pty_ext_keyframe_handler(&cl->keyframe_ev);
+}
+
+
+static void
+ngx_pty_ext_keyframe_handler(ngx_event_t *ev)
+{
+    ngx_pty_client_t  *cl;
+
+    cl = ev->data;
+
+    if (cl->ws.finished || cl->session == NULL) {
+        return;
+    }
+
+    cl->last_keyframe_request = ngx_current_msec;
+
+    if (ngx_pty_session_keyframe(cl->session, cl->client_id) == NULL) {
+        (void) ngx_pty_ext_error_frame(cl, "KEYFRAME_UNAVAILABLE",
+                                       "no screen snapshot available");
+    }
+}
+
+
+/* caller holds the session lock */
+static ngx_pty_frame_t *
+ngx_pty_ext_role_frame(ngx_pty_client_t *cl, ngx_uint_t downgraded,
+    const char *reason)
+{
+    u_char  buf[256], *p;
+
+    p = ngx_sprintf(buf, "{\"kind\":\"RoleAssigned\",\"role\":\"%s\","
+                    "\"client_id\":\"c-%uD\"",
+                    cl->role == NGX_PTY_ROLE_CONTROLLER ? "controller"
+                                                        : "observer",
+                    cl->client_id);
+
+    if (downgraded) {
+        p = ngx_sprintf(p, ",\"downgraded\":true,\"reason\":\"%s\"", reason);
+    }
+
+    *p++ = '}';
+
+    return ngx_pty_ring_append(cl->session->sh, NGX_PTY_FRAME_ROLE,
+                               cl->client_id, buf, p - buf);
+}
+
+
+/* caller holds the session lock */
+static ngx_pty_frame_t *
+ngx_pty_ext_membership_locked(ngx_pty_session_sh_t *sh, ngx_log_t *log)
+{
+    u_char            *buf, *p;
+    size_t             size;
+    ngx_uint_t         pass, n;
+    ngx_queue_t       *q;
+    ngx_pty_frame_t   *f;
+    ngx_pty_member_t  *m;
+
+    size = 128;
+
+    for (q = ngx_queue_head(&sh->members);
+         q != ngx_queue_sentinel(&sh->members);
+         q = ngx_queue_next(q))
+    {
+        m = ngx_queue_data(q, ngx_pty_member_t, queue);
+        size += 64 + ngx_pty_json_escape_len(m->label, m->label_len);
+    }
+
+    buf = ngx_alloc(size, log);
+    if (buf == NULL) {
+        return NULL;
+    }
+
+    p = ngx_pty_cpylit(buf, "{\"kind\":\"MembershipChanged\"");
+
+    for (pass = 0; pass < 2; pass++) {
+        p = ngx_sprintf(p, pass ? "],\"observers\":[" : ",\"controllers\":[");
+        n = 0;
+
+        for (q = ngx_queue_head(&sh->members);
+             q != ngx_queue_sentinel(&sh->members);
+             q = ngx_queue_next(q))
+        {
+            m = ngx_queue_data(q, ngx_pty_member_t, queue);
+
+            if ((m->role == NGX_PTY_ROLE_CONTROLLER) != (pass == 0)) {
+                continue;
+            }
+
+            p = ngx_sprintf(p, "%s{\"client_id\":\"c-%uD\",\"label\":\"",
+                            n++ ? "," : "", m->client_id);
+            p = ngx_pty_json_escape(p, m->label, m->label_len);
+            *p++ = '"';
+            *p++ = '}';
+        }
+    }
+
+    *p++ = ']';
+    *p++ = '}';
+
+    f = ngx_pty_ring_append(sh, NGX_PTY_FRAME_MEMBERSHIP, 0, buf, p - buf);
+
+    ngx_free(buf);
+
+    return f;
+}
+
+
+ngx_int_t
+ngx_pty_ext_membership(ngx_pty_session_t *s)
+{
+    ngx_pty_frame_t  *f;
+
+    ngx_pty_shm_lock(s->sh);
+    f = ngx_pty_ext_membership_locked(s->sh, s->log);
+    ngx_pty_shm_unlock(s->sh);
+
+    ngx_pty_session_notify(s);
+
+    return f ? NGX_OK : NGX_ERROR;
+}
+
+
+/* a PTY-level Error frame for one client, in sequence with the rest */
+ngx_pty_frame_t *
+ngx_pty_ext_error_frame(ngx_pty_client_t *cl, const char *code,
+    const char *message)
+{
+    u_char  buf[512], *p;
+
+    p = ngx_snprintf(buf, sizeof(buf) - 2,
+                     "{\"kind\":\"Error\",\"code\":\"%s\",\"message\":\"%s\"",
+                     code, message);
+    *p++ = '}';
+
+    return ngx_pty_session_append(cl->session, NGX_PTY_FRAME_ERROR,
+                                  cl->client_id, buf, p - buf);
+}
+
+
+size_t
+ngx_pty_ext_frame_size(ngx_pty_frame_t *f)
+{
+    return 320 + NGX_PTY_TS_LEN + ngx_base64_encoded_length(f->len);
+}
+
+
+u_char *
+ngx_pty_ext_frame_write(u_char *p, ngx_pty_frame_t *f)
+{
+    ngx_str_t  src, dst;
+
+    p = ngx_pty_cpylit(p, "{\"op\":\"pty.session_frame\",\"id\":\"");
+    p = ngx_pty_uuid_format(p, f->id);
+    p = ngx_pty_cpylit(p, "\",\"ts\":\"");
+    p = ngx_pty_ts_format(p, f->ts);
+    p = ngx_sprintf(p, "\",\"sequence\":%uL,\"payload\":", f->seq);
+
+    src.data = ngx_pty_frame_data(f);
+    src.len = f->len;
+
+    switch (f->kind) {
+
+    case NGX_PTY_FRAME_OUTPUT:
+        p = ngx_pty_cpylit(p, "{\"kind\":\"Output\",\"stream\":\"stdout\","
+                       "\"data\":\"");
+        dst.data = p;
+        ngx_encode_base64(&dst, &src);
+        p += dst.len;
+        *p++ = '"';
+        *p++ = '}';
+        break;
+
+    case NGX_PTY_FRAME_RESIZE:
+        p = ngx_sprintf(p, "{\"kind\":\"Resize\",\"cols\":%uD,\"rows\":%uD}",
+                        (uint32_t) f->cols, (uint32_t) f->rows);
+        break;
+
+    case NGX_PTY_FRAME_KEYFRAME:
+        p = ngx_pty_cpylit(p, "{\"kind\":\"Keyframe\",\"snapshot\":\"");
+        dst.data = p;
+        ngx_encode_base64(&dst, &src);
+        p += dst.len;
+        p = ngx_sprintf(p, "\",\"snapshot_format\":\"" NGX_PTY_SNAPSHOT_FMT
+                        "\",\"snapshot_cols\":%uD,\"snapshot_rows\":%uD,"
+                        "\"anchor_sequence\":%uL}",
+                        (uint32_t) f->cols, (uint32_t) f->rows, f->anchor);
+        break;
+
+    default:
+        /* RoleAssigned, MembershipChanged, Closed, Error: stored as JSON */
+        p = ngx_cpymem(p, src.data, src.len);
+    }
+
+    *p++ = '}';
+
+    return p;
+}

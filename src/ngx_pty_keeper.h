@@ -1,0 +1,60 @@
+
+/*
+ * The session keeper: a small process per session, forked by the worker
+ * that starts the session.  It owns the child: forkpty()s the command,
+ * waits for it (nginx's SIGCHLD handler in workers would throw the exit
+ * status away), runs SIGTERM -> grace -> SIGKILL, and ends the session when
+ * nginx itself goes away.  The worker gets the PTY master from it over a
+ * socket pair (SCM_RIGHTS) and does all I/O in its own event loop: the
+ * keeper is never on the data path.
+ */
+
+#ifndef _NGX_PTY_KEEPER_H_INCLUDED_
+#define _NGX_PTY_KEEPER_H_INCLUDED_
+
+
+#include "ngx_pty.h"
+#include "ngx_pty_shm.h"
+
+
+#define NGX_PTY_KILL_GRACE  2000    /* ms between SIGTERM and SIGKILL */
+
+
+typedef enum {
+    NGX_PTY_KEEPER_READY = 1,      /* value: child pid; carries the master */
+    NGX_PTY_KEEPER_EXIT,           /* value: wait status */
+    NGX_PTY_KEEPER_FAILED,         /* value: errno of forkpty/exec */
+    NGX_PTY_KEEPER_KILL,           /* worker -> keeper: end the child */
+    NGX_PTY_KEEPER_TERMINATE       /* worker -> keeper: nginx stops */
+} ngx_pty_keeper_msg_e;
+
+
+typedef struct {
+    uint32_t                   type;
+    int32_t                    value;
+} ngx_pty_keeper_msg_t;
+
+
+typedef struct {
+    ngx_pty_session_sh_t      *sh;
+    u_char                    *command;     /* null-terminated */
+    ngx_uint_t                 cols;
+    ngx_uint_t                 rows;
+    char                      *shell;       /* null-terminated path */
+    char                     **envp;
+    ngx_pid_t                  nginx_pid;   /* the keeper outlives no one */
+} ngx_pty_spawn_t;
+
+
+ngx_pid_t ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl,
+    ngx_log_t *log);
+char **ngx_pty_keeper_env(ngx_pool_t *pool, ngx_array_t *extra);
+
+/* non-blocking; NGX_AGAIN when nothing is there yet */
+ngx_int_t ngx_pty_keeper_recv(ngx_socket_t ctl, ngx_pty_keeper_msg_t *msg,
+    ngx_fd_t *fd, ngx_log_t *log);
+ngx_int_t ngx_pty_keeper_send(ngx_socket_t ctl, ngx_uint_t type,
+    ngx_log_t *log);
+
+
+#endif /* _NGX_PTY_KEEPER_H_INCLUDED_ */

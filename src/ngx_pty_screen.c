@@ -1,0 +1,2886 @@
+
+/*
+ * ngx_pty_module: terminal screen model (see ngx_pty_screen.h and
+ * docs/SNAPSHOT.md).
+ *
+ * libvterm's parser and state layer interpret the byte stream and call us
+ * back (putglyph, scrollrect, erase, ...); the cells live in our grid.  A
+ * small scanner walks the same bytes in step with libvterm's parser to
+ * learn what the state layer keeps private or ignores (DEC modes, keypad
+ * mode, scroll margins, SGR 8, the saved cursor), to keep libvterm 0.1.4
+ * away from inputs that crash or hang it, and to split the stream where
+ * such an event must be ordered against the callbacks.
+ *
+ * Memory comes from malloc()/calloc()/free(), not from an nginx pool: the
+ * model is a process-local object that lives as long as its session, is
+ * resized and freed independently of any request, and must also work in
+ * the standalone test tools, which do not link nginx.
+ */
+
+
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+#include <vterm.h>
+
+#include "ngx_pty_screen.h"
+
+
+#define NGX_PTY_CONT          0xffffffff  /* right half of a wide glyph */
+#define NGX_PTY_MAX_CHARS     6           /* VTERM_MAX_CHARS_PER_CELL */
+#define NGX_PTY_MAX_COMB      (NGX_PTY_MAX_CHARS - 1)
+#define NGX_PTY_WRITE_MAX     4096        /* libvterm puts len*4 on stack */
+#define NGX_PTY_CSI_ARGS      16          /* libvterm's CSI_ARGS_MAX */
+#define NGX_PTY_TITLE_MAX     256
+
+#define NGX_PTY_ARG_MORE      (1UL << 31)
+#define NGX_PTY_ARG_MISSING   ((1UL << 31) - 1)
+#define NGX_PTY_ARG(a)        ((a) & ~NGX_PTY_ARG_MORE)
+#define NGX_PTY_ARG_OR(a, d)                                                  \
+    (NGX_PTY_ARG(a) == NGX_PTY_ARG_MISSING ? (long) (d) : (long) NGX_PTY_ARG(a))
+
+/* pen attribute bits */
+#define NGX_PTY_A_BOLD        0x0001
+#define NGX_PTY_A_UL_SHIFT    1                 /* 2 bits: 0..3 */
+#define NGX_PTY_A_UL          0x0006
+#define NGX_PTY_A_ITALIC      0x0008
+#define NGX_PTY_A_BLINK       0x0010
+#define NGX_PTY_A_REVERSE     0x0020
+#define NGX_PTY_A_STRIKE      0x0040
+#define NGX_PTY_A_FONT_SHIFT  7                 /* 4 bits: 0..9 */
+#define NGX_PTY_A_FONT        0x0780
+#define NGX_PTY_A_CONCEAL     0x0800
+#define NGX_PTY_A_SGR         0x0fff            /* what SGR controls */
+#define NGX_PTY_A_PROTECT     0x1000            /* DECSCA */
+#define NGX_PTY_A_DWL         0x2000
+#define NGX_PTY_A_DHL_SHIFT   14
+#define NGX_PTY_A_DHL         0xc000
+#define NGX_PTY_A_LINE        (NGX_PTY_A_DWL|NGX_PTY_A_DHL)
+
+/* scanner states, mirroring libvterm's parser */
+#define NGX_PTY_PS_NORMAL     0
+#define NGX_PTY_PS_ESC        1
+#define NGX_PTY_PS_CSI_LEADER 2
+#define NGX_PTY_PS_CSI_ARGS   3
+#define NGX_PTY_PS_CSI_INTER  4
+#define NGX_PTY_PS_STRING     5
+#define NGX_PTY_PS_ESC_STRING 6
+#define NGX_PTY_PS_DROP       7   /* swallowing an over-long CSI */
+#define NGX_PTY_PS_DROP_INTER 8
+
+
+typedef struct {
+    uint16_t              attr;
+    VTermColor            fg;     /* normalised: unused bytes zero */
+    VTermColor            bg;
+} ngx_pty_pen_t;
+
+
+typedef struct {
+    uint32_t              ch;     /* 0: erased, NGX_PTY_CONT */
+    uint8_t               ncomb;  /* combining chars in row->comb */
+    uint8_t               width;
+    ngx_pty_pen_t         pen;
+} ngx_pty_cell_t;
+
+
+typedef struct {
+    ngx_pty_cell_t       *cells;
+    uint32_t             *comb;   /* cols * NGX_PTY_MAX_COMB, lazily */
+    unsigned              len;    /* cells[len..cols) are blanks in fill */
+    ngx_pty_pen_t         fill;
+} ngx_pty_row_t;
+
+
+typedef struct {
+    ngx_pty_row_t       **rows;   /* scrolling rotates these pointers */
+    ngx_pty_row_t       **tmp;
+    ngx_pty_row_t        *row_mem;
+    ngx_pty_cell_t       *cell_mem;
+    unsigned              cols;
+    unsigned              nrows;
+} ngx_pty_grid_t;
+
+
+struct ngx_pty_screen_s {
+    VTerm                        *vt;
+    VTermState                   *state;
+
+    unsigned                      cols;
+    unsigned                      rows;
+
+    ngx_pty_grid_t                grid[2];  /* main, alternate (lazily) */
+    ngx_pty_grid_t               *cur;
+    ngx_pty_grid_t               *new_grid; /* prepared by resize() */
+
+    ngx_pty_pen_t                 pen;
+    ngx_pty_pen_t                 default_pen;
+
+    ngx_pty_screen_reply_pt       reply;
+    void                         *reply_data;
+
+    size_t                        vt_mem;
+    size_t                        comb_mem;
+
+    /* pending wrap ("phantom" column) */
+    VTermPos                      ph_pos;
+    unsigned                      ph_base_n;
+    int                           combine_w;
+
+    /* the cursor saved by DECSC / ?1048 / ?1049 */
+    VTermPos                      saved_pos;
+    ngx_pty_pen_t                 saved_pen;
+    int                           saved_shape;
+
+    int                           shape;
+    unsigned                      mouse;      /* 0, 1000, 1002, 1003 */
+    unsigned                      mouse_enc;  /* 0, 1005, 1006, 1015 */
+    int                           top, bottom, left, right;
+
+    unsigned                      alt:1;
+    unsigned                      phantom:1;
+    unsigned                      in_decaln:1;
+    unsigned                      last_text:1;
+    unsigned                      saved_valid:1;
+    unsigned                      saved_visible:1;
+    unsigned                      saved_blink:1;
+    unsigned                      visible:1;
+    unsigned                      blink:1;
+    unsigned                      reverse:1;
+    unsigned                      keypad:1;
+    unsigned                      ckm:1;
+    unsigned                      paste:1;
+    unsigned                      focus:1;
+    unsigned                      sync:1;
+    unsigned                      origin:1;
+    unsigned                      autowrap:1;
+    unsigned                      insert:1;
+    unsigned                      newline:1;
+    unsigned                      lrmm:1;
+    unsigned                      protect:1;
+
+    /* scanner */
+    unsigned                      ps;
+    unsigned                      leaderlen;
+    unsigned                      intermedlen;
+    u_char                        leader;
+    u_char                        intermed;
+    int                           argi;
+    unsigned long                 args[NGX_PTY_CSI_ARGS];
+
+    u_char                        tail[4];   /* incomplete UTF-8 */
+    unsigned                      tail_len;
+
+    size_t                        title_len;
+    u_char                        title[NGX_PTY_TITLE_MAX];
+};
+
+
+typedef struct {
+    uint32_t  first;
+    uint32_t  last;
+} ngx_pty_interval_t;
+
+
+/* libvterm 0.1.4's combining table (unicode.c, from Markus Kuhn's wcwidth) */
+static const ngx_pty_interval_t  ngx_pty_combining[] = {
+    { 0x0300, 0x036f }, { 0x0483, 0x0486 }, { 0x0488, 0x0489 },
+    { 0x0591, 0x05bd }, { 0x05bf, 0x05bf }, { 0x05c1, 0x05c2 },
+    { 0x05c4, 0x05c5 }, { 0x05c7, 0x05c7 }, { 0x0600, 0x0603 },
+    { 0x0610, 0x0615 }, { 0x064b, 0x065e }, { 0x0670, 0x0670 },
+    { 0x06d6, 0x06e4 }, { 0x06e7, 0x06e8 }, { 0x06ea, 0x06ed },
+    { 0x070f, 0x070f }, { 0x0711, 0x0711 }, { 0x0730, 0x074a },
+    { 0x07a6, 0x07b0 }, { 0x07eb, 0x07f3 }, { 0x0901, 0x0902 },
+    { 0x093c, 0x093c }, { 0x0941, 0x0948 }, { 0x094d, 0x094d },
+    { 0x0951, 0x0954 }, { 0x0962, 0x0963 }, { 0x0981, 0x0981 },
+    { 0x09bc, 0x09bc }, { 0x09c1, 0x09c4 }, { 0x09cd, 0x09cd },
+    { 0x09e2, 0x09e3 }, { 0x0a01, 0x0a02 }, { 0x0a3c, 0x0a3c },
+    { 0x0a41, 0x0a42 }, { 0x0a47, 0x0a48 }, { 0x0a4b, 0x0a4d },
+    { 0x0a70, 0x0a71 }, { 0x0a81, 0x0a82 }, { 0x0abc, 0x0abc },
+    { 0x0ac1, 0x0ac5 }, { 0x0ac7, 0x0ac8 }, { 0x0acd, 0x0acd },
+    { 0x0ae2, 0x0ae3 }, { 0x0b01, 0x0b01 }, { 0x0b3c, 0x0b3c },
+    { 0x0b3f, 0x0b3f }, { 0x0b41, 0x0b43 }, { 0x0b4d, 0x0b4d },
+    { 0x0b56, 0x0b56 }, { 0x0b82, 0x0b82 }, { 0x0bc0, 0x0bc0 },
+    { 0x0bcd, 0x0bcd }, { 0x0c3e, 0x0c40 }, { 0x0c46, 0x0c48 },
+    { 0x0c4a, 0x0c4d }, { 0x0c55, 0x0c56 }, { 0x0cbc, 0x0cbc },
+    { 0x0cbf, 0x0cbf }, { 0x0cc6, 0x0cc6 }, { 0x0ccc, 0x0ccd },
+    { 0x0ce2, 0x0ce3 }, { 0x0d41, 0x0d43 }, { 0x0d4d, 0x0d4d },
+    { 0x0dca, 0x0dca }, { 0x0dd2, 0x0dd4 }, { 0x0dd6, 0x0dd6 },
+    { 0x0e31, 0x0e31 }, { 0x0e34, 0x0e3a }, { 0x0e47, 0x0e4e },
+    { 0x0eb1, 0x0eb1 }, { 0x0eb4, 0x0eb9 }, { 0x0ebb, 0x0ebc },
+    { 0x0ec8, 0x0ecd }, { 0x0f18, 0x0f19 }, { 0x0f35, 0x0f35 },
+    { 0x0f37, 0x0f37 }, { 0x0f39, 0x0f39 }, { 0x0f71, 0x0f7e },
+    { 0x0f80, 0x0f84 }, { 0x0f86, 0x0f87 }, { 0x0f90, 0x0f97 },
+    { 0x0f99, 0x0fbc }, { 0x0fc6, 0x0fc6 }, { 0x102d, 0x1030 },
+    { 0x1032, 0x1032 }, { 0x1036, 0x1037 }, { 0x1039, 0x1039 },
+    { 0x1058, 0x1059 }, { 0x1160, 0x11ff }, { 0x135f, 0x135f },
+    { 0x1712, 0x1714 }, { 0x1732, 0x1734 }, { 0x1752, 0x1753 },
+    { 0x1772, 0x1773 }, { 0x17b4, 0x17b5 }, { 0x17b7, 0x17bd },
+    { 0x17c6, 0x17c6 }, { 0x17c9, 0x17d3 }, { 0x17dd, 0x17dd },
+    { 0x180b, 0x180d }, { 0x18a9, 0x18a9 }, { 0x1920, 0x1922 },
+    { 0x1927, 0x1928 }, { 0x1932, 0x1932 }, { 0x1939, 0x193b },
+    { 0x1a17, 0x1a18 }, { 0x1b00, 0x1b03 }, { 0x1b34, 0x1b34 },
+    { 0x1b36, 0x1b3a }, { 0x1b3c, 0x1b3c }, { 0x1b42, 0x1b42 },
+    { 0x1b6b, 0x1b73 }, { 0x1dc0, 0x1dca }, { 0x1dfe, 0x1dff },
+    { 0x200b, 0x200f }, { 0x202a, 0x202e }, { 0x2060, 0x2063 },
+    { 0x206a, 0x206f }, { 0x20d0, 0x20ef }, { 0x302a, 0x302f },
+    { 0x3099, 0x309a }, { 0xa806, 0xa806 }, { 0xa80b, 0xa80b },
+    { 0xa825, 0xa826 }, { 0xfb1e, 0xfb1e }, { 0xfe00, 0xfe0f },
+    { 0xfe20, 0xfe23 }, { 0xfeff, 0xfeff }, { 0xfff9, 0xfffb },
+    { 0x10a01, 0x10a03 }, { 0x10a05, 0x10a06 }, { 0x10a0c, 0x10a0f },
+    { 0x10a38, 0x10a3a }, { 0x10a3f, 0x10a3f }, { 0x1d167, 0x1d169 },
+    { 0x1d173, 0x1d182 }, { 0x1d185, 0x1d18b }, { 0x1d1aa, 0x1d1ad }
+};
+
+
+static void ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p,
+    size_t n);
+static void ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n);
+
+
+static int
+ngx_pty_is_combining(uint32_t cp)
+{
+    size_t  lo, hi, mid;
+
+    if (cp < ngx_pty_combining[0].first) {
+        return 0;
+    }
+
+    lo = 0;
+    hi = sizeof(ngx_pty_combining) / sizeof(ngx_pty_combining[0]) - 1;
+
+    while (lo <= hi) {
+        mid = (lo + hi) / 2;
+
+        if (cp > ngx_pty_combining[mid].last) {
+            lo = mid + 1;
+
+        } else if (cp < ngx_pty_combining[mid].first) {
+            if (mid == 0) {
+                return 0;
+            }
+            hi = mid - 1;
+
+        } else {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* the length of the UTF-8 sequence a lead byte starts, 0 if not a lead */
+static unsigned
+ngx_pty_utf8_len(u_char c)
+{
+    if (c >= 0xc0 && c < 0xe0) {
+        return 2;
+    }
+
+    if (c >= 0xe0 && c < 0xf0) {
+        return 3;
+    }
+
+    if (c >= 0xf0 && c < 0xf8) {
+        return 4;
+    }
+
+    return 0;
+}
+
+
+static size_t
+ngx_pty_utf8_put(u_char *p, uint32_t c)
+{
+    if (c < 0x80) {
+        p[0] = (u_char) c;
+        return 1;
+    }
+
+    if (c < 0x800) {
+        p[0] = (u_char) (0xc0 | (c >> 6));
+        p[1] = (u_char) (0x80 | (c & 0x3f));
+        return 2;
+    }
+
+    if (c < 0x10000) {
+        p[0] = (u_char) (0xe0 | (c >> 12));
+        p[1] = (u_char) (0x80 | ((c >> 6) & 0x3f));
+        p[2] = (u_char) (0x80 | (c & 0x3f));
+        return 3;
+    }
+
+    if (c > 0x10ffff) {
+        c = 0xfffd;
+        return ngx_pty_utf8_put(p, c);
+    }
+
+    p[0] = (u_char) (0xf0 | (c >> 18));
+    p[1] = (u_char) (0x80 | ((c >> 12) & 0x3f));
+    p[2] = (u_char) (0x80 | ((c >> 6) & 0x3f));
+    p[3] = (u_char) (0x80 | (c & 0x3f));
+    return 4;
+}
+
+
+static VTermColor
+ngx_pty_color(const VTermColor *c)
+{
+    VTermColor  r;
+
+    memset(&r, 0, sizeof(VTermColor));
+    r.type = c->type;
+
+    if (VTERM_COLOR_IS_INDEXED(c)) {
+        r.indexed.idx = c->indexed.idx;
+
+    } else {
+        r.rgb.red = c->rgb.red;
+        r.rgb.green = c->rgb.green;
+        r.rgb.blue = c->rgb.blue;
+    }
+
+    return r;
+}
+
+
+static int
+ngx_pty_color_eq(const VTermColor *a, const VTermColor *b)
+{
+    return memcmp(a, b, sizeof(VTermColor)) == 0;
+}
+
+
+static int
+ngx_pty_pen_eq(const ngx_pty_pen_t *a, const ngx_pty_pen_t *b, unsigned mask)
+{
+    return ((a->attr ^ b->attr) & mask) == 0
+           && ngx_pty_color_eq(&a->fg, &b->fg)
+           && ngx_pty_color_eq(&a->bg, &b->bg);
+}
+
+
+/* the pen an erase leaves in a cell of row "row": libvterm's, BCE style */
+static ngx_pty_pen_t
+ngx_pty_erase_pen(ngx_pty_screen_t *s, int row)
+{
+    ngx_pty_pen_t         pen;
+    const VTermLineInfo  *li;
+
+    pen = s->pen;
+    pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT|NGX_PTY_A_CONCEAL);
+
+    if (row >= 0 && (unsigned) row < s->rows) {
+        li = vterm_state_get_lineinfo(s->state, row);
+
+        if (li->doublewidth) {
+            pen.attr |= NGX_PTY_A_DWL;
+        }
+
+        pen.attr |= (li->doubleheight << NGX_PTY_A_DHL_SHIFT) & NGX_PTY_A_DHL;
+    }
+
+    return pen;
+}
+
+
+static unsigned
+ngx_pty_row_width(ngx_pty_screen_t *s, int row)
+{
+    if (row >= 0 && (unsigned) row < s->rows
+        && vterm_state_get_lineinfo(s->state, row)->doublewidth)
+    {
+        return s->cols / 2;
+    }
+
+    return s->cols;
+}
+
+
+static void
+ngx_pty_grid_free(ngx_pty_grid_t *g)
+{
+    unsigned  i;
+
+    if (g->rows == NULL) {
+        return;
+    }
+
+    for (i = 0; i < g->nrows; i++) {
+        free(g->row_mem[i].comb);
+    }
+
+    free(g->rows);
+    free(g->tmp);
+    free(g->row_mem);
+    free(g->cell_mem);
+    memset(g, 0, sizeof(ngx_pty_grid_t));
+}
+
+
+static int
+ngx_pty_grid_alloc(ngx_pty_grid_t *g, unsigned cols, unsigned rows,
+    const ngx_pty_pen_t *fill)
+{
+    unsigned  i;
+
+    memset(g, 0, sizeof(ngx_pty_grid_t));
+
+    g->rows = malloc(rows * sizeof(ngx_pty_row_t *));
+    g->tmp = malloc(rows * sizeof(ngx_pty_row_t *));
+    g->row_mem = calloc(rows, sizeof(ngx_pty_row_t));
+    g->cell_mem = malloc((size_t) rows * cols * sizeof(ngx_pty_cell_t));
+
+    if (g->rows == NULL || g->tmp == NULL || g->row_mem == NULL
+        || g->cell_mem == NULL)
+    {
+        free(g->rows);
+        free(g->tmp);
+        free(g->row_mem);
+        free(g->cell_mem);
+        memset(g, 0, sizeof(ngx_pty_grid_t));
+        return -1;
+    }
+
+    g->cols = cols;
+    g->nrows = rows;
+
+    for (i = 0; i < rows; i++) {
+        g->rows[i] = &g->row_mem[i];
+        g->row_mem[i].cells = g->cell_mem + (size_t) i * cols;
+        g->row_mem[i].len = 0;
+        g->row_mem[i].fill = *fill;
+    }
+
+    return 0;
+}
+
+
+static void
+ngx_pty_row_materialize(ngx_pty_row_t *row, unsigned upto)
+{
+    ngx_pty_cell_t  *c;
+
+    while (row->len < upto) {
+        c = &row->cells[row->len++];
+        c->ch = 0;
+        c->ncomb = 0;
+        c->width = 1;
+        c->pen = row->fill;
+    }
+}
+
+
+/* a read-only view of a cell, blanks past row->len synthesised in *tmp */
+static const ngx_pty_cell_t *
+ngx_pty_row_cell(const ngx_pty_row_t *row, unsigned col, ngx_pty_cell_t *tmp)
+{
+    if (col < row->len) {
+        return &row->cells[col];
+    }
+
+    tmp->ch = 0;
+    tmp->ncomb = 0;
+    tmp->width = 1;
+    tmp->pen = row->fill;
+
+    return tmp;
+}
+
+
+static uint32_t *
+ngx_pty_row_comb(ngx_pty_screen_t *s, ngx_pty_row_t *row)
+{
+    size_t  size;
+
+    if (row->comb == NULL) {
+        size = (size_t) s->cols * NGX_PTY_MAX_COMB * sizeof(uint32_t);
+        row->comb = malloc(size);
+
+        if (row->comb != NULL) {
+            s->comb_mem += size;
+        }
+    }
+
+    return row->comb;
+}
+
+
+static void
+ngx_pty_row_erase(ngx_pty_row_t *row, unsigned from, unsigned to,
+    unsigned cols, const ngx_pty_pen_t *pen)
+{
+    unsigned         i;
+    ngx_pty_cell_t  *c;
+
+    if (to >= cols) {
+        /* to the end of the row: just move the lazy boundary */
+        ngx_pty_row_materialize(row, from);
+        row->len = from;
+        row->fill = *pen;
+        return;
+    }
+
+    ngx_pty_row_materialize(row, to);
+
+    for (i = from; i < to; i++) {
+        c = &row->cells[i];
+        c->ch = 0;
+        c->ncomb = 0;
+        c->width = 1;
+        c->pen = *pen;
+    }
+}
+
+
+/* copy n cells (with their combining chars) between rows */
+static void
+ngx_pty_row_copy(ngx_pty_screen_t *s, ngx_pty_row_t *dst, unsigned dcol,
+    ngx_pty_row_t *src, unsigned scol, unsigned n)
+{
+    unsigned   i, k, back;
+    uint32_t  *comb;
+
+    ngx_pty_row_materialize(dst, dcol + n);
+    ngx_pty_row_materialize(src, scol + n);
+
+    memmove(&dst->cells[dcol], &src->cells[scol], n * sizeof(ngx_pty_cell_t));
+
+    if (src->comb == NULL) {
+        return;
+    }
+
+    comb = ngx_pty_row_comb(s, dst);
+
+    /* within one row a shift right must walk backwards */
+    back = (dst == src && dcol > scol);
+
+    for (k = 0; k < n; k++) {
+        i = back ? n - 1 - k : k;
+
+        if (dst->cells[dcol + i].ncomb == 0) {
+            continue;
+        }
+
+        if (comb == NULL) {
+            dst->cells[dcol + i].ncomb = 0;
+            continue;
+        }
+
+        memmove(&comb[(dcol + i) * NGX_PTY_MAX_COMB],
+                &src->comb[(scol + i) * NGX_PTY_MAX_COMB],
+                NGX_PTY_MAX_COMB * sizeof(uint32_t));
+    }
+}
+
+
+static int
+ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
+{
+    ngx_pty_screen_t  *s = user;
+
+    unsigned         n, i, w, end;
+    uint32_t        *comb;
+    ngx_pty_row_t   *row;
+    ngx_pty_cell_t  *c;
+
+    if (pos.row < 0 || (unsigned) pos.row >= s->rows
+        || pos.col < 0 || (unsigned) pos.col >= s->cols)
+    {
+        return 1;
+    }
+
+    for (n = 0; n < NGX_PTY_MAX_CHARS && info->chars[n]; n++) {
+        /* void */
+    }
+
+    w = info->width;
+    end = pos.col + (w ? w : 1);
+    row = s->cur->rows[pos.row];
+
+    ngx_pty_row_materialize(row, end < s->cols ? end : s->cols);
+
+    c = &row->cells[pos.col];
+
+    if (n > 0) {
+        c->ch = info->chars[0];
+        c->ncomb = 0;
+
+        if (n > 1 && (comb = ngx_pty_row_comb(s, row)) != NULL) {
+            memcpy(&comb[pos.col * NGX_PTY_MAX_COMB], &info->chars[1],
+                   (n - 1) * sizeof(uint32_t));
+            c->ncomb = (uint8_t) (n - 1);
+        }
+
+        c->pen = s->pen;
+        c->pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT);
+        c->pen.attr |= (info->protected_cell ? NGX_PTY_A_PROTECT : 0)
+                       | (info->dwl ? NGX_PTY_A_DWL : 0)
+                       | ((info->dhl << NGX_PTY_A_DHL_SHIFT) & NGX_PTY_A_DHL);
+    }
+
+    c->width = (uint8_t) w;
+
+    for (i = 1; i < w && pos.col + i < s->cols; i++) {
+        row->cells[pos.col + i].ch = NGX_PTY_CONT;
+        row->cells[pos.col + i].ncomb = 0;
+    }
+
+    if (!s->in_decaln) {
+        /* libvterm's combine_width and at_phantom, which it keeps private */
+        s->combine_w = w;
+        s->phantom = s->autowrap
+                     && pos.col + w >= ngx_pty_row_width(s, pos.row);
+
+        if (s->phantom) {
+            s->ph_pos = pos;
+            s->ph_base_n = n;
+        }
+    }
+
+    return 1;
+}
+
+
+static int
+ngx_pty_cb_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *user)
+{
+    ngx_pty_screen_t  *s = user;
+
+    (void) oldpos;
+    (void) visible;
+
+    /*
+     * libvterm cancels a pending wrap whenever the cursor really moves;
+     * the move that ends a run of text lands on the phantom cell itself
+     */
+    if (s->phantom
+        && (pos.row != s->ph_pos.row || pos.col != s->ph_pos.col))
+    {
+        s->phantom = 0;
+    }
+
+    return 1;
+}
+
+
+static void
+ngx_pty_erase_rect(ngx_pty_screen_t *s, VTermRect rect, int selective)
+{
+    int              r;
+    unsigned         col, from, to;
+    ngx_pty_pen_t    pen;
+    ngx_pty_row_t   *row;
+    ngx_pty_cell_t  *c;
+
+    from = rect.start_col < 0 ? 0 : rect.start_col;
+    to = (unsigned) rect.end_col > s->cols ? s->cols : (unsigned) rect.end_col;
+
+    if (from >= to) {
+        return;
+    }
+
+    for (r = rect.start_row < 0 ? 0 : rect.start_row;
+         r < rect.end_row && (unsigned) r < s->rows;
+         r++)
+    {
+        pen = ngx_pty_erase_pen(s, r);
+        row = s->cur->rows[r];
+
+        if (!selective) {
+            ngx_pty_row_erase(row, from, to, s->cols, &pen);
+            continue;
+        }
+
+        ngx_pty_row_materialize(row, to);
+
+        for (col = from; col < to; col++) {
+            c = &row->cells[col];
+
+            if (c->pen.attr & NGX_PTY_A_PROTECT) {
+                continue;
+            }
+
+            c->ch = 0;
+            c->ncomb = 0;
+            c->width = 1;
+            c->pen = pen;
+        }
+    }
+}
+
+
+static int
+ngx_pty_cb_erase(VTermRect rect, int selective, void *user)
+{
+    ngx_pty_erase_rect(user, rect, selective);
+    return 1;
+}
+
+
+/* full-width vertical scroll: rotate row pointers, clear recycled rows */
+static void
+ngx_pty_scroll_rows(ngx_pty_screen_t *s, ngx_pty_grid_t *g, int top, int end,
+    int down)
+{
+    int             h, d, r;
+    ngx_pty_row_t  *row;
+
+    h = end - top;
+    d = down > 0 ? down : -down;
+
+    if (down > 0) {
+        memcpy(g->tmp, &g->rows[top], d * sizeof(ngx_pty_row_t *));
+        memmove(&g->rows[top], &g->rows[top + d],
+                (h - d) * sizeof(ngx_pty_row_t *));
+        memcpy(&g->rows[end - d], g->tmp, d * sizeof(ngx_pty_row_t *));
+        r = end - d;
+
+    } else {
+        memcpy(g->tmp, &g->rows[end - d], d * sizeof(ngx_pty_row_t *));
+        memmove(&g->rows[top + d], &g->rows[top],
+                (h - d) * sizeof(ngx_pty_row_t *));
+        memcpy(&g->rows[top], g->tmp, d * sizeof(ngx_pty_row_t *));
+        r = top;
+    }
+
+    for (h = 0; h < d; h++, r++) {
+        row = g->rows[r];
+        row->len = 0;
+        row->fill = ngx_pty_erase_pen(s, r);
+    }
+}
+
+
+static int
+ngx_pty_cb_scrollrect(VTermRect rect, int down, int right, void *user)
+{
+    ngx_pty_screen_t  *s = user;
+
+    int             h, w, r;
+    VTermRect       er;
+    ngx_pty_grid_t *g;
+
+    g = s->cur;
+    h = rect.end_row - rect.start_row;
+    w = rect.end_col - rect.start_col;
+
+    if (h <= 0 || w <= 0 || rect.start_row < 0 || rect.start_col < 0
+        || (unsigned) rect.end_row > s->rows
+        || (unsigned) rect.end_col > s->cols)
+    {
+        return 1;
+    }
+
+    if (down >= h || -down >= h || right >= w || -right >= w) {
+        ngx_pty_erase_rect(s, rect, 0);
+        return 1;
+    }
+
+    er = rect;
+
+    if (right == 0 && rect.start_col == 0 && (unsigned) rect.end_col == s->cols)
+    {
+        ngx_pty_scroll_rows(s, g, rect.start_row, rect.end_row, down);
+        return 1;
+    }
+
+    if (right == 0 && down > 0) {
+        for (r = rect.start_row; r < rect.end_row - down; r++) {
+            ngx_pty_row_copy(s, g->rows[r], rect.start_col,
+                             g->rows[r + down], rect.start_col, w);
+        }
+
+        er.start_row = rect.end_row - down;
+
+    } else if (right == 0 && down < 0) {
+        for (r = rect.end_row - 1; r >= rect.start_row - down; r--) {
+            ngx_pty_row_copy(s, g->rows[r], rect.start_col,
+                             g->rows[r + down], rect.start_col, w);
+        }
+
+        er.end_row = rect.start_row - down;
+
+    } else {
+        for (r = rect.start_row; r < rect.end_row; r++) {
+            if (right > 0) {
+                ngx_pty_row_copy(s, g->rows[r], rect.start_col,
+                                 g->rows[r], rect.start_col + right, w - right);
+            } else {
+                ngx_pty_row_copy(s, g->rows[r], rect.start_col - right,
+                                 g->rows[r], rect.start_col, w + right);
+            }
+        }
+
+        if (right > 0) {
+            er.start_col = rect.end_col - right;
+        } else {
+            er.end_col = rect.start_col - right;
+        }
+    }
+
+    ngx_pty_erase_rect(s, er, 0);
+
+    return 1;
+}
+
+
+static int
+ngx_pty_cb_initpen(void *user)
+{
+    ngx_pty_screen_t  *s = user;
+
+    s->pen = s->default_pen;
+
+    return 1;
+}
+
+
+static void
+ngx_pty_pen_bit(ngx_pty_pen_t *pen, unsigned bit, int on)
+{
+    if (on) {
+        pen->attr |= bit;
+    } else {
+        pen->attr &= ~bit;
+    }
+}
+
+
+static int
+ngx_pty_cb_setpenattr(VTermAttr attr, VTermValue *val, void *user)
+{
+    ngx_pty_screen_t  *s = user;
+
+    ngx_pty_pen_t  *pen = &s->pen;
+
+    switch (attr) {
+
+    case VTERM_ATTR_BOLD:
+        ngx_pty_pen_bit(pen, NGX_PTY_A_BOLD, val->boolean);
+        break;
+
+    case VTERM_ATTR_UNDERLINE:
+        pen->attr = (pen->attr & ~NGX_PTY_A_UL)
+                    | ((val->number & 3) << NGX_PTY_A_UL_SHIFT);
+        break;
+
+    case VTERM_ATTR_ITALIC:
+        ngx_pty_pen_bit(pen, NGX_PTY_A_ITALIC, val->boolean);
+        break;
+
+    case VTERM_ATTR_BLINK:
+        ngx_pty_pen_bit(pen, NGX_PTY_A_BLINK, val->boolean);
+        break;
+
+    case VTERM_ATTR_REVERSE:
+        ngx_pty_pen_bit(pen, NGX_PTY_A_REVERSE, val->boolean);
+        break;
+
+    case VTERM_ATTR_STRIKE:
+        ngx_pty_pen_bit(pen, NGX_PTY_A_STRIKE, val->boolean);
+        break;
+
+    case VTERM_ATTR_FONT:
+        pen->attr = (pen->attr & ~NGX_PTY_A_FONT)
+                    | ((val->number & 0xf) << NGX_PTY_A_FONT_SHIFT);
+        break;
+
+    case VTERM_ATTR_FOREGROUND:
+        pen->fg = ngx_pty_color(&val->color);
+        break;
+
+    case VTERM_ATTR_BACKGROUND:
+        pen->bg = ngx_pty_color(&val->color);
+        break;
+
+    default:
+        return 0;
+    }
+
+    return 1;
+}
+
+
+static int
+ngx_pty_cb_settermprop(VTermProp prop, VTermValue *val, void *user)
+{
+    ngx_pty_screen_t  *s = user;
+
+    size_t         len;
+    ngx_pty_pen_t  pen;
+
+    switch (prop) {
+
+    case VTERM_PROP_CURSORVISIBLE:
+        s->visible = val->boolean ? 1 : 0;
+        break;
+
+    case VTERM_PROP_CURSORBLINK:
+        s->blink = val->boolean ? 1 : 0;
+        break;
+
+    case VTERM_PROP_CURSORSHAPE:
+        s->shape = val->number;
+        break;
+
+    case VTERM_PROP_REVERSE:
+        s->reverse = val->boolean ? 1 : 0;
+        break;
+
+    case VTERM_PROP_TITLE:
+        len = strlen(val->string);
+        len = len < NGX_PTY_TITLE_MAX ? len : NGX_PTY_TITLE_MAX;
+        memcpy(s->title, val->string, len);
+        s->title_len = len;
+        break;
+
+    case VTERM_PROP_ALTSCREEN:
+        if (val->boolean) {
+            if (s->grid[1].rows == NULL) {
+                pen = ngx_pty_erase_pen(s, -1);
+
+                if (ngx_pty_grid_alloc(&s->grid[1], s->cols, s->rows, &pen)
+                    != 0)
+                {
+                    return 0;   /* libvterm then stays on the main screen */
+                }
+            }
+
+            s->cur = &s->grid[1];
+            s->alt = 1;
+
+        } else {
+            s->cur = &s->grid[0];
+            s->alt = 0;
+        }
+
+        break;
+
+    default:
+        break;
+    }
+
+    return 1;
+}
+
+
+static int
+ngx_pty_cb_bell(void *user)
+{
+    (void) user;
+    return 1;
+}
+
+
+static int
+ngx_pty_cb_setlineinfo(int r, const VTermLineInfo *newinfo,
+    const VTermLineInfo *oldinfo, void *user)
+{
+    ngx_pty_screen_t  *s = user;
+
+    unsigned        col, bits;
+    VTermRect       rect;
+    ngx_pty_row_t  *row;
+
+    if (r < 0 || (unsigned) r >= s->rows
+        || (newinfo->doublewidth == oldinfo->doublewidth
+            && newinfo->doubleheight == oldinfo->doubleheight))
+    {
+        return 1;
+    }
+
+    /* as VTermScreen: retag the cells, blank the invisible right half */
+    bits = (newinfo->doublewidth ? NGX_PTY_A_DWL : 0)
+           | ((newinfo->doubleheight << NGX_PTY_A_DHL_SHIFT) & NGX_PTY_A_DHL);
+
+    row = s->cur->rows[r];
+    ngx_pty_row_materialize(row, s->cols);
+
+    for (col = 0; col < s->cols; col++) {
+        row->cells[col].pen.attr = (row->cells[col].pen.attr & ~NGX_PTY_A_LINE)
+                                   | bits;
+    }
+
+    if (newinfo->doublewidth) {
+        rect.start_row = r;
+        rect.end_row = r + 1;
+        rect.start_col = s->cols / 2;
+        rect.end_col = s->cols;
+        ngx_pty_erase_rect(s, rect, 0);
+    }
+
+    return 1;
+}
+
+
+static void
+ngx_pty_output(const char *buf, size_t len, void *user)
+{
+    ngx_pty_screen_t  *s = user;
+
+    if (s->reply) {
+        s->reply(s->reply_data, (const u_char *) buf, len);
+    }
+}
+
+
+static void
+ngx_pty_flush(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t end)
+{
+    if (end > *start) {
+        ngx_pty_vt_write(s, p + *start, end - *start);
+    }
+
+    *start = end;
+}
+
+
+/* feed p[i] (an escape's final byte) alone, so what follows sees its effect */
+static void
+ngx_pty_feed_final(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i)
+{
+    ngx_pty_flush(s, p, start, i);
+    ngx_pty_vt_write(s, p + i, 1);
+    *start = i + 1;
+}
+
+
+static void
+ngx_pty_save_cursor(ngx_pty_screen_t *s)
+{
+    s->saved_valid = 1;
+    vterm_state_get_cursorpos(s->state, &s->saved_pos);
+    s->saved_pen = s->pen;
+    s->saved_visible = s->visible;
+    s->saved_blink = s->blink;
+    s->saved_shape = s->shape;
+}
+
+
+static void
+ngx_pty_restore_cursor(ngx_pty_screen_t *s)
+{
+    /* libvterm restored everything but SGR 8, which it does not know */
+    ngx_pty_pen_bit(&s->pen, NGX_PTY_A_CONCEAL,
+                    s->saved_valid && (s->saved_pen.attr & NGX_PTY_A_CONCEAL));
+}
+
+
+static void
+ngx_pty_hard_reset(ngx_pty_screen_t *s)
+{
+    s->keypad = 0;
+    s->ckm = 0;
+    s->paste = 0;
+    s->focus = 0;
+    s->sync = 0;
+    s->origin = 0;
+    s->autowrap = 1;
+    s->insert = 0;
+    s->newline = 0;
+    s->lrmm = 0;
+    s->protect = 0;
+    s->mouse = 0;
+    s->mouse_enc = 0;
+    s->top = 0;
+    s->bottom = -1;
+    s->left = 0;
+    s->right = -1;
+    s->phantom = 0;
+    s->pen.attr &= ~NGX_PTY_A_CONCEAL;
+}
+
+
+static void
+ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, unsigned val)
+{
+    int            k;
+    unsigned long  v;
+
+    /* libvterm 0.1.4 applies only the first parameter */
+    v = NGX_PTY_ARG(s->args[0]);
+
+    switch (v) {
+
+    case 6:
+        s->origin = val;
+        break;
+
+    case 7:
+        ngx_pty_flush(s, p, start, i);
+        s->autowrap = val;
+        break;
+
+    case 69:
+        s->lrmm = val;
+        break;
+
+    case 1048:
+    case 1049:
+        ngx_pty_feed_final(s, p, start, i);
+
+        if (val) {
+            ngx_pty_save_cursor(s);
+        } else {
+            ngx_pty_restore_cursor(s);
+        }
+
+        break;
+    }
+
+    /* modes only a client acts on: all parameters, as xterm does */
+    for (k = 0; k < s->argi && k < NGX_PTY_CSI_ARGS; k++) {
+        v = NGX_PTY_ARG(s->args[k]);
+
+        switch (v) {
+
+        case 1:
+            s->ckm = val;
+            break;
+
+        case 1000:
+        case 1002:
+        case 1003:
+            s->mouse = val ? v : 0;
+            break;
+
+        case 1004:
+            s->focus = val;
+            break;
+
+        case 1005:
+        case 1006:
+        case 1015:
+            s->mouse_enc = val ? v : 0;
+            break;
+
+        case 2004:
+            s->paste = val;
+            break;
+
+        case 2026:
+            s->sync = val;
+            break;
+        }
+    }
+}
+
+
+/* SGR 8/28: walk the parameters exactly as libvterm's setpen() does */
+static void
+ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
+{
+    int            argi, argc, n;
+    unsigned       conceal;
+    unsigned long  arg, pal;
+
+    argc = s->argi;
+    argi = 0;
+    conceal = (s->pen.attr & NGX_PTY_A_CONCEAL) ? 1 : 0;
+
+    while (argi < argc && argi < NGX_PTY_CSI_ARGS) {
+        arg = NGX_PTY_ARG(s->args[argi]);
+
+        if (arg == NGX_PTY_ARG_MISSING || arg == 0 || arg == 28) {
+            conceal = 0;
+
+        } else if (arg == 8) {
+            conceal = 1;
+
+        } else if (arg == 38 || arg == 48) {
+            n = argc - argi - 2;
+            pal = (argi + 1 < NGX_PTY_CSI_ARGS)
+                  ? NGX_PTY_ARG(s->args[argi + 1]) : 0;
+            argi += 1 + (pal == 2 ? (n < 3 ? n : 3) : pal == 5 ? (n ? 1 : 0)
+                                                              : 0);
+        }
+
+        while (argi >= 0 && argi < NGX_PTY_CSI_ARGS
+               && (s->args[argi++] & NGX_PTY_ARG_MORE))
+        {
+            /* void */
+        }
+    }
+
+    if (conceal != ((s->pen.attr & NGX_PTY_A_CONCEAL) ? 1u : 0u)) {
+        ngx_pty_feed_final(s, p, start, i);
+        ngx_pty_pen_bit(&s->pen, NGX_PTY_A_CONCEAL, conceal);
+    }
+}
+
+
+/* DECSTBM and DECSLRM, bounded as libvterm bounds them */
+static void
+ngx_pty_margins(ngx_pty_screen_t *s, int *lo, int *hi, unsigned size)
+{
+    long  a, b;
+
+    a = NGX_PTY_ARG_OR(s->args[0], 1) - 1;
+    b = (s->argi < 2 || NGX_PTY_ARG(s->args[1]) == NGX_PTY_ARG_MISSING)
+        ? -1 : (long) NGX_PTY_ARG(s->args[1]);
+
+    a = a < 0 ? 0 : (a > (long) size ? (long) size : a);
+    b = b < -1 ? -1 : b;
+
+    if (a == 0 && b == (long) size) {
+        b = -1;
+    } else if (b > (long) size) {
+        b = size;
+    }
+
+    if (b > -1 && b <= a) {
+        a = 0;
+        b = -1;
+    }
+
+    *lo = (int) a;
+    *hi = (int) b;
+}
+
+
+static void
+ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
+    u_char c)
+{
+    u_char         leader, inter;
+    long           v;
+    VTermPos       pos;
+    ngx_pty_row_t *row;
+
+    leader = s->leaderlen ? s->leader : 0;
+    inter = s->intermedlen ? s->intermed : 0;
+
+    /* what libvterm's on_csi() refuses has no effect at all */
+    if (s->leaderlen > 1 || s->intermedlen > 1
+        || (leader && leader != '?' && leader != '>'))
+    {
+        return;
+    }
+
+    if (inter == '"' && c == 'q' && !leader) {
+        v = NGX_PTY_ARG_OR(s->args[0], 0);
+
+        if (v == 0 || v == 2) {
+            s->protect = 0;
+        } else if (v == 1) {
+            s->protect = 1;
+        }
+
+        return;
+    }
+
+    if (inter || leader == '>') {
+        return;
+    }
+
+    if (leader == '?') {
+        if (c == 'h' || c == 'l') {
+            ngx_pty_dec_mode(s, p, start, i, c == 'h');
+        }
+
+        return;
+    }
+
+    switch (c) {
+
+    case 'h':
+    case 'l':
+        v = NGX_PTY_ARG(s->args[0]);
+
+        if (v == 4) {
+            s->insert = (c == 'h');
+        } else if (v == 20) {
+            s->newline = (c == 'h');
+        }
+
+        break;
+
+    case 'm':
+        ngx_pty_sgr(s, p, start, i);
+        break;
+
+    case 'r':
+        ngx_pty_margins(s, &s->top, &s->bottom, s->rows);
+        break;
+
+    case 's':
+        ngx_pty_margins(s, &s->left, &s->right, s->cols);
+        break;
+
+    case 'b':
+        /* REP with nothing to repeat loops forever in libvterm 0.1.4 */
+        ngx_pty_flush(s, p, start, i);
+
+        if (s->combine_w == 0) {
+            vterm_input_write(s->vt, "\x18", 1);
+            *start = i + 1;
+            break;
+        }
+
+        ngx_pty_feed_final(s, p, start, i);
+        vterm_state_get_cursorpos(s->state, &pos);
+
+        if (s->autowrap
+            && pos.col + s->combine_w >= (int) ngx_pty_row_width(s, pos.row))
+        {
+            s->phantom = 1;
+            s->ph_pos = pos;
+            row = s->cur->rows[pos.row];
+            s->ph_base_n = (unsigned) pos.col < row->len
+                           ? row->cells[pos.col].ncomb + 1u : 0;
+        }
+
+        break;
+
+    case 'A': case 'B': case 'C': case 'D': case 'E': case 'F': case 'G':
+    case 'H': case '`': case 'a': case 'd': case 'e': case 'f': case 'j':
+    case 'k':
+        /* these cancel a pending wrap even when the cursor does not move */
+        ngx_pty_flush(s, p, start, i);
+
+        if (s->phantom) {
+            ngx_pty_feed_final(s, p, start, i);
+            s->phantom = 0;
+        }
+
+        break;
+    }
+}
+
+
+static void
+ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
+    u_char c)
+{
+    unsigned  phantom;
+    VTermPos  ph_pos;
+    int       combine_w;
+
+    if (s->intermedlen == 1 && s->intermed == '#' && c == '8') {
+        /* DECALN writes every cell but leaves the wrap state alone */
+        ngx_pty_flush(s, p, start, i);
+        phantom = s->phantom;
+        ph_pos = s->ph_pos;
+        combine_w = s->combine_w;
+        s->in_decaln = 1;
+        ngx_pty_feed_final(s, p, start, i);
+        s->in_decaln = 0;
+        s->phantom = phantom;
+        s->ph_pos = ph_pos;
+        s->combine_w = combine_w;
+        return;
+    }
+
+    if (s->intermedlen) {
+        return;
+    }
+
+    switch (c) {
+
+    case '7':
+        ngx_pty_feed_final(s, p, start, i);
+        ngx_pty_save_cursor(s);
+        break;
+
+    case '8':
+        ngx_pty_feed_final(s, p, start, i);
+        ngx_pty_restore_cursor(s);
+        break;
+
+    case '=':
+        s->keypad = 1;
+        break;
+
+    case '>':
+        s->keypad = 0;
+        break;
+
+    case 'c':
+        ngx_pty_feed_final(s, p, start, i);
+        ngx_pty_hard_reset(s);
+        break;
+    }
+}
+
+
+/* drop a byte of a CSI sequence libvterm must not see */
+static void
+ngx_pty_drop(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
+{
+    ngx_pty_flush(s, p, start, i);
+    *start = i + 1;
+}
+
+
+/*
+ * Walks the bytes in step with libvterm's parser (parser.c), hands them to
+ * libvterm in segments, and acts on the few sequences we track.
+ */
+static void
+ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
+{
+    u_char         c;
+    size_t         i, start, normal;
+    const u_char  *q;
+
+    if (n == 0) {
+        return;
+    }
+
+    start = 0;
+    normal = (s->ps == NGX_PTY_PS_NORMAL) ? 0 : n;
+
+    for (i = 0; i < n; i++) {
+
+        if (s->ps == NGX_PTY_PS_NORMAL) {
+            q = memchr(p + i, 0x1b, n - i);
+            if (q == NULL) {
+                break;
+            }
+
+            i = q - p;
+        }
+
+        c = p[i];
+
+        if (c == 0x00 || c == 0x7f) {
+            continue;
+        }
+
+        if (c == 0x18 || c == 0x1a) {
+            s->ps = NGX_PTY_PS_NORMAL;
+            normal = i + 1;
+            continue;
+        }
+
+        if (c == 0x1b) {
+            s->intermedlen = 0;
+            s->ps = (s->ps == NGX_PTY_PS_STRING) ? NGX_PTY_PS_ESC_STRING
+                                                  : NGX_PTY_PS_ESC;
+            continue;
+        }
+
+        if (c < 0x20 && !(c == 0x07 && s->ps == NGX_PTY_PS_STRING)) {
+            continue;
+        }
+
+        switch (s->ps) {
+
+        case NGX_PTY_PS_ESC_STRING:
+            if (c == 0x5c) {
+                s->ps = NGX_PTY_PS_NORMAL;
+                normal = i + 1;
+                break;
+            }
+
+            s->ps = NGX_PTY_PS_ESC;
+
+            /* fall through */
+
+        case NGX_PTY_PS_ESC:
+            if (c == 'P' || c == ']') {
+                s->ps = NGX_PTY_PS_STRING;
+
+            } else if (c == '[') {
+                s->leaderlen = 0;
+                s->ps = NGX_PTY_PS_CSI_LEADER;
+
+            } else if (c >= 0x20 && c <= 0x2f) {
+                if (s->intermedlen++ == 0) {
+                    s->intermed = c;
+                }
+
+            } else if (s->intermedlen == 0 && c >= 0x40 && c < 0x60) {
+                s->ps = NGX_PTY_PS_NORMAL;      /* a C1 control */
+                normal = i + 1;
+
+            } else if (c >= 0x30 && c < 0x7f) {
+                s->ps = NGX_PTY_PS_NORMAL;
+                normal = i + 1;
+                ngx_pty_esc(s, p, &start, i, c);
+            }
+
+            break;
+
+        case NGX_PTY_PS_CSI_LEADER:
+            if (c >= 0x3c && c <= 0x3f) {
+                if (s->leaderlen++ == 0) {
+                    s->leader = c;
+                }
+                break;
+            }
+
+            s->argi = 0;
+            s->args[0] = NGX_PTY_ARG_MISSING;
+            s->ps = NGX_PTY_PS_CSI_ARGS;
+
+            /* fall through */
+
+        case NGX_PTY_PS_CSI_ARGS:
+            if (c >= '0' && c <= '9') {
+                if (s->args[s->argi] == NGX_PTY_ARG_MISSING) {
+                    s->args[s->argi] = 0;
+                }
+
+                s->args[s->argi] = s->args[s->argi] * 10 + (c - '0');
+                break;
+            }
+
+            if (c == ':') {
+                s->args[s->argi] |= NGX_PTY_ARG_MORE;
+                c = ';';
+            }
+
+            if (c == ';') {
+                if (s->argi >= NGX_PTY_CSI_ARGS - 1) {
+                    /* libvterm 0.1.4 would write past its csi_args[] */
+                    ngx_pty_flush(s, p, &start, i);
+                    vterm_input_write(s->vt, "\x18", 1);
+                    start = i + 1;
+                    s->ps = NGX_PTY_PS_DROP;
+                    break;
+                }
+
+                s->args[++s->argi] = NGX_PTY_ARG_MISSING;
+                break;
+            }
+
+            s->argi++;
+            s->intermedlen = 0;
+            s->ps = NGX_PTY_PS_CSI_INTER;
+
+            /* fall through */
+
+        case NGX_PTY_PS_CSI_INTER:
+            if (c >= 0x20 && c <= 0x2f) {
+                if (s->intermedlen++ == 0) {
+                    s->intermed = c;
+                }
+                break;
+            }
+
+            s->ps = NGX_PTY_PS_NORMAL;
+            normal = i + 1;
+
+            if (c >= 0x40 && c <= 0x7e) {
+                ngx_pty_csi(s, p, &start, i, c);
+            }
+
+            break;
+
+        case NGX_PTY_PS_STRING:
+            if (c == 0x07) {
+                s->ps = NGX_PTY_PS_NORMAL;
+                normal = i + 1;
+            }
+
+            break;
+
+        case NGX_PTY_PS_DROP:
+        case NGX_PTY_PS_DROP_INTER:
+            ngx_pty_drop(s, p, &start, i);
+
+            if (s->ps == NGX_PTY_PS_DROP
+                && ((c >= '0' && c <= '9') || c == ';' || c == ':'))
+            {
+                break;
+            }
+
+            if (c >= 0x20 && c <= 0x2f) {
+                s->ps = NGX_PTY_PS_DROP_INTER;
+                break;
+            }
+
+            s->ps = NGX_PTY_PS_NORMAL;
+            normal = i + 1;
+            break;
+        }
+    }
+
+    ngx_pty_flush(s, p, &start, n);
+
+    /* did the input end in text (a glyph combining marks may extend)? */
+    c = p[n - 1];
+    s->last_text = (s->ps == NGX_PTY_PS_NORMAL && normal < n
+                    && c >= 0x20 && c != 0x7f);
+}
+
+
+static void
+ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n)
+{
+    size_t  k, j;
+
+    while (n) {
+        k = n;
+
+        if (k > NGX_PTY_WRITE_MAX) {
+            /* cut before ASCII, so no glyph loses its combining marks */
+            k = NGX_PTY_WRITE_MAX;
+
+            for (j = k; j > k - 256 && p[j] >= 0x80; j--) {
+                /* void */
+            }
+
+            if (p[j] < 0x80) {
+                k = j;
+
+            } else {
+                while (k > 1 && (p[k] & 0xc0) == 0x80) {
+                    k--;
+                }
+            }
+        }
+
+        vterm_input_write(s->vt, (const char *) p, k);
+        p += k;
+        n -= k;
+    }
+}
+
+
+/*
+ * Combining marks that arrive in a later read than their base glyph
+ * while the cursor waits to wrap: libvterm would wrap and put them alone
+ * on the next line; a terminal reading the stream in one piece would not.
+ */
+static size_t
+ngx_pty_absorb(ngx_pty_screen_t *s, const u_char *p, size_t n)
+{
+    size_t           k;
+    unsigned         len, i;
+    uint32_t         cp, *comb;
+    ngx_pty_row_t   *row;
+    ngx_pty_cell_t  *c;
+
+    if (!s->phantom || !s->last_text || s->ps != NGX_PTY_PS_NORMAL) {
+        return 0;
+    }
+
+    for (k = 0; k < n; k += len) {
+        len = ngx_pty_utf8_len(p[k]);
+
+        if (len == 0 || k + len > n) {
+            break;
+        }
+
+        cp = p[k] & (0xff >> (len + 1));
+
+        for (i = 1; i < len; i++) {
+            if ((p[k + i] & 0xc0) != 0x80) {
+                return k;
+            }
+
+            cp = (cp << 6) | (p[k + i] & 0x3f);
+        }
+
+        if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000)
+            || !ngx_pty_is_combining(cp))
+        {
+            break;
+        }
+
+        row = s->cur->rows[s->ph_pos.row];
+
+        if ((unsigned) s->ph_pos.col >= row->len) {
+            continue;
+        }
+
+        c = &row->cells[s->ph_pos.col];
+
+        if (c->ch != 0 && c->ch != NGX_PTY_CONT
+            && c->ncomb < NGX_PTY_MAX_COMB
+            && (comb = ngx_pty_row_comb(s, row)) != NULL)
+        {
+            comb[s->ph_pos.col * NGX_PTY_MAX_COMB + c->ncomb++] = cp;
+        }
+    }
+
+    return k;
+}
+
+
+static void
+ngx_pty_screen_input(ngx_pty_screen_t *s, const u_char *p, size_t n)
+{
+    size_t  k;
+
+    k = ngx_pty_absorb(s, p, n);
+    ngx_pty_screen_scan(s, p + k, n - k);
+}
+
+
+void
+ngx_pty_screen_feed(ngx_pty_screen_t *s, const u_char *data, size_t len)
+{
+    u_char    buf[4], c;
+    size_t    hold, i;
+    unsigned  need, n;
+
+    if (s->tail_len) {
+        need = ngx_pty_utf8_len(s->tail[0]);
+
+        while (s->tail_len < need && len && (*data & 0xc0) == 0x80) {
+            s->tail[s->tail_len++] = *data++;
+            len--;
+        }
+
+        if (s->tail_len < need && len == 0) {
+            return;
+        }
+
+        n = s->tail_len;
+        memcpy(buf, s->tail, n);
+        s->tail_len = 0;
+        ngx_pty_screen_input(s, buf, n);
+    }
+
+    /* hold back an incomplete UTF-8 sequence: libvterm would mangle it */
+    hold = 0;
+
+    for (i = 1; i <= 3 && i <= len; i++) {
+        c = data[len - i];
+
+        if ((c & 0xc0) == 0x80) {
+            continue;
+        }
+
+        if (ngx_pty_utf8_len(c) > i) {
+            hold = i;
+        }
+
+        break;
+    }
+
+    ngx_pty_screen_input(s, data, len - hold);
+
+    memcpy(s->tail, data + len - hold, hold);
+    s->tail_len = (unsigned) hold;
+}
+
+
+static void
+ngx_pty_grid_release(ngx_pty_screen_t *s, ngx_pty_grid_t *g)
+{
+    unsigned  i;
+
+    for (i = 0; g->rows && i < g->nrows; i++) {
+        if (g->row_mem[i].comb) {
+            s->comb_mem -= (size_t) g->cols * NGX_PTY_MAX_COMB
+                           * sizeof(uint32_t);
+        }
+    }
+
+    ngx_pty_grid_free(g);
+}
+
+
+static int
+ngx_pty_row_blank(const ngx_pty_row_t *row)
+{
+    unsigned  i;
+
+    for (i = 0; i < row->len; i++) {
+        if (row->cells[i].ch != 0) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* top-left aligned copy into a resized grid, as VTermScreen does it */
+static void
+ngx_pty_grid_copy(ngx_pty_screen_t *s, ngx_pty_grid_t *dst,
+    ngx_pty_grid_t *src, const ngx_pty_pen_t *pen)
+{
+    size_t          size;
+    unsigned        r, n, i;
+    ngx_pty_row_t  *d, *o;
+
+    size = (size_t) dst->cols * NGX_PTY_MAX_COMB * sizeof(uint32_t);
+
+    for (r = 0; r < dst->nrows; r++) {
+        d = dst->rows[r];
+
+        if (r >= src->nrows) {
+            d->len = 0;
+            d->fill = *pen;
+            continue;
+        }
+
+        o = src->rows[r];
+        n = o->len < dst->cols ? o->len : dst->cols;
+
+        memcpy(d->cells, o->cells, n * sizeof(ngx_pty_cell_t));
+        d->len = n;
+        d->fill = o->fill;
+
+        if (dst->cols > src->cols && !ngx_pty_pen_eq(&o->fill, pen, 0xffff)) {
+            ngx_pty_row_materialize(d, src->cols);
+            d->fill = *pen;
+        }
+
+        if (o->comb == NULL) {
+            continue;
+        }
+
+        for (i = 0; i < n && d->cells[i].ncomb == 0; i++) {
+            /* void */
+        }
+
+        if (i == n) {
+            continue;
+        }
+
+        d->comb = malloc(size);
+
+        if (d->comb == NULL) {
+            for (i = 0; i < n; i++) {
+                d->cells[i].ncomb = 0;      /* degrade, keep the bases */
+            }
+            continue;
+        }
+
+        s->comb_mem += size;
+        memcpy(d->comb, o->comb, (size_t) n * NGX_PTY_MAX_COMB
+                                 * sizeof(uint32_t));
+    }
+}
+
+
+static int
+ngx_pty_cb_resize(int rows, int cols, VTermPos *delta, void *user)
+{
+    ngx_pty_screen_t  *s = user;
+
+    int              r, k;
+    VTermPos         cursor;
+    ngx_pty_pen_t    pen;
+    ngx_pty_grid_t  *ng, *g;
+
+    ng = s->new_grid;
+
+    if (ng == NULL) {
+        return 1;
+    }
+
+    vterm_state_get_cursorpos(s->state, &cursor);
+
+    pen = s->pen;
+    pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT|NGX_PTY_A_CONCEAL);
+
+    g = &s->grid[0];
+
+    if (!s->alt && (unsigned) rows < s->rows) {
+        /* keep the cursor on screen: push the top lines out, as VTermScreen */
+        for (r = s->rows - 1; r >= rows; r--) {
+            if (!ngx_pty_row_blank(g->rows[r]) || cursor.row == r) {
+                break;
+            }
+        }
+
+        k = r + 1 - rows;
+
+        if (k > 0) {
+            memcpy(g->tmp, g->rows, k * sizeof(ngx_pty_row_t *));
+            memmove(g->rows, g->rows + k,
+                    (s->rows - k) * sizeof(ngx_pty_row_t *));
+            memcpy(g->rows + s->rows - k, g->tmp,
+                   k * sizeof(ngx_pty_row_t *));
+            delta->row -= k;
+        }
+    }
+
+    ngx_pty_grid_copy(s, &ng[0], &s->grid[0], &pen);
+    ngx_pty_grid_release(s, &s->grid[0]);
+    s->grid[0] = ng[0];
+
+    if (s->grid[1].rows) {
+        ngx_pty_grid_copy(s, &ng[1], &s->grid[1], &pen);
+        ngx_pty_grid_release(s, &s->grid[1]);
+        s->grid[1] = ng[1];
+    }
+
+    s->new_grid = NULL;
+    s->cur = s->alt ? &s->grid[1] : &s->grid[0];
+    s->cols = cols;
+    s->rows = rows;
+
+    /*
+     * libvterm then drops a pending wrap when the line got wider or the
+     * cursor is moved (clamped); movecursor sees the latter
+     */
+    if (s->phantom && cursor.col < cols - 1) {
+        s->phantom = 0;
+    }
+
+    return 1;
+}
+
+
+int
+ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
+{
+    ngx_pty_pen_t   pen;
+    ngx_pty_grid_t  ng[2];
+
+    if (cols == 0 || rows == 0 || cols > NGX_PTY_SCREEN_MAX_COLS
+        || rows > NGX_PTY_SCREEN_MAX_ROWS)
+    {
+        return -1;
+    }
+
+    if (cols == s->cols && rows == s->rows) {
+        return 0;
+    }
+
+    pen = s->default_pen;
+    memset(ng, 0, sizeof(ng));
+
+    /* allocate first: libvterm's resize callback cannot fail */
+    if (ngx_pty_grid_alloc(&ng[0], cols, rows, &pen) != 0) {
+        return -1;
+    }
+
+    if (s->grid[1].rows
+        && ngx_pty_grid_alloc(&ng[1], cols, rows, &pen) != 0)
+    {
+        ngx_pty_grid_free(&ng[0]);
+        return -1;
+    }
+
+    s->new_grid = ng;
+    vterm_set_size(s->vt, rows, cols);
+
+    if (s->new_grid) {
+        /* libvterm did not call back (cannot happen); keep the old grids */
+        s->new_grid = NULL;
+        ngx_pty_grid_free(&ng[0]);
+        ngx_pty_grid_free(&ng[1]);
+        return -1;
+    }
+
+    if (s->bottom > (int) rows) {
+        s->bottom = rows;
+    }
+
+    if (s->right > (int) cols) {
+        s->right = cols;
+    }
+
+    return 0;
+}
+
+
+/* libvterm's allocations, counted for ngx_pty_screen_memory() */
+
+static void *
+ngx_pty_vt_malloc(size_t size, void *data)
+{
+    ngx_pty_screen_t  *s = data;
+
+    size_t  *p;
+
+    p = calloc(1, size + sizeof(size_t) * 2);   /* libvterm wants zeroes */
+    if (p == NULL) {
+        return NULL;
+    }
+
+    p[0] = size;
+    s->vt_mem += size;
+
+    return p + 2;
+}
+
+
+static void
+ngx_pty_vt_free(void *ptr, void *data)
+{
+    ngx_pty_screen_t  *s = data;
+
+    size_t  *p;
+
+    if (ptr == NULL) {
+        return;
+    }
+
+    p = (size_t *) ptr - 2;
+    s->vt_mem -= p[0];
+    free(p);
+}
+
+
+static VTermAllocatorFunctions  ngx_pty_vt_allocator = {
+    ngx_pty_vt_malloc,
+    ngx_pty_vt_free
+};
+
+
+static const VTermStateCallbacks  ngx_pty_state_callbacks = {
+    ngx_pty_cb_putglyph,
+    ngx_pty_cb_movecursor,
+    ngx_pty_cb_scrollrect,
+    NULL,                       /* moverect: scrollrect does it all */
+    ngx_pty_cb_erase,
+    ngx_pty_cb_initpen,
+    ngx_pty_cb_setpenattr,
+    ngx_pty_cb_settermprop,
+    ngx_pty_cb_bell,
+    ngx_pty_cb_resize,
+    ngx_pty_cb_setlineinfo
+};
+
+
+ngx_pty_screen_t *
+ngx_pty_screen_create(unsigned cols, unsigned rows)
+{
+    VTermColor         fg, bg;
+    ngx_pty_screen_t  *s;
+
+    if (cols == 0 || rows == 0 || cols > NGX_PTY_SCREEN_MAX_COLS
+        || rows > NGX_PTY_SCREEN_MAX_ROWS)
+    {
+        return NULL;
+    }
+
+    s = calloc(1, sizeof(ngx_pty_screen_t));
+    if (s == NULL) {
+        return NULL;
+    }
+
+    s->cols = cols;
+    s->rows = rows;
+
+    s->vt = vterm_new_with_allocator(rows, cols, &ngx_pty_vt_allocator, s);
+    if (s->vt == NULL) {
+        free(s);
+        return NULL;
+    }
+
+    vterm_set_utf8(s->vt, 1);
+    vterm_output_set_callback(s->vt, ngx_pty_output, s);
+
+    s->state = vterm_obtain_state(s->vt);
+
+    vterm_state_get_default_colors(s->state, &fg, &bg);
+    s->default_pen.attr = 0;
+    s->default_pen.fg = ngx_pty_color(&fg);
+    s->default_pen.bg = ngx_pty_color(&bg);
+    s->pen = s->default_pen;
+
+    if (ngx_pty_grid_alloc(&s->grid[0], cols, rows, &s->default_pen) != 0) {
+        vterm_free(s->vt);
+        free(s);
+        return NULL;
+    }
+
+    s->cur = &s->grid[0];
+    s->visible = 1;
+    s->blink = 1;
+    s->shape = VTERM_PROP_CURSORSHAPE_BLOCK;
+    ngx_pty_hard_reset(s);
+
+    vterm_state_set_callbacks(s->state, &ngx_pty_state_callbacks, s);
+    vterm_state_reset(s->state, 1);
+
+    return s;
+}
+
+
+void
+ngx_pty_screen_destroy(ngx_pty_screen_t *s)
+{
+    if (s == NULL) {
+        return;
+    }
+
+    vterm_free(s->vt);
+    ngx_pty_grid_free(&s->grid[0]);
+    ngx_pty_grid_free(&s->grid[1]);
+    free(s);
+}
+
+
+void
+ngx_pty_screen_set_reply(ngx_pty_screen_t *s, ngx_pty_screen_reply_pt handler,
+    void *data)
+{
+    s->reply = handler;
+    s->reply_data = data;
+}
+
+
+void
+ngx_pty_screen_size(ngx_pty_screen_t *s, unsigned *cols, unsigned *rows)
+{
+    *cols = s->cols;
+    *rows = s->rows;
+}
+
+
+size_t
+ngx_pty_screen_memory(ngx_pty_screen_t *s)
+{
+    size_t  size, grid;
+
+    grid = (size_t) s->rows * (2 * sizeof(ngx_pty_row_t *)
+                               + sizeof(ngx_pty_row_t)
+                               + (size_t) s->cols * sizeof(ngx_pty_cell_t));
+
+    size = sizeof(ngx_pty_screen_t) + grid + s->comb_mem + s->vt_mem;
+
+    if (s->grid[1].rows) {
+        size += grid;
+    }
+
+    return size;
+}
+
+
+/* snapshot writer: tracks what the receiving terminal holds */
+
+typedef struct {
+    u_char         *buf;
+    size_t          len;
+    size_t          cap;
+    int             failed;
+    int             row;        /* -1: unknown (e.g. a pending wrap) */
+    int             col;
+    int             shape;
+    unsigned        visible:1;
+    unsigned        blink:1;
+    unsigned        protect:1;
+    ngx_pty_pen_t   pen;
+} ngx_pty_emit_t;
+
+
+static void
+ngx_pty_emit(ngx_pty_emit_t *e, const void *data, size_t n)
+{
+    size_t   cap;
+    u_char  *p;
+
+    if (e->failed) {
+        return;
+    }
+
+    if (e->len + n > e->cap) {
+        cap = (e->cap + n) * 2;
+        p = realloc(e->buf, cap);
+
+        if (p == NULL) {
+            e->failed = 1;
+            return;
+        }
+
+        e->buf = p;
+        e->cap = cap;
+    }
+
+    memcpy(e->buf + e->len, data, n);
+    e->len += n;
+}
+
+
+static void
+ngx_pty_emitf(ngx_pty_emit_t *e, const char *fmt, int a, int b)
+{
+    int   n;
+    char  tmp[64];
+
+    n = snprintf(tmp, sizeof(tmp), fmt, a, b);
+
+    if (n > 0) {
+        ngx_pty_emit(e, tmp, (size_t) n < sizeof(tmp) ? (size_t) n
+                                                       : sizeof(tmp) - 1);
+    }
+}
+
+
+static void
+ngx_pty_emit_move(ngx_pty_emit_t *e, int row, int col)
+{
+    if (e->row == row && e->col == col) {
+        return;
+    }
+
+    if (e->row == row && e->col >= 0 && col > e->col) {
+        if (col - e->col == 1) {
+            ngx_pty_emit(e, "\x1b[C", 3);
+        } else {
+            ngx_pty_emitf(e, "\x1b[%dC", col - e->col, 0);
+        }
+
+    } else if (col == 0) {
+        if (row == 0) {
+            ngx_pty_emit(e, "\x1b[H", 3);
+        } else {
+            ngx_pty_emitf(e, "\x1b[%dH", row + 1, 0);
+        }
+
+    } else {
+        ngx_pty_emitf(e, "\x1b[%d;%dH", row + 1, col + 1);
+    }
+
+    e->row = row;
+    e->col = col;
+}
+
+
+static size_t
+ngx_pty_sgr_color(char *p, const VTermColor *c, int fg)
+{
+    int  base;
+
+    if (fg ? VTERM_COLOR_IS_DEFAULT_FG(c) : VTERM_COLOR_IS_DEFAULT_BG(c)) {
+        return sprintf(p, fg ? ";39" : ";49");
+    }
+
+    base = fg ? 30 : 40;
+
+    if (VTERM_COLOR_IS_INDEXED(c)) {
+        if (c->indexed.idx < 8) {
+            return sprintf(p, ";%d", base + c->indexed.idx);
+        }
+
+        if (c->indexed.idx < 16) {
+            return sprintf(p, ";%d", base + 60 + c->indexed.idx - 8);
+        }
+
+        return sprintf(p, ";%d;5;%d", base + 8, c->indexed.idx);
+    }
+
+    return sprintf(p, ";%d;2;%d;%d;%d", base + 8, c->rgb.red, c->rgb.green,
+                   c->rgb.blue);
+}
+
+
+static const char *
+ngx_pty_sgr_bit(unsigned bit, unsigned on)
+{
+    switch (bit) {
+    case NGX_PTY_A_BOLD:
+        return on ? ";1" : ";22";
+    case NGX_PTY_A_ITALIC:
+        return on ? ";3" : ";23";
+    case NGX_PTY_A_BLINK:
+        return on ? ";5" : ";25";
+    case NGX_PTY_A_REVERSE:
+        return on ? ";7" : ";27";
+    case NGX_PTY_A_STRIKE:
+        return on ? ";9" : ";29";
+    default: /* NGX_PTY_A_CONCEAL */
+        return on ? ";8" : ";28";
+    }
+}
+
+
+/* SGR for what differs between the terminal's pen and "want" */
+static void
+ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
+    const ngx_pty_pen_t *def)
+{
+    char             buf[160], *p;
+    unsigned         i, diff, b;
+    static unsigned  bits[] = { NGX_PTY_A_BOLD, NGX_PTY_A_ITALIC,
+                                NGX_PTY_A_BLINK, NGX_PTY_A_REVERSE,
+                                NGX_PTY_A_STRIKE, NGX_PTY_A_CONCEAL };
+    static const char *ul[] = { ";24", ";4", ";21", ";4:3" };
+
+    if (ngx_pty_pen_eq(&e->pen, want, NGX_PTY_A_SGR)) {
+        return;
+    }
+
+    if (ngx_pty_pen_eq(want, def, NGX_PTY_A_SGR)) {
+        ngx_pty_emit(e, "\x1b[m", 3);
+        e->pen = *def;
+        return;
+    }
+
+    p = buf;
+    b = want->attr;
+    diff = (e->pen.attr ^ b) & NGX_PTY_A_SGR;
+
+    for (i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
+        if (diff & bits[i]) {
+            p += sprintf(p, "%s", ngx_pty_sgr_bit(bits[i], b & bits[i]));
+        }
+    }
+
+    if (diff & NGX_PTY_A_UL) {
+        p += sprintf(p, "%s", ul[(b & NGX_PTY_A_UL) >> NGX_PTY_A_UL_SHIFT]);
+    }
+
+    if (diff & NGX_PTY_A_FONT) {
+        p += sprintf(p, ";%d", 10 + ((b & NGX_PTY_A_FONT)
+                                     >> NGX_PTY_A_FONT_SHIFT));
+    }
+
+    if (!ngx_pty_color_eq(&e->pen.fg, &want->fg)) {
+        p += ngx_pty_sgr_color(p, &want->fg, 1);
+    }
+
+    if (!ngx_pty_color_eq(&e->pen.bg, &want->bg)) {
+        p += ngx_pty_sgr_color(p, &want->bg, 0);
+    }
+
+    buf[0] = '[';
+    ngx_pty_emit(e, "\x1b", 1);
+    ngx_pty_emit(e, buf, p - buf);
+    ngx_pty_emit(e, "m", 1);
+
+    e->pen = *want;
+}
+
+
+static void
+ngx_pty_emit_protect(ngx_pty_emit_t *e, unsigned on)
+{
+    if (e->protect != on) {
+        ngx_pty_emit(e, on ? "\x1b[1\"q" : "\x1b[0\"q", 5);
+        e->protect = on;
+    }
+}
+
+
+static void
+ngx_pty_emit_props(ngx_pty_emit_t *e, unsigned visible, unsigned blink,
+    int shape)
+{
+    int  n;
+
+    if (e->visible != visible) {
+        ngx_pty_emit(e, visible ? "\x1b[?25h" : "\x1b[?25l", 6);
+        e->visible = visible;
+    }
+
+    if (e->shape != shape || e->blink != blink) {
+        n = shape == VTERM_PROP_CURSORSHAPE_UNDERLINE ? 3
+            : shape == VTERM_PROP_CURSORSHAPE_BAR_LEFT ? 5 : 1;
+        ngx_pty_emitf(e, "\x1b[%d q", n + (blink ? 0 : 1), 0);
+        e->shape = shape;
+        e->blink = blink;
+    }
+}
+
+
+static void
+ngx_pty_emit_chars(ngx_pty_emit_t *e, const ngx_pty_row_t *row,
+    unsigned col, const ngx_pty_cell_t *c)
+{
+    u_char    buf[4 * NGX_PTY_MAX_CHARS];
+    size_t    n;
+    unsigned  i;
+
+    n = ngx_pty_utf8_put(buf, c->ch);
+
+    for (i = 0; i < c->ncomb && row->comb; i++) {
+        n += ngx_pty_utf8_put(buf + n, row->comb[col * NGX_PTY_MAX_COMB + i]);
+    }
+
+    ngx_pty_emit(e, buf, n);
+}
+
+
+static int
+ngx_pty_cell_default(ngx_pty_screen_t *s, const ngx_pty_cell_t *c)
+{
+    return c->ch == 0 && ngx_pty_pen_eq(&c->pen, &s->default_pen,
+                                        NGX_PTY_A_SGR);
+}
+
+
+/* one glyph at (row, col); the terminal's cursor is then left unknown */
+static void
+ngx_pty_emit_glyph(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r, unsigned col, const ngx_pty_cell_t *c)
+{
+    ngx_pty_emit_move(e, r, col);
+    ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
+    ngx_pty_emit_protect(e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+
+    if (c->width == 0) {
+        /* a lone mark: put a space first so it cannot combine leftwards */
+        ngx_pty_emit(e, " ", 1);
+        e->col = -1;
+        ngx_pty_emit_move(e, r, col);
+    }
+
+    ngx_pty_emit_chars(e, row, col, c);
+    e->col = -1;
+}
+
+
+/* repaint a cell a trick below has clobbered */
+static void
+ngx_pty_repaint(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r, unsigned col)
+{
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_cell_t  *c;
+
+    c = ngx_pty_row_cell(row, col, &tmp);
+
+    if (c->ch == NGX_PTY_CONT || c->width == 2) {
+        return;
+    }
+
+    if (c->ch) {
+        ngx_pty_emit_glyph(e, s, row, r, col, c);
+        return;
+    }
+
+    ngx_pty_emit_move(e, r, col);
+    ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
+    ngx_pty_emit(e, "\x1b[X", 3);
+}
+
+
+/*
+ * Cells libvterm can hold but no plain write produces: the right half of
+ * a wide glyph whose left half was overwritten, and a wide glyph pushed
+ * into the last column by ICH/DCH.  Built with a placeholder and ICH/DCH.
+ */
+static void
+ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r, unsigned col)
+{
+    ngx_pty_emit_move(e, r, col ? col - 1 : 0);
+    ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
+    ngx_pty_emit(e, "\xe3\x80\x80", 3);        /* U+3000, wide */
+    e->col = -1;
+
+    if (col == 0) {
+        ngx_pty_emit_move(e, r, 0);
+        ngx_pty_emit(e, "\x1b[P", 3);
+        return;
+    }
+
+    ngx_pty_repaint(e, s, row, r, col - 1);
+}
+
+
+static void
+ngx_pty_paint_wide_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r, unsigned col, const ngx_pty_cell_t *c)
+{
+    if (col == 0) {
+        return;
+    }
+
+    ngx_pty_emit_glyph(e, s, row, r, col - 1, c);
+    ngx_pty_emit_move(e, r, col - 1);
+    ngx_pty_emit(e, "\x1b[@", 3);
+    ngx_pty_repaint(e, s, row, r, col - 1);
+}
+
+
+static void
+ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
+    int r, int visible)
+{
+    int                    last, force, covered;
+    unsigned               w, col, end;
+    ngx_pty_row_t         *row;
+    ngx_pty_cell_t         tmp, tmp2;
+    const ngx_pty_cell_t  *c, *d;
+    const VTermLineInfo   *li;
+
+    row = g->rows[r];
+    w = s->cols;
+
+    if (visible) {
+        li = vterm_state_get_lineinfo(s->state, r);
+
+        if (li->doublewidth || li->doubleheight) {
+            ngx_pty_emit_move(e, r, 0);
+            ngx_pty_emit(e, li->doubleheight == 1 ? "\x1b#3"
+                            : li->doubleheight == 2 ? "\x1b#4" : "\x1b#6", 3);
+            w = li->doublewidth ? s->cols / 2 : s->cols;
+        }
+    }
+
+    /* the last cell that differs from a reset terminal's */
+    last = -1;
+
+    if (row->len < w
+        && !ngx_pty_pen_eq(&row->fill, &s->default_pen, NGX_PTY_A_SGR))
+    {
+        last = w - 1;
+
+    } else {
+        for (col = row->len < w ? row->len : w; col-- > 0; /* void */) {
+            if (!ngx_pty_cell_default(s, &row->cells[col])) {
+                last = col;
+                break;
+            }
+        }
+    }
+
+    force = -1;
+    covered = -1;
+
+    for (col = 0; (int) col <= last || (int) col == force; col++) {
+        c = ngx_pty_row_cell(row, col, &tmp);
+
+        if (c->ch == NGX_PTY_CONT) {
+            if ((int) col != covered) {
+                ngx_pty_paint_orphan(e, s, row, r, col);
+            }
+            continue;
+        }
+
+        if (c->ch == 0) {
+            if ((int) col != force && ngx_pty_cell_default(s, c)) {
+                continue;
+            }
+
+            /* a run of blanks in one pen: ECH, or EL if it reaches the edge */
+            for (end = col + 1; end < w; end++) {
+                d = ngx_pty_row_cell(row, end, &tmp2);
+
+                if (d->ch != 0
+                    || !ngx_pty_pen_eq(&d->pen, &c->pen, NGX_PTY_A_SGR))
+                {
+                    break;
+                }
+            }
+
+            ngx_pty_emit_move(e, r, col);
+            ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
+
+            if (end >= w) {
+                ngx_pty_emit(e, "\x1b[K", 3);
+            } else if (end - col == 1) {
+                ngx_pty_emit(e, "\x1b[X", 3);
+            } else {
+                ngx_pty_emitf(e, "\x1b[%dX", end - col, 0);
+            }
+
+            col = end - 1;
+            continue;
+        }
+
+        if (c->width == 2 && col + 1 >= w) {
+            ngx_pty_paint_wide_edge(e, s, row, r, col, c);
+            continue;
+        }
+
+        ngx_pty_emit_glyph(e, s, row, r, col, c);
+
+        if (c->width == 0) {
+            e->col = col;
+
+        } else if (col + c->width < w) {
+            e->col = col + c->width;    /* else a pending wrap: unknown */
+        }
+
+        if (c->width == 2) {
+            covered = col + 1;
+            d = ngx_pty_row_cell(row, col + 1, &tmp2);
+
+            if (d->ch != NGX_PTY_CONT) {
+                force = col + 1;
+            }
+        }
+    }
+}
+
+
+static void
+ngx_pty_emit_title(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    size_t    i;
+    u_char    c;
+    unsigned  n, k;
+
+    ngx_pty_emit(e, "\x1b]2;", 4);
+
+    for (i = 0; i < s->title_len; i += n) {
+        c = s->title[i];
+        n = 1;
+
+        if (c < 0x80) {
+            if (c >= 0x20 && c != 0x7f) {
+                ngx_pty_emit(e, &c, 1);
+            }
+            continue;
+        }
+
+        /* only whole, well-formed UTF-8 sequences pass */
+        n = ngx_pty_utf8_len(c);
+
+        for (k = 1; n && k < n; k++) {
+            if (i + k >= s->title_len || (s->title[i + k] & 0xc0) != 0x80) {
+                n = 0;
+            }
+        }
+
+        if (n == 0) {
+            n = 1;
+            continue;
+        }
+
+        ngx_pty_emit(e, &s->title[i], n);
+    }
+
+    ngx_pty_emit(e, "\x07", 1);
+}
+
+
+/* the cursor at an absolute position, honouring origin mode */
+static void
+ngx_pty_emit_cursor(ngx_pty_emit_t *e, ngx_pty_screen_t *s, VTermPos pos)
+{
+    int  row, col;
+
+    row = pos.row;
+    col = pos.col;
+
+    if (s->origin) {
+        row -= s->top;
+        col -= s->lrmm ? s->left : 0;
+        row = row < 0 ? 0 : row;
+        col = col < 0 ? 0 : col;
+    }
+
+    ngx_pty_emitf(e, "\x1b[%d;%dH", row + 1, col + 1);
+    e->row = pos.row;
+    e->col = pos.col;
+}
+
+
+static void
+ngx_pty_emit_modes(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    if (!s->autowrap) {
+        ngx_pty_emit(e, "\x1b[?7l", 5);
+    }
+
+    if (s->insert) {
+        ngx_pty_emit(e, "\x1b[4h", 4);
+    }
+
+    if (s->newline) {
+        ngx_pty_emit(e, "\x1b[20h", 5);
+    }
+
+    if (s->ckm) {
+        ngx_pty_emit(e, "\x1b[?1h", 5);
+    }
+
+    if (s->keypad) {
+        ngx_pty_emit(e, "\x1b=", 2);
+    }
+
+    if (s->paste) {
+        ngx_pty_emit(e, "\x1b[?2004h", 8);
+    }
+
+    if (s->mouse) {
+        ngx_pty_emitf(e, "\x1b[?%dh", (int) s->mouse, 0);
+    }
+
+    if (s->mouse_enc) {
+        ngx_pty_emitf(e, "\x1b[?%dh", (int) s->mouse_enc, 0);
+    }
+
+    if (s->focus) {
+        ngx_pty_emit(e, "\x1b[?1004h", 8);
+    }
+
+    if (s->reverse) {
+        ngx_pty_emit(e, "\x1b[?5h", 5);
+    }
+
+    ngx_pty_emit_props(e, s->visible, s->blink, s->shape);
+    ngx_pty_emit_protect(e, s->protect);
+    ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
+
+    if (s->sync) {
+        ngx_pty_emit(e, "\x1b[?2026h", 8);
+    }
+}
+
+
+u_char *
+ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
+{
+    unsigned               r;
+    VTermPos               pos;
+    ngx_pty_emit_t         e;
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_row_t   *row;
+    const ngx_pty_cell_t  *c;
+
+    memset(&e, 0, sizeof(ngx_pty_emit_t));
+    e.cap = (size_t) s->cols * s->rows * 2 + 256;
+    e.buf = malloc(e.cap);
+
+    if (e.buf == NULL) {
+        return NULL;
+    }
+
+    /* the state a reset terminal is in */
+    e.pen = s->default_pen;
+    e.visible = 1;
+    e.blink = 1;
+    e.shape = VTERM_PROP_CURSORSHAPE_BLOCK;
+
+    if (s->title_len) {
+        ngx_pty_emit_title(&e, s);
+    }
+
+    for (r = 0; r < s->rows; r++) {
+        ngx_pty_paint_row(&e, s, &s->grid[0], r, !s->alt);
+    }
+
+    if (s->saved_valid) {
+        /* DECSC / ?1049h store what the program saved */
+        ngx_pty_emit_move(&e, s->saved_pos.row, s->saved_pos.col);
+        ngx_pty_emit_sgr(&e, &s->saved_pen, &s->default_pen);
+        ngx_pty_emit_props(&e, s->saved_visible, s->saved_blink,
+                           s->saved_shape);
+    }
+
+    if (s->alt) {
+        ngx_pty_emit(&e, s->saved_valid ? "\x1b[?1049h" : "\x1b[?1047h", 8);
+        ngx_pty_emit_sgr(&e, &s->default_pen, &s->default_pen);
+        ngx_pty_emit(&e, "\x1b[2J", 4);
+
+        for (r = 0; r < s->rows; r++) {
+            ngx_pty_paint_row(&e, s, &s->grid[1], r, 1);
+        }
+
+    } else if (s->saved_valid) {
+        ngx_pty_emit(&e, "\x1b" "7", 2);
+    }
+
+    if (s->top != 0 || s->bottom != -1) {
+        ngx_pty_emitf(&e, "\x1b[%d;%dr", s->top + 1,
+                      s->bottom == -1 ? (int) s->rows : s->bottom);
+    }
+
+    if (s->left != 0 || s->right != -1) {
+        ngx_pty_emitf(&e, "\x1b[%d;%ds", s->left + 1,
+                      s->right == -1 ? (int) s->cols : s->right);
+    }
+
+    if (s->lrmm) {
+        ngx_pty_emit(&e, "\x1b[?69h", 6);
+    }
+
+    if (s->origin) {
+        ngx_pty_emit(&e, "\x1b[?6h", 5);
+    }
+
+    /* the cursor; a pending wrap is rebuilt by rewriting the last glyph */
+    vterm_state_get_cursorpos(s->state, &pos);
+    c = NULL;
+
+    if (s->phantom) {
+        row = s->cur->rows[s->ph_pos.row];
+        c = ngx_pty_row_cell(row, s->ph_pos.col, &tmp);
+
+        if (c->ch == NGX_PTY_CONT || (c->ch && c->width == 0)) {
+            c = NULL;
+        }
+    }
+
+    if (c) {
+        ngx_pty_emit_cursor(&e, s, s->ph_pos);
+        ngx_pty_emit_sgr(&e, &c->pen, &s->default_pen);
+        ngx_pty_emit_protect(&e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+
+        if (c->ch) {
+            ngx_pty_emit_chars(&e, row, s->ph_pos.col, c);
+
+        } else {
+            /* erased since: write, then erase it again (ECH keeps the wrap) */
+            ngx_pty_emit(&e, " \x1b[X", 4);
+        }
+
+    } else {
+        ngx_pty_emit_cursor(&e, s, pos);
+    }
+
+    ngx_pty_emit_modes(&e, s);
+
+    if (e.failed) {
+        free(e.buf);
+        return NULL;
+    }
+
+    *len = e.len;
+
+    return e.buf;
+}
+
+
+u_char *
+ngx_pty_screen_text(ngx_pty_screen_t *s, size_t *len)
+{
+    u_char                *buf, *p, *start, *line_end, *text_end;
+    unsigned               r, col, i;
+    const ngx_pty_row_t   *row;
+    const ngx_pty_cell_t  *c;
+
+    /* a cell is at most 6 code points of 4 bytes */
+    buf = malloc((size_t) s->rows * (s->cols * 4 * NGX_PTY_MAX_CHARS + 1) + 1);
+    if (buf == NULL) {
+        return NULL;
+    }
+
+    p = buf;
+    text_end = buf;
+
+    for (r = 0; r < s->rows; r++) {
+        row = s->cur->rows[r];
+        start = p;
+        line_end = p;
+
+        /* cells past row->len are blanks, trimmed anyway */
+        for (col = 0; col < row->len; col++) {
+            c = &row->cells[col];
+
+            if (c->ch == NGX_PTY_CONT) {
+                continue;
+            }
+
+            if (c->ch == 0) {
+                *p++ = ' ';
+                continue;
+            }
+
+            p += ngx_pty_utf8_put(p, c->ch);
+
+            for (i = 0; i < c->ncomb && row->comb; i++) {
+                p += ngx_pty_utf8_put(p, row->comb[col * NGX_PTY_MAX_COMB + i]);
+            }
+
+            if (c->ch != ' ' || c->ncomb) {
+                line_end = p;
+            }
+        }
+
+        p = line_end;
+
+        if (line_end > start) {
+            text_end = line_end;
+        }
+
+        *p++ = '\n';
+    }
+
+    *len = text_end - buf;
+
+    return buf;
+}

@@ -1,0 +1,1155 @@
+
+/*
+ * Sessions as a worker sees them: PTY I/O for the sessions it owns,
+ * listeners for the sessions it serves.
+ */
+
+#include "ngx_pty.h"
+#include "ngx_pty_session.h"
+#include "ngx_pty_keeper.h"
+#include "ngx_pty_util.h"
+
+#include <sys/ioctl.h>
+
+
+#define NGX_PTY_READ_BUDGET     4           /* chunks per turn, then yield */
+#define NGX_PTY_SCREEN_BUDGET   (256 * 1024)
+#define NGX_PTY_DRAIN_GRACE     300         /* ms for output after exit */
+#define NGX_PTY_INPUT_MAX       (1024 * 1024)
+
+
+const char  *ngx_pty_closed_reasons[] = {
+    "normal", "killed", "timeout", "instance_terminated", "error"
+};
+
+
+static ngx_rbtree_t       ngx_pty_local;
+static ngx_rbtree_node_t  ngx_pty_local_sentinel;
+
+
+static ngx_pty_session_t *ngx_pty_session_new(ngx_pty_session_sh_t *sh,
+    ngx_log_t *log);
+static void ngx_pty_session_free(ngx_pty_session_t *s);
+static void ngx_pty_session_ctl_handler(ngx_event_t *rev);
+static ngx_int_t ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd,
+    ngx_pid_t child);
+static void ngx_pty_session_read_handler(ngx_event_t *rev);
+static void ngx_pty_session_write_handler(ngx_event_t *wev);
+static void ngx_pty_session_screen_handler(ngx_event_t *ev);
+static void ngx_pty_session_fold(ngx_pty_session_t *s, size_t budget);
+static void ngx_pty_session_reply(void *data, const u_char *buf, size_t len);
+static void ngx_pty_session_drain_handler(ngx_event_t *ev);
+static void ngx_pty_session_linger_handler(ngx_event_t *ev);
+static void ngx_pty_session_keyframe_handler(ngx_event_t *ev);
+static void ngx_pty_session_exited(ngx_pty_session_t *s);
+static void ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
+    ngx_int_t exit_code, const char *detail);
+static void ngx_pty_session_release_io(ngx_pty_session_t *s);
+static size_t ngx_pty_closed_json(u_char *buf, size_t size,
+    ngx_uint_t reason, ngx_int_t exit_code, const char *detail);
+
+
+static void
+ngx_pty_local_init(void)
+{
+    if (ngx_pty_local.root == NULL) {
+        ngx_rbtree_init(&ngx_pty_local, &ngx_pty_local_sentinel,
+                        ngx_rbtree_insert_value);
+    }
+}
+
+
+ngx_pty_session_t *
+ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
+{
+    ngx_pid_t              keeper;
+    ngx_socket_t           ctl;
+    ngx_connection_t      *c;
+    ngx_pty_spawn_t        sp;
+    ngx_pty_session_t     *s;
+    ngx_pty_session_sh_t  *sh;
+    ngx_pty_loc_conf_t    *plcf;
+
+    plcf = st->conf;
+
+    sh = ngx_pty_shm_session_create(log, st->command, st->command_len,
+                                    st->cols, st->rows, plcf->ring_size,
+                                    plcf->scroll_size);
+    if (sh == NULL) {
+        return NULL;
+    }
+
+    s = ngx_pty_session_new(sh, log);
+    if (s == NULL) {
+        ngx_pty_shm_session_unlink(sh);
+        ngx_pty_shm_session_release(sh);
+        return NULL;
+    }
+
+    /* the view took its own reference; the creator's is the owner's */
+    s->owner = 1;
+    s->params = plcf->params;
+    s->closed_linger = plcf->closed_linger;
+
+    s->screen = ngx_pty_screen_create(st->cols, st->rows);
+    if (s->screen == NULL) {
+        goto failed;
+    }
+
+    ngx_pty_screen_set_reply(s->screen, ngx_pty_session_reply, s);
+
+    ngx_memzero(&sp, sizeof(ngx_pty_spawn_t));
+    sp.sh = sh;
+    sp.command = sh->command;
+    sp.cols = st->cols;
+    sp.rows = st->rows;
+    sp.shell = (char *) plcf->shell.data;
+    sp.envp = ngx_pty_keeper_env(s->pool, plcf->env);
+    sp.nginx_pid = (ngx_process == NGX_PROCESS_SINGLE) ? ngx_pid : getppid();
+
+    if (sp.envp == NULL) {
+        goto failed;
+    }
+
+    keeper = ngx_pty_keeper_spawn(&sp, &ctl, log);
+    if (keeper == NGX_INVALID_PID) {
+        goto failed;
+    }
+
+    sh->keeper = keeper;
+    sh->owner = ngx_pid;
+
+    c = ngx_get_connection(ctl, log);
+    if (c == NULL) {
+        close(ctl);
+        kill(keeper, SIGKILL);
+        goto failed;
+    }
+
+    c->data = s;
+    c->read->handler = ngx_pty_session_ctl_handler;
+    c->read->log = log;
+    c->write->log = log;
+    s->ctl = c;
+
+    if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
+        ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
+                              "cannot watch the keeper");
+        return s;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, log, 0,
+                  "pty: session pty-%ui %*s started, keeper %P: \"%s\"",
+                  sh->name, (size_t) NGX_PTY_ID_LEN, sh->id, keeper,
+                  sh->command);
+
+    return s;
+
+failed:
+
+    ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1, "spawn failed");
+
+    return s;
+}
+
+
+static ngx_pty_session_t *
+ngx_pty_session_new(ngx_pty_session_sh_t *sh, ngx_log_t *log)
+{
+    ngx_pool_t         *pool;
+    ngx_pty_session_t  *s;
+
+    ngx_pty_local_init();
+
+    pool = ngx_create_pool(1024, log);
+    if (pool == NULL) {
+        return NULL;
+    }
+
+    s = ngx_pcalloc(pool, sizeof(ngx_pty_session_t));
+    if (s == NULL) {
+        ngx_destroy_pool(pool);
+        return NULL;
+    }
+
+    s->pool = pool;
+    s->sh = sh;
+    s->log = log;
+    ngx_queue_init(&s->listeners);
+
+    s->screen_ev.handler = ngx_pty_session_screen_handler;
+    s->screen_ev.data = s;
+    s->screen_ev.log = log;
+
+    s->drain.handler = ngx_pty_session_drain_handler;
+    s->drain.data = s;
+    s->drain.log = log;
+    s->drain.cancelable = 1;
+
+    s->linger.handler = ngx_pty_session_linger_handler;
+    s->linger.data = s;
+    s->linger.log = log;
+    s->linger.cancelable = 1;
+
+    s->keyframe.handler = ngx_pty_session_keyframe_handler;
+    s->keyframe.data = s;
+    s->keyframe.log = log;
+    s->keyframe.cancelable = 1;
+
+    s->node.key = (ngx_rbtree_key_t) (uintptr_t) sh;
+    ngx_rbtree_insert(&ngx_pty_local, &s->node);
+
+    ngx_pty_shm_session_retain(sh);
+
+    return s;
+}
+
+
+/* the local view of a shared session, made on first use */
+ngx_pty_session_t *
+ngx_pty_session_get(ngx_pty_session_sh_t *sh)
+{
+    ngx_rbtree_key_t    key;
+    ngx_rbtree_node_t  *node, *sentinel;
+
+    ngx_pty_local_init();
+
+    key = (ngx_rbtree_key_t) (uintptr_t) sh;
+    node = ngx_pty_local.root;
+    sentinel = ngx_pty_local.sentinel;
+
+    while (node != sentinel) {
+        if (key == node->key) {
+            return (ngx_pty_session_t *) node;
+        }
+
+        node = (key < node->key) ? node->left : node->right;
+    }
+
+    return ngx_pty_session_new(sh, ngx_cycle->log);
+}
+
+
+/* drops a view nobody here uses any more */
+void
+ngx_pty_session_put(ngx_pty_session_t *s)
+{
+    if (s->owner || !ngx_queue_empty(&s->listeners)) {
+        return;
+    }
+
+    ngx_pty_session_free(s);
+}
+
+
+static void
+ngx_pty_session_free(ngx_pty_session_t *s)
+{
+    ngx_pty_session_release_io(s);
+
+    if (s->screen) {
+        ngx_pty_screen_destroy(s->screen);
+        s->screen = NULL;
+    }
+
+    if (s->input) {
+        ngx_free(s->input);
+    }
+
+    if (s->screen_ev.posted) {
+        ngx_delete_posted_event(&s->screen_ev);
+    }
+
+    if (s->drain.timer_set) {
+        ngx_del_timer(&s->drain);
+    }
+
+    if (s->linger.timer_set) {
+        ngx_del_timer(&s->linger);
+    }
+
+    if (s->keyframe.timer_set) {
+        ngx_del_timer(&s->keyframe);
+    }
+
+    ngx_rbtree_delete(&ngx_pty_local, &s->node);
+    ngx_pty_shm_session_release(s->sh);
+    ngx_destroy_pool(s->pool);
+}
+
+
+void
+ngx_pty_session_listen(ngx_pty_session_t *s, ngx_pty_listener_t *l)
+{
+    ngx_queue_insert_tail(&s->listeners, &l->queue);
+}
+
+
+void
+ngx_pty_session_unlisten(ngx_pty_session_t *s, ngx_pty_listener_t *l)
+{
+    ngx_queue_remove(&l->queue);
+    ngx_pty_session_put(s);
+}
+
+
+void
+ngx_pty_session_notify(ngx_pty_session_t *s)
+{
+    ngx_queue_t         *q, *next;
+    ngx_pty_listener_t  *l;
+
+    for (q = ngx_queue_head(&s->listeners);
+         q != ngx_queue_sentinel(&s->listeners);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        l = ngx_queue_data(q, ngx_pty_listener_t, queue);
+        l->notify(l);
+    }
+}
+
+
+ngx_pty_frame_t *
+ngx_pty_session_append(ngx_pty_session_t *s, ngx_uint_t kind,
+    uint32_t target, u_char *json, size_t len)
+{
+    ngx_pty_frame_t  *f;
+
+    ngx_pty_shm_lock(s->sh);
+    f = ngx_pty_ring_append(s->sh, kind, target, json, len);
+    ngx_pty_shm_unlock(s->sh);
+
+    if (f == NULL) {
+        ngx_log_error(NGX_LOG_ERR, s->log, 0,
+                      "pty: frame of %uz bytes does not fit the ring of "
+                      "session pty-%ui; raise \"pty_ring_size\"",
+                      len, s->sh->name);
+        return NULL;
+    }
+
+    ngx_pty_session_notify(s);
+
+    return f;
+}
+
+
+static void
+ngx_pty_session_ctl_handler(ngx_event_t *rev)
+{
+    ngx_fd_t               fd;
+    ngx_int_t              rc;
+    ngx_connection_t      *c;
+    ngx_pty_session_t     *s;
+    ngx_pty_keeper_msg_t   msg;
+
+    c = rev->data;
+    s = c->data;
+
+    for ( ;; ) {
+        rc = ngx_pty_keeper_recv(c->fd, &msg, &fd, s->log);
+
+        if (rc == NGX_AGAIN) {
+            if (ngx_handle_read_event(rev, 0) != NGX_OK) {
+                ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
+                                      "cannot watch the keeper");
+            }
+
+            return;
+        }
+
+        if (rc != NGX_OK) {
+            /* the keeper is gone: the zone may still hold the status */
+            ngx_pty_session_release_io(s);
+
+            if (!s->exited && (s->sh->keeper_status & 1)) {
+                s->exited = 1;
+                s->wait_status = (ngx_int_t) (s->sh->keeper_status >> 1);
+            }
+
+            if (s->exited) {
+                ngx_pty_session_exited(s);
+
+            } else {
+                ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
+                                      "the session keeper died");
+            }
+
+            return;
+        }
+
+        switch (msg.type) {
+
+        case NGX_PTY_KEEPER_READY:
+            if (fd == NGX_INVALID_FILE
+                || ngx_pty_session_ready(s, fd, msg.value) != NGX_OK)
+            {
+                if (fd != NGX_INVALID_FILE) {
+                    close(fd);
+                }
+
+                (void) kill(s->sh->keeper, SIGTERM);
+                ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
+                                      "cannot read the terminal");
+                return;
+            }
+
+            break;
+
+        case NGX_PTY_KEEPER_FAILED:
+            ngx_log_error(NGX_LOG_ERR, s->log, msg.value,
+                          "pty: keeper could not start \"%s\"",
+                          s->sh->command);
+            ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
+                                  "forkpty failed");
+            return;
+
+        case NGX_PTY_KEEPER_EXIT:
+            s->exited = 1;
+            s->wait_status = msg.value;
+            ngx_pty_session_exited(s);
+            return;
+        }
+    }
+}
+
+
+static ngx_int_t
+ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd, ngx_pid_t child)
+{
+    ngx_connection_t  *c;
+
+    if (ngx_nonblocking(fd) == -1) {
+        return NGX_ERROR;
+    }
+
+    c = ngx_get_connection(fd, s->log);
+    if (c == NULL) {
+        return NGX_ERROR;
+    }
+
+    c->data = s;
+    c->read->handler = ngx_pty_session_read_handler;
+    c->write->handler = ngx_pty_session_write_handler;
+    c->read->log = s->log;
+    c->write->log = s->log;
+    s->pty = c;
+
+    ngx_pty_shm_lock(s->sh);
+    s->sh->child = child;
+    s->sh->state = NGX_PTY_STATE_RUNNING;
+    ngx_pty_shm_unlock(s->sh);
+
+    if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_pty_session_notify(s);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_pty_session_read_handler(ngx_event_t *rev)
+{
+    u_char                 buf[NGX_PTY_READ_CHUNK];
+    ssize_t                n;
+    ngx_uint_t             i, got;
+    ngx_connection_t      *c;
+    ngx_pty_frame_t       *f;
+    ngx_pty_session_t     *s;
+    ngx_pty_session_sh_t  *sh;
+
+    c = rev->data;
+    s = c->data;
+    sh = s->sh;
+    got = 0;
+
+    for (i = 0; i < NGX_PTY_READ_BUDGET; i++) {
+
+        if (sh->ring->head - s->screen_off > sh->ring->size / 2) {
+            /* the screen model must not fall out of the ring: wait for it */
+            s->throttled = 1;
+            break;
+        }
+
+        n = read(c->fd, buf, sizeof(buf));
+
+        if (n > 0) {
+            ngx_pty_shm_lock(sh);
+            f = ngx_pty_ring_append(sh, NGX_PTY_FRAME_OUTPUT, 0, buf, n);
+            ngx_pty_scroll_append(sh->scroll, buf, n);
+            sh->last_output = f ? f->seq : sh->last_output;
+            sh->active = ngx_time();
+            ngx_pty_shm_unlock(sh);
+
+            s->frames_since_keyframe++;
+            s->output_since_keyframe = 1;
+            got = 1;
+            continue;
+        }
+
+        if (n == -1 && ngx_errno == NGX_EAGAIN) {
+            if (ngx_handle_read_event(rev, 0) != NGX_OK) {
+                s->eof = 1;
+            }
+
+            break;
+        }
+
+        if (n == -1 && ngx_errno == NGX_EINTR) {
+            continue;
+        }
+
+        /* EIO: every holder of the slave side is gone */
+        s->eof = 1;
+        break;
+    }
+
+    if (i == NGX_PTY_READ_BUDGET) {
+        /* let other sessions and clients have this turn too */
+        ngx_post_event(rev, &ngx_posted_events);
+    }
+
+    if (got) {
+        ngx_pty_session_notify(s);
+
+        if (!s->screen_ev.posted) {
+            ngx_post_event(&s->screen_ev, &ngx_posted_events);
+        }
+
+        if (s->frames_since_keyframe >= s->params.keyframe_interval_frames) {
+            ngx_pty_session_keyframe_handler(&s->keyframe);
+
+        } else if (!s->keyframe.timer_set) {
+            ngx_add_timer(&s->keyframe,
+                          s->params.keyframe_interval_seconds * 1000);
+        }
+    }
+
+    if (s->eof) {
+        ngx_pty_session_release_io(s);
+
+        if (s->exited) {
+            ngx_pty_session_exited(s);
+        }
+    }
+}
+
+
+static void
+ngx_pty_session_screen_handler(ngx_event_t *ev)
+{
+    ngx_pty_session_t  *s;
+
+    s = ev->data;
+
+    ngx_pty_session_fold(s, NGX_PTY_SCREEN_BUDGET);
+
+    if (s->screen_off < s->sh->ring->head) {
+        ngx_post_event(ev, &ngx_posted_events);
+        return;
+    }
+
+    if (s->throttled && s->pty) {
+        s->throttled = 0;
+        ngx_post_event(s->pty->read, &ngx_posted_events);
+    }
+}
+
+
+/* feeds ring frames into the screen model, behind the clients */
+static void
+ngx_pty_session_fold(ngx_pty_session_t *s, size_t budget)
+{
+    u_char                 buf[NGX_PTY_READ_CHUNK];
+    size_t                 done, len;
+    uint64_t               seq;
+    ngx_uint_t             kind, cols, rows;
+    ngx_pty_frame_t       *f;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = s->sh;
+
+    if (s->screen == NULL) {
+        return;
+    }
+
+    for (done = 0; done < budget; /* void */ ) {
+
+        ngx_pty_shm_lock(sh);
+
+        if (s->screen_off < sh->ring->tail) {
+            /* cannot happen while reads are throttled; never loop on it */
+            s->screen_off = sh->ring->tail;
+        }
+
+        do {
+            f = ngx_pty_ring_read(sh->ring, &s->screen_off);
+        } while (f && f->kind != NGX_PTY_FRAME_OUTPUT
+                 && f->kind != NGX_PTY_FRAME_RESIZE);
+
+        if (f == NULL) {
+            ngx_pty_shm_unlock(sh);
+            return;
+        }
+
+        kind = f->kind;
+        seq = f->seq;
+        cols = f->cols;
+        rows = f->rows;
+        len = ngx_min(f->len, sizeof(buf));
+        ngx_memcpy(buf, ngx_pty_frame_data(f), len);
+
+        ngx_pty_shm_unlock(sh);
+
+        if (kind == NGX_PTY_FRAME_OUTPUT) {
+            ngx_pty_screen_feed(s->screen, buf, len);
+
+        } else {
+            (void) ngx_pty_screen_resize(s->screen, cols, rows);
+        }
+
+        s->screen_seq = seq;
+        done += len + 1;
+    }
+}
+
+
+/* answers to terminal queries: ours only when no controller can answer */
+static void
+ngx_pty_session_reply(void *data, const u_char *buf, size_t len)
+{
+    ngx_pty_session_t  *s = data;
+
+    if (s->sh->controllers == 0 && s->pty) {
+        (void) ngx_pty_session_input(s, (u_char *) buf, len);
+    }
+}
+
+
+ngx_int_t
+ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
+{
+    ssize_t  n;
+    u_char  *p;
+
+    if (!s->owner || s->pty == NULL || s->closed) {
+        return NGX_DECLINED;
+    }
+
+    if (s->input_len == 0) {
+        n = write(s->pty->fd, data, len);
+
+        if (n == (ssize_t) len) {
+            return NGX_OK;
+        }
+
+        if (n == -1 && ngx_errno != NGX_EAGAIN && ngx_errno != NGX_EINTR) {
+            ngx_log_error(NGX_LOG_ERR, s->log, ngx_errno,
+                          "pty: write to session pty-%ui failed",
+                          s->sh->name);
+            return NGX_ERROR;
+        }
+
+        if (n > 0) {
+            data += n;
+            len -= n;
+        }
+    }
+
+    /* the program reads slower than input comes: keep it, in order */
+    if (s->input_len + len > NGX_PTY_INPUT_MAX) {
+        ngx_log_error(NGX_LOG_WARN, s->log, 0,
+                      "pty: session pty-%ui does not read its input, "
+                      "%uz bytes dropped", s->sh->name, len);
+        return NGX_ERROR;
+    }
+
+    p = ngx_alloc(s->input_len + len, s->log);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (s->input) {
+        ngx_memcpy(p, s->input, s->input_len);
+        ngx_free(s->input);
+    }
+
+    ngx_memcpy(p + s->input_len, data, len);
+    s->input = p;
+    s->input_len += len;
+
+    if (ngx_handle_write_event(s->pty->write, 0) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_pty_session_write_handler(ngx_event_t *wev)
+{
+    ssize_t             n;
+    ngx_connection_t   *c;
+    ngx_pty_session_t  *s;
+
+    c = wev->data;
+    s = c->data;
+
+    if (s->input_len == 0) {
+        return;
+    }
+
+    n = write(c->fd, s->input, s->input_len);
+
+    if (n == -1) {
+        if (ngx_errno == NGX_EAGAIN || ngx_errno == NGX_EINTR) {
+            (void) ngx_handle_write_event(wev, 0);
+            return;
+        }
+
+        ngx_log_error(NGX_LOG_ERR, s->log, ngx_errno,
+                      "pty: write to session pty-%ui failed", s->sh->name);
+        s->input_len = 0;
+        return;
+    }
+
+    ngx_memmove(s->input, s->input + n, s->input_len - n);
+    s->input_len -= n;
+
+    if (s->input_len) {
+        (void) ngx_handle_write_event(wev, 0);
+    }
+}
+
+
+ngx_int_t
+ngx_pty_session_resize(ngx_pty_session_t *s, ngx_uint_t cols, ngx_uint_t rows)
+{
+    struct winsize         ws;
+    ngx_pty_frame_t       *f;
+    ngx_pty_session_sh_t  *sh;
+
+    if (!s->owner || s->pty == NULL || s->closed) {
+        return NGX_DECLINED;
+    }
+
+    sh = s->sh;
+
+    ngx_memzero(&ws, sizeof(struct winsize));
+    ws.ws_col = (unsigned short) cols;
+    ws.ws_row = (unsigned short) rows;
+
+    /* the kernel sends SIGWINCH to the foreground process group */
+    if (ioctl(s->pty->fd, TIOCSWINSZ, &ws) == -1) {
+        ngx_log_error(NGX_LOG_ERR, s->log, ngx_errno,
+                      "pty: ioctl(TIOCSWINSZ) on session pty-%ui failed",
+                      sh->name);
+        return NGX_ERROR;
+    }
+
+    ngx_pty_shm_lock(sh);
+
+    sh->cols = cols;
+    sh->rows = rows;
+
+    f = ngx_pty_ring_append(sh, NGX_PTY_FRAME_RESIZE, 0, NULL, 0);
+    if (f) {
+        f->cols = (uint16_t) cols;
+        f->rows = (uint16_t) rows;
+        sh->last_output = f->seq;
+    }
+
+    ngx_pty_shm_unlock(sh);
+
+    ngx_pty_session_notify(s);
+
+    if (!s->screen_ev.posted) {
+        ngx_post_event(&s->screen_ev, &ngx_posted_events);
+    }
+
+    return NGX_OK;
+}
+
+
+/* a Keyframe of everything output so far; target 0 sends it to everyone */
+ngx_pty_frame_t *
+ngx_pty_session_keyframe(ngx_pty_session_t *s, uint32_t target)
+{
+    u_char                 *snap;
+    size_t                  len;
+    ngx_uint_t              cols, rows;
+    ngx_pty_frame_t        *f;
+    ngx_pty_session_sh_t   *sh;
+
+    if (!s->owner || s->screen == NULL) {
+        return NULL;
+    }
+
+    sh = s->sh;
+
+    /* all output appended before this frame is folded in: no gap */
+    ngx_pty_session_fold(s, (size_t) -1);
+
+    snap = ngx_pty_screen_snapshot(s->screen, &len);
+    if (snap == NULL) {
+        return NULL;
+    }
+
+    ngx_pty_screen_size(s->screen, (unsigned *) &cols, (unsigned *) &rows);
+
+    ngx_pty_shm_lock(sh);
+
+    f = ngx_pty_ring_append(sh, NGX_PTY_FRAME_KEYFRAME, target, snap, len);
+    if (f) {
+        f->anchor = s->screen_seq;
+        f->cols = (uint16_t) cols;
+        f->rows = (uint16_t) rows;
+    }
+
+    ngx_pty_shm_unlock(sh);
+
+    free(snap);
+
+    if (f == NULL) {
+        ngx_log_error(NGX_LOG_ERR, s->log, 0,
+                      "pty: keyframe of %uz bytes does not fit the ring of "
+                      "session pty-%ui; raise \"pty_ring_size\"",
+                      len, sh->name);
+        return NULL;
+    }
+
+    if (target == 0) {
+        s->frames_since_keyframe = 0;
+        s->output_since_keyframe = 0;
+        s->last_keyframe = ngx_current_msec;
+    }
+
+    ngx_pty_session_notify(s);
+
+    return f;
+}
+
+
+/* the periodic Keyframe: only while output flows */
+static void
+ngx_pty_session_keyframe_handler(ngx_event_t *ev)
+{
+    ngx_pty_session_t  *s;
+
+    s = ev->data;
+
+    if (ev->timer_set) {
+        ngx_del_timer(ev);
+    }
+
+    if (s->closed || !s->output_since_keyframe) {
+        return;
+    }
+
+    (void) ngx_pty_session_keyframe(s, 0);
+}
+
+
+ngx_int_t
+ngx_pty_session_kill(ngx_pty_session_t *s, ngx_uint_t reason)
+{
+    ngx_pid_t  keeper;
+
+    if (s->closed || s->sh->state >= NGX_PTY_STATE_CLOSED) {
+        return NGX_DECLINED;
+    }
+
+    keeper = s->sh->keeper;
+
+    if (s->owner) {
+        s->killing = 1;
+        s->kill_reason = reason;
+    }
+
+    /* the keeper runs SIGTERM, the grace period, SIGKILL */
+    if (keeper > 0 && kill(keeper, SIGTERM) == -1) {
+        ngx_log_error(NGX_LOG_ERR, s->log, ngx_errno,
+                      "pty: kill(%P) of the keeper of pty-%ui failed",
+                      keeper, s->sh->name);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_pty_session_exited(ngx_pty_session_t *s)
+{
+    int          status;
+    u_char       detail[64];
+    ngx_int_t    code;
+    ngx_uint_t   reason;
+
+    if (s->pty && !s->eof) {
+        /* collect what the program wrote last, then close */
+        if (!s->drain.timer_set) {
+            ngx_add_timer(&s->drain, NGX_PTY_DRAIN_GRACE);
+        }
+
+        ngx_post_event(s->pty->read, &ngx_posted_events);
+        return;
+    }
+
+    status = (int) s->wait_status;
+    reason = s->killing ? s->kill_reason : NGX_PTY_CLOSED_NORMAL;
+
+    if (WIFSIGNALED(status)) {
+        code = 128 + WTERMSIG(status);
+        ngx_sprintf(detail, "terminated by signal %d%Z", WTERMSIG(status));
+
+    } else {
+        code = WEXITSTATUS(status);
+        ngx_sprintf(detail, "exited with code %i%Z", code);
+    }
+
+    ngx_pty_session_close(s, reason, code, (char *) detail);
+}
+
+
+static void
+ngx_pty_session_drain_handler(ngx_event_t *ev)
+{
+    ngx_pty_session_t  *s;
+
+    s = ev->data;
+
+    /* something still holds the terminal open; the program is done */
+    ngx_pty_session_release_io(s);
+    s->eof = 1;
+    ngx_pty_session_exited(s);
+}
+
+
+static void
+ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
+    ngx_int_t exit_code, const char *detail)
+{
+    u_char                 buf[1200];
+    size_t                 len;
+    ngx_pty_session_sh_t  *sh;
+
+    if (s->closed) {
+        return;
+    }
+
+    s->closed = 1;
+    sh = s->sh;
+
+    ngx_pty_session_fold(s, (size_t) -1);
+
+    len = ngx_pty_closed_json(buf, sizeof(buf), reason, exit_code, detail);
+
+    ngx_pty_shm_lock(sh);
+
+    if (sh->state < NGX_PTY_STATE_CLOSED) {
+        (void) ngx_pty_ring_append(sh, NGX_PTY_FRAME_CLOSED, 0, buf, len);
+        sh->state = NGX_PTY_STATE_CLOSED;
+        sh->exit_code = exit_code;
+        sh->closed_reason = reason;
+    }
+
+    ngx_pty_shm_unlock(sh);
+
+    ngx_log_error(NGX_LOG_INFO, s->log, 0,
+                  "pty: session pty-%ui closed: %s, %s",
+                  sh->name, ngx_pty_closed_reasons[reason], detail);
+
+    ngx_pty_session_release_io(s);
+
+    if (s->keyframe.timer_set) {
+        ngx_del_timer(&s->keyframe);
+    }
+
+    ngx_pty_session_notify(s);
+
+    /* the record stays for late readers of the exit code and replay */
+    ngx_add_timer(&s->linger, s->closed_linger);
+}
+
+
+static size_t
+ngx_pty_closed_json(u_char *buf, size_t size, ngx_uint_t reason,
+    ngx_int_t exit_code, const char *detail)
+{
+    u_char  *p;
+
+    p = ngx_snprintf(buf, size - 200, "{\"kind\":\"Closed\",\"exit_code\":");
+
+    p = (exit_code >= 0) ? ngx_sprintf(p, "%i", exit_code)
+                         : ngx_pty_cpylit(p, "null");
+
+    p = ngx_sprintf(p, ",\"reason\":\"%s\",\"detail\":\"",
+                    ngx_pty_closed_reasons[reason]);
+
+    p = ngx_pty_json_escape(p, (u_char *) detail,
+                            ngx_min(ngx_strlen(detail), 128));
+
+    *p++ = '"';
+    *p++ = '}';
+
+    return p - buf;
+}
+
+
+static void
+ngx_pty_session_release_io(ngx_pty_session_t *s)
+{
+    if (s->pty) {
+        if (s->pty->read->posted) {
+            ngx_delete_posted_event(s->pty->read);
+        }
+
+        ngx_close_connection(s->pty);
+        s->pty = NULL;
+    }
+
+    if (s->ctl && s->closed) {
+        ngx_close_connection(s->ctl);
+        s->ctl = NULL;
+    }
+}
+
+
+static void
+ngx_pty_session_linger_handler(ngx_event_t *ev)
+{
+    ngx_pty_session_t  *s;
+
+    s = ev->data;
+
+    ngx_pty_shm_session_unlink(s->sh);
+
+    s->owner = 0;
+    ngx_pty_session_put(s);
+}
+
+
+/*
+ * Worker exit (reload, stop): clients are told goodbye, and this worker
+ * lets go of the terminals.  The keepers hold the PTYs, so the programs
+ * keep running until nginx itself stops.
+ */
+void
+ngx_pty_sessions_shutdown(ngx_cycle_t *cycle)
+{
+    ngx_queue_t         *q;
+    ngx_rbtree_node_t   *node;
+    ngx_pty_session_t   *s;
+    ngx_pty_listener_t  *l;
+
+    (void) cycle;
+
+    if (ngx_pty_local.root == NULL) {
+        return;
+    }
+
+    while (ngx_pty_local.root != ngx_pty_local.sentinel) {
+        node = ngx_rbtree_min(ngx_pty_local.root, ngx_pty_local.sentinel);
+        s = (ngx_pty_session_t *) node;
+
+        /* pinned: the last listener leaving must not free it under us */
+        s->owner = 1;
+
+        while (!ngx_queue_empty(&s->listeners)) {
+            q = ngx_queue_head(&s->listeners);
+            l = ngx_queue_data(q, ngx_pty_listener_t, queue);
+
+            l->shutdown(l);
+
+            if (!ngx_queue_empty(&s->listeners)
+                && ngx_queue_head(&s->listeners) == q)
+            {
+                /* it could not detach itself */
+                ngx_queue_remove(q);
+            }
+        }
+
+        if (s->ctl) {
+            ngx_close_connection(s->ctl);
+            s->ctl = NULL;
+        }
+
+        if (s->sh->owner == ngx_pid) {
+            s->sh->owner = 0;
+        }
+
+        ngx_pty_session_free(s);
+    }
+}
+
+
+/*
+ * nginx stops: every live session gets its one Closed frame and its
+ * keeper is told to end the child.  Runs in the master (or the single
+ * process) after the workers are gone.
+ */
+void
+ngx_pty_sessions_terminate_all(ngx_log_t *log)
+{
+    u_char                 buf[256];
+    size_t                 len;
+    ngx_queue_t           *q;
+    ngx_pty_zone_t        *zone;
+    ngx_pty_session_sh_t  *sh;
+
+    zone = ngx_pty_shm_zone();
+    if (zone == NULL) {
+        return;
+    }
+
+    len = ngx_pty_closed_json(buf, sizeof(buf),
+                              NGX_PTY_CLOSED_INSTANCE_TERMINATED, -1,
+                              "nginx is shutting down");
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    for (q = ngx_queue_head(&zone->sh->sessions);
+         q != ngx_queue_sentinel(&zone->sh->sessions);
+         q = ngx_queue_next(q))
+    {
+        sh = ngx_queue_data(q, ngx_pty_session_sh_t, queue);
+
+        ngx_pty_shm_lock(sh);
+
+        if (sh->state < NGX_PTY_STATE_CLOSED) {
+            (void) ngx_pty_ring_append(sh, NGX_PTY_FRAME_CLOSED, 0, buf, len);
+            sh->state = NGX_PTY_STATE_CLOSED;
+            sh->closed_reason = NGX_PTY_CLOSED_INSTANCE_TERMINATED;
+
+            if (sh->keeper > 0) {
+                (void) kill(sh->keeper, SIGTERM);
+            }
+
+            ngx_log_error(NGX_LOG_INFO, log, 0,
+                          "pty: session pty-%ui closed: instance_terminated",
+                          sh->name);
+        }
+
+        ngx_pty_shm_unlock(sh);
+    }
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+}
+
+
+u_char *
+ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len)
+{
+    if (!s->owner || s->screen == NULL) {
+        return NULL;
+    }
+
+    ngx_pty_session_fold(s, (size_t) -1);
+
+    return ngx_pty_screen_text(s->screen, len);
+}

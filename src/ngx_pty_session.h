@@ -1,0 +1,116 @@
+
+/*
+ * A session as one worker sees it.  The owning worker reads and writes the
+ * PTY master in its event loop, appends Output frames to the shared ring,
+ * folds them into the screen model behind the clients, and emits the one
+ * Closed frame.  Every worker keeps the listeners (WebSocket clients, API
+ * waiters) it serves and wakes them when frames arrive.
+ */
+
+#ifndef _NGX_PTY_SESSION_H_INCLUDED_
+#define _NGX_PTY_SESSION_H_INCLUDED_
+
+
+#include "ngx_pty.h"
+#include "ngx_pty_shm.h"
+#include "ngx_pty_screen.h"
+
+
+typedef enum {
+    NGX_PTY_CLOSED_NORMAL = 0,
+    NGX_PTY_CLOSED_KILLED,
+    NGX_PTY_CLOSED_TIMEOUT,
+    NGX_PTY_CLOSED_INSTANCE_TERMINATED,
+    NGX_PTY_CLOSED_ERROR
+} ngx_pty_closed_reason_e;
+
+
+typedef struct ngx_pty_listener_s  ngx_pty_listener_t;
+
+struct ngx_pty_listener_s {
+    ngx_queue_t                queue;
+    void                     (*notify)(ngx_pty_listener_t *l);
+    void                     (*shutdown)(ngx_pty_listener_t *l);
+    void                      *data;
+};
+
+
+struct ngx_pty_session_s {
+    ngx_rbtree_node_t          node;        /* key: the shared record */
+    ngx_pty_session_sh_t      *sh;
+    ngx_log_t                 *log;
+    ngx_pool_t                *pool;
+
+    ngx_queue_t                listeners;
+
+    /* the owner's side */
+    ngx_connection_t          *pty;
+    ngx_connection_t          *ctl;
+    ngx_pty_screen_t          *screen;
+    uint64_t                   screen_off;  /* ring offset not yet folded */
+    uint64_t                   screen_seq;  /* last Output/Resize folded */
+    ngx_event_t                screen_ev;
+    ngx_event_t                drain;
+    ngx_event_t                linger;
+    ngx_event_t                keyframe;
+
+    u_char                    *input;       /* bytes the PTY did not take */
+    size_t                     input_len;
+
+    ngx_pty_params_t           params;
+    ngx_msec_t                 closed_linger;
+    ngx_uint_t                 frames_since_keyframe;
+    ngx_msec_t                 last_keyframe;
+
+    ngx_int_t                  wait_status;
+    ngx_uint_t                 kill_reason;
+
+    unsigned                   owner:1;
+    unsigned                   exited:1;
+    unsigned                   eof:1;
+    unsigned                   closed:1;
+    unsigned                   killing:1;
+    unsigned                   throttled:1;
+    unsigned                   output_since_keyframe:1;
+};
+
+
+typedef struct {
+    u_char                    *command;
+    size_t                     command_len;
+    ngx_uint_t                 cols;
+    ngx_uint_t                 rows;
+    ngx_pty_loc_conf_t        *conf;
+} ngx_pty_start_t;
+
+
+ngx_pty_session_t *ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log);
+ngx_pty_session_t *ngx_pty_session_get(ngx_pty_session_sh_t *sh);
+void ngx_pty_session_put(ngx_pty_session_t *s);
+
+void ngx_pty_session_listen(ngx_pty_session_t *s, ngx_pty_listener_t *l);
+void ngx_pty_session_unlisten(ngx_pty_session_t *s, ngx_pty_listener_t *l);
+void ngx_pty_session_notify(ngx_pty_session_t *s);
+
+/* NGX_OK, NGX_DECLINED (not running here), NGX_ERROR (PTY refused it) */
+ngx_int_t ngx_pty_session_input(ngx_pty_session_t *s, u_char *data,
+    size_t len);
+ngx_int_t ngx_pty_session_resize(ngx_pty_session_t *s, ngx_uint_t cols,
+    ngx_uint_t rows);
+ngx_pty_frame_t *ngx_pty_session_keyframe(ngx_pty_session_t *s,
+    uint32_t target);
+ngx_int_t ngx_pty_session_kill(ngx_pty_session_t *s, ngx_uint_t reason);
+
+/* appends a frame whose payload is JSON text; takes the session lock */
+ngx_pty_frame_t *ngx_pty_session_append(ngx_pty_session_t *s,
+    ngx_uint_t kind, uint32_t target, u_char *json, size_t len);
+
+u_char *ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len);
+
+void ngx_pty_sessions_shutdown(ngx_cycle_t *cycle);
+void ngx_pty_sessions_terminate_all(ngx_log_t *log);
+
+extern const char  *ngx_pty_closed_reasons[];
+
+
+#endif /* _NGX_PTY_SESSION_H_INCLUDED_ */

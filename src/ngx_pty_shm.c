@@ -1,0 +1,606 @@
+
+/*
+ * The shared zone: session table, frame rings, membership.
+ */
+
+#include "ngx_pty.h"
+#include "ngx_pty_shm.h"
+#include "ngx_pty_util.h"
+
+
+#define ngx_pty_align8(n)  (((n) + 7) & ~((size_t) 7))
+
+
+static ngx_pty_zone_t  ngx_pty_zone;
+
+
+static void ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool,
+    ngx_pty_session_sh_t *s);
+
+
+static void
+ngx_pty_shm_rbtree_insert(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
+    ngx_rbtree_node_t *sentinel)
+{
+    ngx_rbtree_node_t  **p;
+
+    for ( ;; ) {
+        p = (node->key < temp->key) ? &temp->left : &temp->right;
+
+        if (*p == sentinel) {
+            break;
+        }
+
+        temp = *p;
+    }
+
+    *p = node;
+    node->parent = temp;
+    node->left = sentinel;
+    node->right = sentinel;
+    ngx_rbt_red(node);
+}
+
+
+ngx_int_t
+ngx_pty_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_pty_shm_t    *osh = data;
+
+    ngx_slab_pool_t  *shpool;
+    ngx_pty_shm_t    *sh;
+
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    ngx_pty_zone.shpool = shpool;
+
+    if (osh) {
+        /* reload: sessions live on in the same zone */
+        shm_zone->data = osh;
+        ngx_pty_zone.sh = osh;
+        return NGX_OK;
+    }
+
+    if (shm_zone->shm.exists) {
+        shm_zone->data = shpool->data;
+        ngx_pty_zone.sh = shpool->data;
+        return NGX_OK;
+    }
+
+    sh = ngx_slab_calloc(shpool, sizeof(ngx_pty_shm_t));
+    if (sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_pty_shm_rbtree_insert);
+    ngx_rbtree_init(&sh->names, &sh->names_sentinel,
+                    ngx_pty_shm_rbtree_insert);
+    ngx_queue_init(&sh->sessions);
+    sh->next_name = 1;
+    sh->next_client = 1;
+
+    shpool->data = sh;
+    shm_zone->data = sh;
+    ngx_pty_zone.sh = sh;
+
+    shpool->log_nomem = 0;   /* we log with the directive to raise */
+
+    return NGX_OK;
+}
+
+
+ngx_pty_zone_t *
+ngx_pty_shm_zone(void)
+{
+    return ngx_pty_zone.sh ? &ngx_pty_zone : NULL;
+}
+
+
+ngx_pty_session_sh_t *
+ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
+    ngx_uint_t cols, ngx_uint_t rows, size_t ring_size, size_t scroll_size)
+{
+    u_char                *p;
+    ngx_slab_pool_t       *shpool;
+    ngx_pty_shm_t         *sh;
+    ngx_pty_ring_t        *ring;
+    ngx_pty_scroll_t      *sc;
+    ngx_pty_session_sh_t  *s;
+
+    shpool = ngx_pty_zone.shpool;
+    sh = ngx_pty_zone.sh;
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    s = ngx_slab_calloc_locked(shpool, sizeof(ngx_pty_session_sh_t));
+    ring = ngx_slab_alloc_locked(shpool,
+                                 offsetof(ngx_pty_ring_t, data) + ring_size);
+    sc = ngx_slab_alloc_locked(shpool,
+                               offsetof(ngx_pty_scroll_t, data) + scroll_size);
+    p = ngx_slab_alloc_locked(shpool, len + 1);
+
+    if (s == NULL || ring == NULL || sc == NULL || p == NULL) {
+        if (s) {
+            ngx_slab_free_locked(shpool, s);
+        }
+
+        if (ring) {
+            ngx_slab_free_locked(shpool, ring);
+        }
+
+        if (sc) {
+            ngx_slab_free_locked(shpool, sc);
+        }
+
+        if (p) {
+            ngx_slab_free_locked(shpool, p);
+        }
+
+        ngx_shmtx_unlock(&shpool->mutex);
+
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "pty: shared zone is full, cannot create a session; "
+                      "raise the size in \"pty_zone\" or lower "
+                      "\"pty_ring_size\"");
+        return NULL;
+    }
+
+    ngx_memzero(ring, offsetof(ngx_pty_ring_t, data));
+    ring->size = ring_size;
+
+    sc->head = 0;
+    sc->size = scroll_size;
+
+    ngx_memcpy(p, command, len);
+    p[len] = '\0';
+
+    ngx_pty_uuid7_text(s->id);
+    s->name = sh->next_name++;
+    s->state = NGX_PTY_STATE_STARTING;
+    s->refs = 1;
+    s->exit_code = -1;
+    s->cols = cols;
+    s->rows = rows;
+    s->fresh = 1;
+    s->created = ngx_time();
+    s->active = s->created;
+    s->ring = ring;
+    s->scroll = sc;
+    s->command = p;
+    s->command_len = len;
+    ngx_queue_init(&s->members);
+
+    s->node.key = ngx_murmur_hash2(s->id, NGX_PTY_ID_LEN);
+    ngx_rbtree_insert(&sh->rbtree, &s->node);
+
+    s->name_node.key = s->name;
+    ngx_rbtree_insert(&sh->names, &s->name_node);
+
+    ngx_queue_insert_tail(&sh->sessions, &s->queue);
+    sh->live++;
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return s;
+}
+
+
+static ngx_pty_session_sh_t *
+ngx_pty_shm_find_by_name(ngx_uint_t name)
+{
+    ngx_rbtree_node_t  *node, *sentinel;
+
+    node = ngx_pty_zone.sh->names.root;
+    sentinel = ngx_pty_zone.sh->names.sentinel;
+
+    while (node != sentinel) {
+        if (name == node->key) {
+            return (ngx_pty_session_sh_t *)
+                       ((u_char *) node
+                        - offsetof(ngx_pty_session_sh_t, name_node));
+        }
+
+        node = (name < node->key) ? node->left : node->right;
+    }
+
+    return NULL;
+}
+
+
+static ngx_pty_session_sh_t *
+ngx_pty_shm_find_by_id(u_char *id)
+{
+    ngx_rbtree_key_t       key;
+    ngx_rbtree_node_t     *node, *sentinel;
+    ngx_pty_session_sh_t  *s;
+
+    key = ngx_murmur_hash2(id, NGX_PTY_ID_LEN);
+
+    node = ngx_pty_zone.sh->rbtree.root;
+    sentinel = ngx_pty_zone.sh->rbtree.sentinel;
+
+    while (node != sentinel) {
+        if (key != node->key) {
+            node = (key < node->key) ? node->left : node->right;
+            continue;
+        }
+
+        s = (ngx_pty_session_sh_t *) node;
+
+        if (ngx_strncasecmp(id, s->id, NGX_PTY_ID_LEN) == 0) {
+            return s;
+        }
+
+        /* equal keys go right on insert */
+        node = node->right;
+    }
+
+    return NULL;
+}
+
+
+/* by UUID or by "pty-N"; the result is retained: release it when done */
+ngx_pty_session_sh_t *
+ngx_pty_shm_session_find(ngx_str_t *id)
+{
+    ngx_int_t              n;
+    ngx_slab_pool_t       *shpool;
+    ngx_pty_session_sh_t  *s;
+
+    shpool = ngx_pty_zone.shpool;
+    s = NULL;
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    if (id->len > 4 && ngx_strncmp(id->data, "pty-", 4) == 0) {
+        n = ngx_atoi(id->data + 4, id->len - 4);
+        if (n > 0) {
+            s = ngx_pty_shm_find_by_name((ngx_uint_t) n);
+        }
+
+    } else if (ngx_pty_uuid_valid(id->data, id->len)) {
+        s = ngx_pty_shm_find_by_id(id->data);
+    }
+
+    if (s) {
+        (void) ngx_atomic_fetch_add(&s->refs, 1);
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return s;
+}
+
+
+void
+ngx_pty_shm_session_retain(ngx_pty_session_sh_t *s)
+{
+    (void) ngx_atomic_fetch_add(&s->refs, 1);
+}
+
+
+/* takes the session out of the tables: no new lookups find it */
+void
+ngx_pty_shm_session_unlink(ngx_pty_session_sh_t *s)
+{
+    ngx_slab_pool_t  *shpool;
+
+    shpool = ngx_pty_zone.shpool;
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    if (s->state != NGX_PTY_STATE_GONE) {
+        ngx_rbtree_delete(&ngx_pty_zone.sh->rbtree, &s->node);
+        ngx_rbtree_delete(&ngx_pty_zone.sh->names, &s->name_node);
+        ngx_queue_remove(&s->queue);
+        ngx_pty_zone.sh->live--;
+        s->state = NGX_PTY_STATE_GONE;
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+}
+
+
+void
+ngx_pty_shm_session_release(ngx_pty_session_sh_t *s)
+{
+    ngx_slab_pool_t  *shpool;
+
+    shpool = ngx_pty_zone.shpool;
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    if (ngx_atomic_fetch_add(&s->refs, -1) == 1
+        && s->state == NGX_PTY_STATE_GONE)
+    {
+        ngx_pty_shm_free_locked(shpool, s);
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+}
+
+
+static void
+ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool, ngx_pty_session_sh_t *s)
+{
+    ngx_queue_t       *q;
+    ngx_pty_member_t  *m;
+
+    while (!ngx_queue_empty(&s->members)) {
+        q = ngx_queue_head(&s->members);
+        m = ngx_queue_data(q, ngx_pty_member_t, queue);
+        ngx_queue_remove(q);
+        ngx_slab_free_locked(shpool, m);
+    }
+
+    ngx_slab_free_locked(shpool, s->ring);
+    ngx_slab_free_locked(shpool, s->scroll);
+    ngx_slab_free_locked(shpool, s->command);
+    ngx_slab_free_locked(shpool, s);
+}
+
+
+uint32_t
+ngx_pty_shm_next_client_id(void)
+{
+    return (uint32_t) ngx_atomic_fetch_add(&ngx_pty_zone.sh->next_client, 1);
+}
+
+
+/* caller holds the session lock; the slab mutex nests inside it */
+ngx_pty_member_t *
+ngx_pty_shm_member_add(ngx_pty_session_sh_t *s, uint32_t client_id,
+    ngx_uint_t role, u_char *label, size_t len)
+{
+    ngx_pty_member_t  *m;
+
+    m = ngx_slab_alloc(ngx_pty_zone.shpool, sizeof(ngx_pty_member_t));
+    if (m == NULL) {
+        return NULL;
+    }
+
+    m->client_id = client_id;
+    m->worker = ngx_pid;
+    m->role = role;
+    m->label_len = ngx_min(len, sizeof(m->label));
+    ngx_memcpy(m->label, label, m->label_len);
+
+    ngx_queue_insert_tail(&s->members, &m->queue);
+
+    if (role == NGX_PTY_ROLE_CONTROLLER) {
+        s->controllers++;
+
+    } else {
+        s->observers++;
+    }
+
+    return m;
+}
+
+
+void
+ngx_pty_shm_member_remove(ngx_pty_session_sh_t *s, ngx_pty_member_t *m)
+{
+    if (m->role == NGX_PTY_ROLE_CONTROLLER) {
+        s->controllers--;
+
+    } else {
+        s->observers--;
+    }
+
+    ngx_queue_remove(&m->queue);
+    ngx_slab_free(ngx_pty_zone.shpool, m);
+}
+
+
+/* frame footprint in the ring */
+static size_t
+ngx_pty_ring_need(size_t len)
+{
+    return sizeof(ngx_pty_frame_t) + ngx_pty_align8(len);
+}
+
+
+static void
+ngx_pty_ring_evict(ngx_pty_ring_t *ring)
+{
+    size_t            pos;
+    ngx_pty_frame_t  *f;
+
+    pos = ring->tail % ring->size;
+
+    if (ring->size - pos < sizeof(ngx_pty_frame_t)) {
+        ring->tail += ring->size - pos;
+        return;
+    }
+
+    f = (ngx_pty_frame_t *) (ring->data + pos);
+
+    if (f->kind == NGX_PTY_FRAME_PAD) {
+        ring->tail += ring->size - pos;
+        return;
+    }
+
+    ring->tail += ngx_pty_ring_need(f->len);
+    ring->frames--;
+}
+
+
+ngx_pty_frame_t *
+ngx_pty_ring_append(ngx_pty_session_sh_t *s, ngx_uint_t kind,
+    uint32_t target, const u_char *data, size_t len)
+{
+    size_t            need, pos, room;
+    ngx_pty_ring_t   *ring;
+    ngx_pty_frame_t  *f;
+
+    ring = s->ring;
+    need = ngx_pty_ring_need(len);
+
+    if (need > ring->size / 2) {
+        return NULL;
+    }
+
+    pos = ring->head % ring->size;
+    room = ring->size - pos;
+
+    if (room < need) {
+        /* no record straddles the end: skip to the start */
+        while (ring->head + room - ring->tail > ring->size) {
+            ngx_pty_ring_evict(ring);
+        }
+
+        if (room >= sizeof(ngx_pty_frame_t)) {
+            f = (ngx_pty_frame_t *) (ring->data + pos);
+            f->kind = NGX_PTY_FRAME_PAD;
+        }
+
+        ring->head += room;
+    }
+
+    while (ring->head + need - ring->tail > ring->size) {
+        ngx_pty_ring_evict(ring);
+    }
+
+    f = (ngx_pty_frame_t *) (ring->data + ring->head % ring->size);
+
+    ngx_memzero(f, sizeof(ngx_pty_frame_t));
+    f->seq = ++s->seq;
+    f->ts = ngx_pty_now_ms();
+    f->kind = (uint16_t) kind;
+    f->target = target;
+    f->len = (uint32_t) len;
+    ngx_pty_uuid7(f->id, f->ts);
+
+    if (len) {
+        ngx_memcpy(ngx_pty_frame_data(f), data, len);
+    }
+
+    ring->head += need;
+    ring->frames++;
+
+    return f;
+}
+
+
+/*
+ * Returns the record at *off and advances *off past it; NULL at the head.
+ * The caller checks *off >= ring->tail first: below it the reader lagged.
+ */
+ngx_pty_frame_t *
+ngx_pty_ring_read(ngx_pty_ring_t *ring, uint64_t *off)
+{
+    size_t            pos;
+    ngx_pty_frame_t  *f;
+
+    while (*off < ring->head) {
+        pos = *off % ring->size;
+
+        if (ring->size - pos < sizeof(ngx_pty_frame_t)) {
+            *off += ring->size - pos;
+            continue;
+        }
+
+        f = (ngx_pty_frame_t *) (ring->data + pos);
+
+        if (f->kind == NGX_PTY_FRAME_PAD) {
+            *off += ring->size - pos;
+            continue;
+        }
+
+        *off += ngx_pty_ring_need(f->len);
+
+        return f;
+    }
+
+    return NULL;
+}
+
+
+/* offset of the first record with seq > after_seq, or the head */
+uint64_t
+ngx_pty_ring_find(ngx_pty_ring_t *ring, uint64_t after_seq)
+{
+    uint64_t          off;
+    ngx_pty_frame_t  *f;
+
+    off = ring->tail;
+
+    for ( ;; ) {
+        f = ngx_pty_ring_read(ring, &off);
+
+        if (f == NULL) {
+            return ring->head;
+        }
+
+        if (f->seq > after_seq) {
+            /* back up to the record itself, skipping pads before it */
+            return off - ngx_pty_ring_need(f->len);
+        }
+    }
+}
+
+
+/* sequence of the oldest retained record, 0 when the ring is empty */
+uint64_t
+ngx_pty_ring_first_seq(ngx_pty_ring_t *ring)
+{
+    uint64_t          off;
+    ngx_pty_frame_t  *f;
+
+    off = ring->tail;
+    f = ngx_pty_ring_read(ring, &off);
+
+    return f ? f->seq : 0;
+}
+
+
+void
+ngx_pty_scroll_append(ngx_pty_scroll_t *sc, u_char *p, size_t len)
+{
+    size_t  pos, n;
+
+    if (len > sc->size) {
+        sc->head += len - sc->size;
+        p += len - sc->size;
+        len = sc->size;
+    }
+
+    while (len) {
+        pos = sc->head % sc->size;
+        n = ngx_min(len, sc->size - pos);
+        ngx_memcpy(sc->data + pos, p, n);
+        sc->head += n;
+        p += n;
+        len -= n;
+    }
+}
+
+
+/* copies from *off on; what was overwritten before it is counted missed */
+size_t
+ngx_pty_scroll_read(ngx_pty_scroll_t *sc, uint64_t *off, u_char *buf,
+    size_t max, uint64_t *missed)
+{
+    size_t  pos, n, total;
+
+    *missed = 0;
+
+    if (sc->head > sc->size && *off < sc->head - sc->size) {
+        *missed = sc->head - sc->size - *off;
+        *off = sc->head - sc->size;
+    }
+
+    total = 0;
+
+    while (total < max && *off < sc->head) {
+        pos = *off % sc->size;
+        n = ngx_min(max - total, sc->size - pos);
+        n = ngx_min(n, sc->head - *off);
+        ngx_memcpy(buf + total, sc->data + pos, n);
+        total += n;
+        *off += n;
+    }
+
+    return total;
+}

@@ -1,0 +1,181 @@
+
+/*
+ * The shared zone (pty_zone): the session table, each session's frame ring
+ * and membership.  Everything here is visible to every worker, so every
+ * field is read and written under a lock that is held briefly and never
+ * across I/O: the slab mutex for the table and allocation, the session's
+ * spinlock for its state, ring and members.
+ */
+
+#ifndef _NGX_PTY_SHM_H_INCLUDED_
+#define _NGX_PTY_SHM_H_INCLUDED_
+
+
+#include "ngx_pty.h"
+
+
+typedef enum {
+    NGX_PTY_FRAME_PAD = 0,
+    NGX_PTY_FRAME_OUTPUT,
+    NGX_PTY_FRAME_RESIZE,
+    NGX_PTY_FRAME_ROLE,
+    NGX_PTY_FRAME_MEMBERSHIP,
+    NGX_PTY_FRAME_KEYFRAME,
+    NGX_PTY_FRAME_CLOSED,
+    NGX_PTY_FRAME_ERROR
+} ngx_pty_frame_kind_e;
+
+
+/* a ring record; data (len bytes, padded to 8) follows */
+typedef struct {
+    uint64_t                   seq;
+    uint64_t                   ts;        /* unix ms */
+    uint64_t                   anchor;    /* Keyframe: last sequence folded */
+    uint32_t                   len;
+    uint32_t                   target;    /* client id, 0: every client */
+    uint16_t                   kind;
+    uint16_t                   cols;
+    uint16_t                   rows;
+    uint16_t                   reserved;
+    u_char                     id[16];    /* the frame's UUIDv7 */
+} ngx_pty_frame_t;
+
+
+struct ngx_pty_ring_s {
+    uint64_t                   head;      /* byte offsets, never wrap */
+    uint64_t                   tail;
+    uint64_t                   frames;
+    size_t                     size;
+    u_char                     data[1];
+};
+
+
+/* raw output bytes for the agent API: the scrollback it promises */
+typedef struct {
+    uint64_t                   head;      /* bytes ever written */
+    size_t                     size;
+    u_char                     data[1];
+} ngx_pty_scroll_t;
+
+
+typedef enum {
+    NGX_PTY_STATE_STARTING = 0,
+    NGX_PTY_STATE_RUNNING,
+    NGX_PTY_STATE_CLOSED,        /* Closed frame emitted; record lingers */
+    NGX_PTY_STATE_GONE           /* unlinked; freed with its last ref */
+} ngx_pty_state_e;
+
+
+typedef enum {
+    NGX_PTY_ROLE_OBSERVER = 0,
+    NGX_PTY_ROLE_CONTROLLER
+} ngx_pty_role_e;
+
+
+typedef struct {
+    ngx_queue_t                queue;
+    uint32_t                   client_id;
+    ngx_pid_t                  worker;
+    ngx_uint_t                 role;
+    size_t                     label_len;
+    u_char                     label[NGX_PTY_LABEL_MAX * 4];
+} ngx_pty_member_t;
+
+
+struct ngx_pty_session_sh_s {
+    ngx_rbtree_node_t          node;       /* key: hash of id */
+    ngx_rbtree_node_t          name_node;  /* key: N of pty-N */
+    ngx_queue_t                queue;
+
+    ngx_atomic_t               lock;
+    ngx_atomic_t               refs;
+
+    u_char                     id[NGX_PTY_ID_LEN];
+    ngx_uint_t                 name;
+
+    ngx_uint_t                 state;
+    ngx_pid_t                  owner;
+    ngx_pid_t                  keeper;
+    ngx_pid_t                  child;
+
+    /* written by the keeper without a lock: (wait status << 1) | 1 */
+    ngx_atomic_t               keeper_status;
+
+    ngx_int_t                  exit_code;     /* -1: unknown */
+    ngx_uint_t                 closed_reason;
+
+    uint64_t                   seq;           /* last assigned */
+    uint64_t                   last_output;   /* seq of last Output/Resize */
+    ngx_uint_t                 cols;
+    ngx_uint_t                 rows;
+    ngx_uint_t                 fresh;         /* no controller yet */
+
+    time_t                     created;
+    time_t                     active;
+
+    ngx_uint_t                 controllers;
+    ngx_uint_t                 observers;
+    ngx_queue_t                members;
+
+    uint64_t                   api_cursor;    /* scrollback offset */
+
+    ngx_pty_ring_t            *ring;
+    ngx_pty_scroll_t          *scroll;
+
+    size_t                     command_len;
+    u_char                    *command;
+};
+
+
+struct ngx_pty_shm_s {
+    ngx_rbtree_t               rbtree;
+    ngx_rbtree_node_t          sentinel;
+    ngx_rbtree_t               names;
+    ngx_rbtree_node_t          names_sentinel;
+    ngx_queue_t                sessions;
+    ngx_uint_t                 next_name;
+    ngx_atomic_t               next_client;
+    ngx_uint_t                 live;
+};
+
+
+typedef struct {
+    ngx_slab_pool_t           *shpool;
+    ngx_pty_shm_t             *sh;
+} ngx_pty_zone_t;
+
+
+ngx_int_t ngx_pty_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data);
+ngx_pty_zone_t *ngx_pty_shm_zone(void);
+
+ngx_pty_session_sh_t *ngx_pty_shm_session_create(ngx_log_t *log,
+    u_char *command, size_t len, ngx_uint_t cols, ngx_uint_t rows,
+    size_t ring_size, size_t scroll_size);
+ngx_pty_session_sh_t *ngx_pty_shm_session_find(ngx_str_t *id);
+void ngx_pty_shm_session_retain(ngx_pty_session_sh_t *s);
+void ngx_pty_shm_session_release(ngx_pty_session_sh_t *s);
+void ngx_pty_shm_session_unlink(ngx_pty_session_sh_t *s);
+
+#define ngx_pty_shm_lock(s)    ngx_spinlock(&(s)->lock, ngx_pid, 1024)
+#define ngx_pty_shm_unlock(s)  ngx_unlock(&(s)->lock)
+
+ngx_pty_member_t *ngx_pty_shm_member_add(ngx_pty_session_sh_t *s,
+    uint32_t client_id, ngx_uint_t role, u_char *label, size_t len);
+void ngx_pty_shm_member_remove(ngx_pty_session_sh_t *s, ngx_pty_member_t *m);
+uint32_t ngx_pty_shm_next_client_id(void);
+
+/* ring: caller holds the session lock */
+ngx_pty_frame_t *ngx_pty_ring_append(ngx_pty_session_sh_t *s,
+    ngx_uint_t kind, uint32_t target, const u_char *data, size_t len);
+ngx_pty_frame_t *ngx_pty_ring_read(ngx_pty_ring_t *ring, uint64_t *off);
+uint64_t ngx_pty_ring_find(ngx_pty_ring_t *ring, uint64_t after_seq);
+uint64_t ngx_pty_ring_first_seq(ngx_pty_ring_t *ring);
+
+void ngx_pty_scroll_append(ngx_pty_scroll_t *sc, u_char *p, size_t len);
+size_t ngx_pty_scroll_read(ngx_pty_scroll_t *sc, uint64_t *off, u_char *buf,
+    size_t max, uint64_t *missed);
+
+#define ngx_pty_frame_data(f)  ((u_char *) (f) + sizeof(ngx_pty_frame_t))
+
+
+#endif /* _NGX_PTY_SHM_H_INCLUDED_ */

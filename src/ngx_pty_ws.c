@@ -1,0 +1,1032 @@
+
+/*
+ * RFC 6455 on an upgraded nginx connection.
+ */
+
+#include "ngx_pty.h"
+#include "ngx_pty_ws.h"
+
+#include <ngx_sha1.h>
+
+
+#define NGX_PTY_WS_GUID      "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+#define NGX_PTY_WS_IN_SIZE   16384
+#define NGX_PTY_WS_LINGER    2000       /* ms to wait for the peer's close */
+
+#define NGX_PTY_WS_CONT      0x0
+#define NGX_PTY_WS_TEXT      0x1
+#define NGX_PTY_WS_BINARY    0x2
+#define NGX_PTY_WS_CLOSE     0x8
+#define NGX_PTY_WS_PING      0x9
+#define NGX_PTY_WS_PONG      0xa
+
+
+static ngx_table_elt_t *ngx_pty_ws_header(ngx_http_request_t *r,
+    const char *name);
+static ngx_int_t ngx_pty_ws_header_has(ngx_table_elt_t *h, const char *token);
+static void ngx_pty_ws_read_handler(ngx_http_request_t *r);
+static void ngx_pty_ws_write_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_pty_ws_parse(ngx_pty_ws_t *ws);
+static ngx_int_t ngx_pty_ws_frame(ngx_pty_ws_t *ws, ngx_uint_t fin,
+    ngx_uint_t opcode, u_char *p, size_t len);
+static ngx_int_t ngx_pty_ws_control(ngx_pty_ws_t *ws, ngx_uint_t opcode,
+    u_char *p, size_t len);
+static void ngx_pty_ws_queue_control(ngx_pty_ws_t *ws, ngx_uint_t opcode,
+    u_char *p, size_t len);
+static void ngx_pty_ws_ping_handler(ngx_event_t *ev);
+static void ngx_pty_ws_cleanup(void *data);
+
+
+/*
+ * Checks the upgrade and answers 101.  On refusal returns the HTTP status
+ * with nothing sent; the caller answers with its JSON error body.
+ */
+ngx_int_t
+ngx_pty_ws_handshake(ngx_http_request_t *r, ngx_pty_ws_t *ws)
+{
+    u_char              *p;
+    ngx_str_t            src, dst;
+    ngx_sha1_t           sha1;
+    ngx_table_elt_t     *h, *key;
+    ngx_pool_cleanup_t  *cln;
+    u_char               digest[20];
+
+    if (r->method != NGX_HTTP_GET) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    h = ngx_pty_ws_header(r, "Upgrade");
+    if (h == NULL || !ngx_pty_ws_header_has(h, "websocket")) {
+        return NGX_HTTP_PTY_UPGRADE_REQUIRED;
+    }
+
+    if (r->http_version != NGX_HTTP_VERSION_11) {
+        /* no RFC 8441 here: HTTP/2 and HTTP/1.0 cannot upgrade */
+        return NGX_HTTP_BAD_REQUEST;
+    }
+
+    h = ngx_pty_ws_header(r, "Connection");
+    if (h == NULL || !ngx_pty_ws_header_has(h, "upgrade")) {
+        return NGX_HTTP_BAD_REQUEST;
+    }
+
+    h = ngx_pty_ws_header(r, "Sec-WebSocket-Version");
+    if (h == NULL || h->value.len != 2 || ngx_strncmp(h->value.data, "13", 2))
+    {
+        return NGX_HTTP_PTY_UPGRADE_REQUIRED;
+    }
+
+    key = ngx_pty_ws_header(r, "Sec-WebSocket-Key");
+    if (key == NULL || key->value.len != 24) {
+        return NGX_HTTP_BAD_REQUEST;
+    }
+
+    h = ngx_pty_ws_header(r, "Sec-WebSocket-Protocol");
+    if (h == NULL || !ngx_pty_ws_header_has(h, NGX_PTY_SUBPROTOCOL)) {
+        return NGX_HTTP_BAD_REQUEST;
+    }
+
+    ngx_sha1_init(&sha1);
+    ngx_sha1_update(&sha1, key->value.data, key->value.len);
+    ngx_sha1_update(&sha1, NGX_PTY_WS_GUID, sizeof(NGX_PTY_WS_GUID) - 1);
+    ngx_sha1_final(digest, &sha1);
+
+    p = ngx_pnalloc(r->pool, ngx_base64_encoded_length(20));
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    src.data = digest;
+    src.len = 20;
+    dst.data = p;
+    ngx_encode_base64(&dst, &src);
+
+    if (ngx_pty_ws_add_header(r, "Upgrade", "websocket", 9) != NGX_OK
+        || ngx_pty_ws_add_header(r, "Sec-WebSocket-Accept",
+                                 (char *) dst.data, dst.len) != NGX_OK
+        || ngx_pty_ws_add_header(r, "Sec-WebSocket-Protocol",
+                                 NGX_PTY_SUBPROTOCOL,
+                                 sizeof(NGX_PTY_SUBPROTOCOL) - 1) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln->handler = ngx_pty_ws_cleanup;
+    cln->data = ws;
+
+    ws->request = r;
+    ws->connection = r->connection;
+    ws->last_out = &ws->out;
+
+    r->headers_out.status = NGX_HTTP_SWITCHING_PROTOCOLS;
+    ngx_str_set(&r->headers_out.status_line, "101 Switching Protocols");
+    r->headers_out.content_length_n = -1;
+    r->keepalive = 0;
+
+    if (ngx_http_send_header(r) == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_send_special(r, NGX_HTTP_FLUSH) == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_pty_ws_add_header(ngx_http_request_t *r, const char *name,
+    const char *value, size_t len)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value.data = (u_char *) value;
+    h->value.len = len;
+
+    return NGX_OK;
+}
+
+
+/* the first header of that name; repeated ones are joined by the caller */
+static ngx_table_elt_t *
+ngx_pty_ws_header(ngx_http_request_t *r, const char *name)
+{
+    size_t            len;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    len = ngx_strlen(name);
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == len
+            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
+        {
+            return &h[i];
+        }
+    }
+}
+
+
+/* a comma-separated list header holds the token (case-insensitive) */
+static ngx_int_t
+ngx_pty_ws_header_has(ngx_table_elt_t *h, const char *token)
+{
+    u_char  *p, *last, *start;
+    size_t   len;
+
+    len = ngx_strlen(token);
+    p = h->value.data;
+    last = p + h->value.len;
+
+    while (p < last) {
+        while (p < last && (*p == ' ' || *p == '\t' || *p == ',')) {
+            p++;
+        }
+
+        start = p;
+
+        while (p < last && *p != ',') {
+            p++;
+        }
+
+        while (p > start && (p[-1] == ' ' || p[-1] == '\t')) {
+            p--;
+        }
+
+        if ((size_t) (p - start) == len
+            && ngx_strncasecmp(start, (u_char *) token, len) == 0)
+        {
+            return 1;
+        }
+
+        while (p < last && *p != ',') {
+            p++;
+        }
+    }
+
+    return 0;
+}
+
+
+void
+ngx_pty_ws_start(ngx_pty_ws_t *ws)
+{
+    u_char              *pos;
+    size_t               n;
+    ngx_http_request_t  *r;
+
+    r = ws->request;
+
+    r->read_event_handler = ngx_pty_ws_read_handler;
+    r->write_event_handler = ngx_pty_ws_write_handler;
+    r->main->count++;
+
+    ngx_tcp_nodelay(ws->connection);
+
+    ws->ping.handler = ngx_pty_ws_ping_handler;
+    ws->ping.data = ws;
+    ws->ping.log = ws->connection->log;
+    ws->ping.cancelable = 1;
+    ws->last_in = ngx_current_msec;
+    ngx_add_timer(&ws->ping, ws->ping_interval);
+
+    /* frames a client sent right behind its request are already read */
+    if (r->header_in && r->header_in->pos < r->header_in->last) {
+        pos = r->header_in->pos;
+        n = r->header_in->last - pos;
+        r->header_in->pos = r->header_in->last;
+
+        ws->in = ngx_alloc(ngx_max(n, NGX_PTY_WS_IN_SIZE),
+                           ws->connection->log);
+        if (ws->in == NULL) {
+            ngx_pty_ws_finalize(ws);
+            return;
+        }
+
+        ws->in_size = ngx_max(n, NGX_PTY_WS_IN_SIZE);
+        ngx_memcpy(ws->in, pos, n);
+        ws->in_len = n;
+
+        if (ngx_pty_ws_parse(ws) != NGX_OK) {
+            return;
+        }
+    }
+
+    if (ws->connection->read->ready) {
+        ngx_post_event(ws->connection->read, &ngx_posted_events);
+    }
+}
+
+
+static void
+ngx_pty_ws_read_handler(ngx_http_request_t *r)
+{
+    ssize_t            n;
+    ngx_pty_ws_t      *ws;
+    ngx_connection_t  *c;
+
+    ws = ngx_http_get_module_ctx(r, ngx_pty_module);
+    c = r->connection;
+
+    if (ws == NULL || ws->finished) {
+        return;
+    }
+
+    if (ws->in == NULL) {
+        ws->in = ngx_alloc(NGX_PTY_WS_IN_SIZE, c->log);
+        if (ws->in == NULL) {
+            ngx_pty_ws_finalize(ws);
+            return;
+        }
+
+        ws->in_size = NGX_PTY_WS_IN_SIZE;
+    }
+
+    for ( ;; ) {
+        if (ws->in_len == ws->in_size) {
+            /* a frame header never exceeds 14 bytes: parse made room */
+            ngx_pty_ws_finalize(ws);
+            return;
+        }
+
+        n = c->recv(c, ws->in + ws->in_len, ws->in_size - ws->in_len);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
+                ngx_pty_ws_finalize(ws);
+            }
+
+            return;
+        }
+
+        if (n == 0 || n == NGX_ERROR) {
+            /* the peer went away without a close handshake */
+            ngx_pty_ws_finalize(ws);
+            return;
+        }
+
+        ws->in_len += n;
+        ws->last_in = ngx_current_msec;
+
+        if (ngx_pty_ws_parse(ws) != NGX_OK) {
+            return;
+        }
+    }
+}
+
+
+/*
+ * Consumes whole frames from ws->in; a data frame's payload may arrive in
+ * pieces, so it is unmasked into the message buffer as it comes.
+ */
+static ngx_int_t
+ngx_pty_ws_parse(ngx_pty_ws_t *ws)
+{
+    u_char      *p, *last, *mask, *payload;
+    size_t       hlen, have;
+    uint64_t     len;
+    ngx_uint_t   fin, opcode, i;
+
+    p = ws->in;
+    last = ws->in + ws->in_len;
+
+    while (last - p >= 2 && !ws->finished) {
+
+        fin = p[0] & 0x80;
+        opcode = p[0] & 0x0f;
+        len = p[1] & 0x7f;
+        hlen = 2;
+
+        if (len == 126) {
+            hlen += 2;
+
+        } else if (len == 127) {
+            hlen += 8;
+        }
+
+        if (p[1] & 0x80) {
+            hlen += 4;
+        }
+
+        if ((size_t) (last - p) < hlen) {
+            break;
+        }
+
+        if (len == 126) {
+            len = ((uint64_t) p[2] << 8) | p[3];
+
+        } else if (len == 127) {
+            for (len = 0, i = 0; i < 8; i++) {
+                len = (len << 8) | p[2 + i];
+            }
+        }
+
+        if ((p[0] & 0x70) || !(p[1] & 0x80)) {
+            /* reserved bits without an extension, or an unmasked frame */
+            ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_PROTOCOL,
+                             (p[0] & 0x70) ? "reserved bits set"
+                                           : "client frames must be masked");
+            return NGX_ERROR;
+        }
+
+        if (opcode >= 8 && (!fin || len > 125)) {
+            ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_PROTOCOL,
+                             "bad control frame");
+            return NGX_ERROR;
+        }
+
+        if (opcode < 8 && ws->msg_len + len > ws->max_message) {
+            ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_TOO_BIG,
+                             "message too big");
+            return NGX_ERROR;
+        }
+
+        if (hlen + len > ws->in_size) {
+            /* the frame cannot fit the input buffer: grow it once */
+            u_char  *in;
+
+            in = ngx_alloc(hlen + len, ws->connection->log);
+            if (in == NULL) {
+                ngx_pty_ws_finalize(ws);
+                return NGX_ERROR;
+            }
+
+            ngx_memcpy(in, p, last - p);
+            ngx_free(ws->in);
+            ws->in = in;
+            ws->in_size = hlen + len;
+            ws->in_len = last - p;
+            return NGX_OK;
+        }
+
+        have = last - p;
+
+        if (have < hlen + len) {
+            break;
+        }
+
+        mask = p + hlen - 4;
+        payload = p + hlen;
+
+        for (i = 0; i < len; i++) {
+            payload[i] ^= mask[i & 3];
+        }
+
+        if (ngx_pty_ws_frame(ws, fin, opcode, payload, (size_t) len)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        p += hlen + len;
+    }
+
+    if (ws->finished) {
+        return NGX_ERROR;
+    }
+
+    ws->in_len = last - p;
+
+    if (ws->in_len && p != ws->in) {
+        ngx_memmove(ws->in, p, ws->in_len);
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_pty_ws_frame(ngx_pty_ws_t *ws, ngx_uint_t fin, ngx_uint_t opcode,
+    u_char *p, size_t len)
+{
+    u_char  *msg;
+    size_t   size;
+
+    if (opcode >= 8) {
+        return ngx_pty_ws_control(ws, opcode, p, len);
+    }
+
+    if (ws->close_sent) {
+        return NGX_OK;          /* data after our close is dropped */
+    }
+
+    switch (opcode) {
+
+    case NGX_PTY_WS_CONT:
+        if (ws->msg_opcode == 0) {
+            ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_PROTOCOL,
+                             "continuation without a message");
+            return NGX_ERROR;
+        }
+
+        break;
+
+    case NGX_PTY_WS_TEXT:
+    case NGX_PTY_WS_BINARY:
+        if (ws->msg_opcode != 0) {
+            ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_PROTOCOL,
+                             "new message inside a fragmented one");
+            return NGX_ERROR;
+        }
+
+        if (opcode == NGX_PTY_WS_BINARY) {
+            /* pty-ws/v1 carries text frames only */
+            ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_VIOLATION,
+                             "binary frames are not part of pty-ws/v1");
+            return NGX_ERROR;
+        }
+
+        ws->msg_opcode = opcode;
+        ws->msg_len = 0;
+        break;
+
+    default:
+        ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_PROTOCOL, "unknown opcode");
+        return NGX_ERROR;
+    }
+
+    if (fin && ws->msg_len == 0) {
+        /* the common case: one frame, no copy */
+        msg = p;
+        size = len;
+
+    } else {
+        if (ws->msg_len + len > ws->msg_size) {
+            size = ngx_max(ws->msg_len + len, 2 * ws->msg_size);
+            size = ngx_min(ngx_max(size, 4096), ws->max_message);
+
+            msg = ngx_alloc(size, ws->connection->log);
+            if (msg == NULL) {
+                ngx_pty_ws_finalize(ws);
+                return NGX_ERROR;
+            }
+
+            if (ws->msg) {
+                ngx_memcpy(msg, ws->msg, ws->msg_len);
+                ngx_free(ws->msg);
+            }
+
+            ws->msg = msg;
+            ws->msg_size = size;
+        }
+
+        ngx_memcpy(ws->msg + ws->msg_len, p, len);
+        ws->msg_len += len;
+
+        if (!fin) {
+            return NGX_OK;
+        }
+
+        msg = ws->msg;
+        size = ws->msg_len;
+    }
+
+    ws->msg_opcode = 0;
+    ws->msg_len = 0;
+
+    if (!ngx_pty_utf8_valid(msg, size)) {
+        ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_BAD_DATA, "invalid UTF-8");
+        return NGX_ERROR;
+    }
+
+    ws->on_message(ws, msg, size);
+
+    return ws->finished ? NGX_ERROR : NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_pty_ws_control(ngx_pty_ws_t *ws, ngx_uint_t opcode, u_char *p,
+    size_t len)
+{
+    ngx_uint_t  code;
+
+    switch (opcode) {
+
+    case NGX_PTY_WS_PING:
+        if (!ws->close_sent) {
+            ngx_pty_ws_queue_control(ws, NGX_PTY_WS_PONG, p, len);
+            ngx_pty_ws_flush(ws);
+        }
+
+        return NGX_OK;
+
+    case NGX_PTY_WS_PONG:
+        ws->awaiting_pong = 0;
+        return NGX_OK;
+
+    case NGX_PTY_WS_CLOSE:
+        ws->close_received = 1;
+
+        if (ws->close_sent) {
+            ngx_pty_ws_finalize(ws);
+            return NGX_ERROR;
+        }
+
+        code = NGX_PTY_WS_CLOSE_NORMAL;
+
+        if (len == 1) {
+            code = NGX_PTY_WS_CLOSE_PROTOCOL;
+
+        } else if (len >= 2) {
+            code = ((ngx_uint_t) p[0] << 8) | p[1];
+
+            if (code < 1000 || code == 1004 || code == 1005 || code == 1006
+                || (code > 1014 && code < 3000) || code > 4999
+                || !ngx_pty_utf8_valid(p + 2, len - 2))
+            {
+                code = NGX_PTY_WS_CLOSE_PROTOCOL;
+            }
+        }
+
+        /* echo the peer's code, as RFC 6455 5.5.1 suggests */
+        ngx_pty_ws_close(ws, code, "");
+        return NGX_ERROR;
+
+    default:
+        ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_PROTOCOL, "unknown opcode");
+        return NGX_ERROR;
+    }
+}
+
+
+static ngx_pty_ws_block_t *
+ngx_pty_ws_block(ngx_pty_ws_t *ws, size_t size)
+{
+    ngx_pty_ws_block_t  *b;
+
+    b = ngx_alloc(sizeof(ngx_pty_ws_block_t) + size, ws->connection->log);
+    if (b == NULL) {
+        return NULL;
+    }
+
+    ngx_memzero(b, sizeof(ngx_pty_ws_block_t));
+    b->cl.buf = &b->buf;
+    b->buf.start = (u_char *) b + sizeof(ngx_pty_ws_block_t);
+    b->buf.end = b->buf.start + size;
+    b->buf.pos = b->buf.start;
+    b->buf.last = b->buf.start;
+    b->buf.temporary = 1;
+
+    return b;
+}
+
+
+static u_char *
+ngx_pty_ws_write_header(u_char *p, ngx_uint_t opcode, size_t len)
+{
+    *p++ = (u_char) (0x80 | opcode);
+
+    if (len < 126) {
+        *p++ = (u_char) len;
+
+    } else if (len < 65536) {
+        *p++ = 126;
+        *p++ = (u_char) (len >> 8);
+        *p++ = (u_char) len;
+
+    } else {
+        *p++ = 127;
+        *p++ = 0; *p++ = 0; *p++ = 0; *p++ = 0;
+        *p++ = (u_char) (len >> 24);
+        *p++ = (u_char) (len >> 16);
+        *p++ = (u_char) (len >> 8);
+        *p++ = (u_char) len;
+    }
+
+    return p;
+}
+
+
+/* room for a text frame of at most max bytes; see ngx_pty_ws_commit() */
+u_char *
+ngx_pty_ws_reserve(ngx_pty_ws_t *ws, size_t max, ngx_pty_ws_block_t **block)
+{
+    ngx_pty_ws_block_t  *b;
+
+    b = ngx_pty_ws_block(ws, NGX_PTY_WS_HEADER_MAX + max);
+    if (b == NULL) {
+        return NULL;
+    }
+
+    *block = b;
+
+    return b->buf.start + NGX_PTY_WS_HEADER_MAX;
+}
+
+
+/* writes the header right before the payload that ends at end, queues */
+void
+ngx_pty_ws_commit(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b, u_char *end)
+{
+    u_char  *payload, hdr[NGX_PTY_WS_HEADER_MAX];
+    size_t   len, hlen;
+
+    payload = b->buf.start + NGX_PTY_WS_HEADER_MAX;
+    len = end - payload;
+
+    hlen = ngx_pty_ws_write_header(hdr, NGX_PTY_WS_TEXT, len) - hdr;
+
+    b->buf.pos = payload - hlen;
+    ngx_memcpy(b->buf.pos, hdr, hlen);
+    b->buf.last = end;
+
+    ngx_pty_ws_queue(ws, b);
+}
+
+
+void
+ngx_pty_ws_queue(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b)
+{
+    if (ws->close_sent || ws->finished) {
+        ngx_free(b);
+        return;
+    }
+
+    *ws->last_out = &b->cl;
+    ws->last_out = &b->cl.next;
+    ws->out_bytes += b->buf.last - b->buf.pos;
+}
+
+
+ngx_int_t
+ngx_pty_ws_send_text(ngx_pty_ws_t *ws, u_char *data, size_t len)
+{
+    u_char              *p;
+    ngx_pty_ws_block_t  *b;
+
+    p = ngx_pty_ws_reserve(ws, len, &b);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_pty_ws_commit(ws, b, ngx_cpymem(p, data, len));
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_pty_ws_queue_control(ngx_pty_ws_t *ws, ngx_uint_t opcode, u_char *p,
+    size_t len)
+{
+    ngx_pty_ws_block_t  *b;
+
+    b = ngx_pty_ws_block(ws, 2 + len);
+    if (b == NULL) {
+        ngx_pty_ws_finalize(ws);
+        return;
+    }
+
+    b->buf.last = ngx_pty_ws_write_header(b->buf.last, opcode, len);
+    b->buf.last = ngx_cpymem(b->buf.last, p, len);
+
+    ngx_pty_ws_queue(ws, b);
+}
+
+
+void
+ngx_pty_ws_close(ngx_pty_ws_t *ws, ngx_uint_t code, const char *reason)
+{
+    u_char  buf[125];
+    size_t  len;
+
+    if (ws->close_sent || ws->finished) {
+        return;
+    }
+
+    len = ngx_min(ngx_strlen(reason), sizeof(buf) - 2);
+    buf[0] = (u_char) (code >> 8);
+    buf[1] = (u_char) code;
+    ngx_memcpy(buf + 2, reason, len);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ws->connection->log, 0,
+                   "pty ws close %ui \"%s\"", code, reason);
+
+    ngx_pty_ws_queue_control(ws, NGX_PTY_WS_CLOSE, buf, len + 2);
+    ws->close_sent = 1;
+
+    ngx_pty_ws_flush(ws);
+}
+
+
+void
+ngx_pty_ws_flush(ngx_pty_ws_t *ws)
+{
+    ngx_chain_t         *cl, *next;
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+
+    if (ws->finished) {
+        return;
+    }
+
+    c = ws->connection;
+    r = ws->request;
+
+    if (r->out) {
+        /* the 101 response is still on its way */
+        if (ngx_http_output_filter(r, NULL) == NGX_ERROR) {
+            ngx_pty_ws_finalize(ws);
+            return;
+        }
+
+        if (r->out) {
+            goto again;
+        }
+    }
+
+    if (ws->out) {
+        cl = c->send_chain(c, ws->out, 0);
+
+        if (cl == NGX_CHAIN_ERROR) {
+            ngx_pty_ws_finalize(ws);
+            return;
+        }
+
+        while (ws->out != cl) {
+            next = ws->out->next;
+            ngx_free(ws->out);     /* the link is the block's first field */
+            ws->out = next;
+        }
+
+        /* recount what is left: a block may be partly sent */
+        ws->out_bytes = 0;
+
+        for (cl = ws->out; cl; cl = cl->next) {
+            ws->out_bytes += cl->buf->last - cl->buf->pos;
+        }
+
+        if (ws->out == NULL) {
+            ws->last_out = &ws->out;
+        }
+    }
+
+    if (ws->out) {
+        goto again;
+    }
+
+    if (c->write->timer_set) {
+        ngx_del_timer(c->write);
+    }
+
+    if (ws->close_sent) {
+        if (ws->close_received) {
+            ngx_pty_ws_finalize(ws);
+            return;
+        }
+
+        /* give the peer a moment to answer our close */
+        ngx_add_timer(c->write, NGX_PTY_WS_LINGER);
+    }
+
+    return;
+
+again:
+
+    if (!c->write->timer_set) {
+        ngx_add_timer(c->write, ws->ping_interval + ws->pong_timeout);
+    }
+
+    if (ngx_handle_write_event(c->write, 0) != NGX_OK) {
+        ngx_pty_ws_finalize(ws);
+    }
+}
+
+
+static void
+ngx_pty_ws_write_handler(ngx_http_request_t *r)
+{
+    ngx_pty_ws_t      *ws;
+    ngx_connection_t  *c;
+
+    ws = ngx_http_get_module_ctx(r, ngx_pty_module);
+    c = r->connection;
+
+    if (ws == NULL || ws->finished) {
+        return;
+    }
+
+    if (c->write->timedout) {
+        /* a peer that reads nothing for this long is gone */
+        c->write->timedout = 0;
+        c->timedout = 1;
+        ngx_pty_ws_finalize(ws);
+        return;
+    }
+
+    ngx_pty_ws_flush(ws);
+
+    if (!ws->finished && !ws->close_sent
+        && ws->out_bytes < ws->send_limit / 2 && ws->on_writable)
+    {
+        ws->on_writable(ws);
+    }
+}
+
+
+static void
+ngx_pty_ws_ping_handler(ngx_event_t *ev)
+{
+    ngx_pty_ws_t  *ws;
+
+    ws = ev->data;
+
+    if (ws->finished) {
+        return;
+    }
+
+    if (ws->awaiting_pong) {
+        ngx_log_error(NGX_LOG_INFO, ws->connection->log, 0,
+                      "pty: no pong within %M ms, closing", ws->pong_timeout);
+        ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_SERVER_ERROR, "ping timeout");
+        ngx_pty_ws_finalize(ws);
+        return;
+    }
+
+    if (ngx_current_msec - ws->last_in >= ws->ping_interval) {
+        ws->awaiting_pong = 1;
+        ngx_pty_ws_queue_control(ws, NGX_PTY_WS_PING, (u_char *) "pty", 3);
+        ngx_pty_ws_flush(ws);
+        ngx_add_timer(&ws->ping, ws->pong_timeout);
+        return;
+    }
+
+    ngx_add_timer(&ws->ping, ws->ping_interval
+                             - (ngx_current_msec - ws->last_in));
+}
+
+
+void
+ngx_pty_ws_finalize(ngx_pty_ws_t *ws)
+{
+    if (ws->finished) {
+        return;
+    }
+
+    ngx_pty_ws_cleanup(ws);
+
+    ngx_http_finalize_request(ws->request, NGX_HTTP_CLOSE);
+}
+
+
+static void
+ngx_pty_ws_cleanup(void *data)
+{
+    ngx_pty_ws_t  *ws = data;
+
+    ngx_chain_t  *next;
+
+    if (ws->finished) {
+        return;
+    }
+
+    ws->finished = 1;
+
+    if (ws->on_closed) {
+        ws->on_closed(ws);
+    }
+
+    if (ws->ping.timer_set) {
+        ngx_del_timer(&ws->ping);
+    }
+
+    if (ws->ping.posted) {
+        ngx_delete_posted_event(&ws->ping);
+    }
+
+    while (ws->out) {
+        next = ws->out->next;
+        ngx_free(ws->out);
+        ws->out = next;
+    }
+
+    if (ws->in) {
+        ngx_free(ws->in);
+        ws->in = NULL;
+    }
+
+    if (ws->msg) {
+        ngx_free(ws->msg);
+        ws->msg = NULL;
+    }
+}
+
+
+/* strict UTF-8: no overlongs, no surrogates, nothing above U+10FFFF */
+ngx_int_t
+ngx_pty_utf8_valid(u_char *p, size_t len)
+{
+    u_char    *last;
+    uint32_t   c, min;
+    ngx_uint_t n;
+
+    last = p + len;
+
+    while (p < last) {
+        c = *p++;
+
+        if (c < 0x80) {
+            continue;
+        }
+
+        if (c >= 0xc2 && c <= 0xdf) {
+            n = 1; c &= 0x1f; min = 0x80;
+
+        } else if (c >= 0xe0 && c <= 0xef) {
+            n = 2; c &= 0x0f; min = 0x800;
+
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 3; c &= 0x07; min = 0x10000;
+
+        } else {
+            return 0;
+        }
+
+        if ((size_t) (last - p) < n) {
+            return 0;
+        }
+
+        while (n--) {
+            if ((*p & 0xc0) != 0x80) {
+                return 0;
+            }
+
+            c = (c << 6) | (*p++ & 0x3f);
+        }
+
+        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+            return 0;
+        }
+    }
+
+    return 1;
+}

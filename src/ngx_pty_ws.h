@@ -1,0 +1,100 @@
+
+/*
+ * RFC 6455 server side on an upgraded nginx connection: handshake, frame
+ * parsing (fragmentation, masking, control frames, limits, UTF-8), and a
+ * send queue that never blocks the worker.
+ */
+
+#ifndef _NGX_PTY_WS_H_INCLUDED_
+#define _NGX_PTY_WS_H_INCLUDED_
+
+
+#include "ngx_pty.h"
+
+
+#define NGX_PTY_WS_CLOSE_NORMAL        1000
+#define NGX_PTY_WS_CLOSE_GOING_AWAY    1001
+#define NGX_PTY_WS_CLOSE_PROTOCOL      1002
+#define NGX_PTY_WS_CLOSE_BAD_DATA      1007
+#define NGX_PTY_WS_CLOSE_TOO_BIG       1009
+#define NGX_PTY_WS_CLOSE_SERVER_ERROR  1011
+#define NGX_PTY_WS_CLOSE_VIOLATION     4400
+#define NGX_PTY_WS_CLOSE_NOT_FOUND     4404
+
+#define NGX_PTY_WS_HEADER_MAX          10    /* server frames: unmasked */
+
+
+typedef struct ngx_pty_ws_s  ngx_pty_ws_t;
+
+typedef void (*ngx_pty_ws_message_pt)(ngx_pty_ws_t *ws, u_char *data,
+    size_t len);
+typedef void (*ngx_pty_ws_event_pt)(ngx_pty_ws_t *ws);
+
+
+/* a queued frame: one allocation holding the link, the buffer and bytes */
+typedef struct {
+    ngx_chain_t                cl;
+    ngx_buf_t                  buf;
+} ngx_pty_ws_block_t;
+
+
+struct ngx_pty_ws_s {
+    ngx_connection_t          *connection;
+    ngx_http_request_t        *request;
+    void                      *data;
+
+    ngx_pty_ws_message_pt      on_message;
+    ngx_pty_ws_event_pt        on_writable;   /* the queue drained */
+    ngx_pty_ws_event_pt        on_closed;     /* connection finished */
+
+    size_t                     max_message;
+    size_t                     send_limit;
+    ngx_msec_t                 ping_interval;
+    ngx_msec_t                 pong_timeout;
+
+    /* input */
+    u_char                    *in;            /* raw bytes from the socket */
+    size_t                     in_len;
+    size_t                     in_size;
+
+    u_char                    *msg;           /* message being assembled */
+    size_t                     msg_len;
+    size_t                     msg_size;
+    ngx_uint_t                 msg_opcode;
+
+    /* output */
+    ngx_chain_t               *out;
+    ngx_chain_t              **last_out;
+    size_t                     out_bytes;
+
+    ngx_event_t                ping;
+    ngx_msec_t                 last_in;
+
+    unsigned                   awaiting_pong:1;
+    unsigned                   close_sent:1;
+    unsigned                   close_received:1;
+    unsigned                   finished:1;
+};
+
+
+ngx_int_t ngx_pty_ws_handshake(ngx_http_request_t *r, ngx_pty_ws_t *ws);
+void ngx_pty_ws_start(ngx_pty_ws_t *ws);
+
+ngx_int_t ngx_pty_ws_add_header(ngx_http_request_t *r, const char *name,
+    const char *value, size_t len);
+
+/* room for a text frame of at most max payload bytes, then commit */
+u_char *ngx_pty_ws_reserve(ngx_pty_ws_t *ws, size_t max,
+    ngx_pty_ws_block_t **block);
+void ngx_pty_ws_commit(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *block,
+    u_char *end);
+void ngx_pty_ws_queue(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *block);
+ngx_int_t ngx_pty_ws_send_text(ngx_pty_ws_t *ws, u_char *data, size_t len);
+void ngx_pty_ws_close(ngx_pty_ws_t *ws, ngx_uint_t code, const char *reason);
+void ngx_pty_ws_flush(ngx_pty_ws_t *ws);
+void ngx_pty_ws_finalize(ngx_pty_ws_t *ws);
+
+ngx_int_t ngx_pty_utf8_valid(u_char *p, size_t len);
+
+
+#endif /* _NGX_PTY_WS_H_INCLUDED_ */

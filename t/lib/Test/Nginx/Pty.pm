@@ -1,0 +1,134 @@
+package Test::Nginx::Pty;
+
+# Test::Nginx::Pty - what most ngx_pty_module tests share: a standard
+# config, starting sessions through the agent API, attaching and joining.
+#
+#   my $t = pty_nginx(extra_http => '...', extra_loc => '...');
+#   $t->plan(N)->run();
+#   my $s = start_session($t, 'bash');            # API answer (hashref)
+#   my ($ws, $hello, @flush) = attach_join($t, $s, role => 'controller');
+#   my $out = read_output($ws, qr/\$ $/);         # decoded Output bytes
+
+use strict;
+use warnings;
+
+use Exporter qw(import);
+use MIME::Base64 qw(encode_base64);
+use Test::More ();
+
+use Test::Nginx;
+use Test::Nginx::PtyWS qw(decode_output session_frame_kind);
+use Test::Nginx::PtyAPI qw(api_call);
+
+our @EXPORT = qw(pty_nginx start_session attach attach_join send_input
+    read_output kinds wait_kind EXT_URI);
+
+use constant EXT_URI =>
+    'https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1';
+
+# A config with the zone, the attach and API locations; %opts add to it.
+sub pty_nginx {
+    my (%opts) = @_;
+    my $t = Test::Nginx->new()->has(qw/http/);
+    $t->workers($opts{workers}) if $opts{workers};
+
+    my $loc = $opts{extra_loc} // '';
+    my $http = $opts{extra_http} // '';
+    my $conf = <<'CONF';
+%%TEST_GLOBALS%%
+
+events {}
+
+http {
+    %%TEST_GLOBALS_HTTP%%
+
+    pty_zone pty:32m;
+    pty_instance_id test;
+    @HTTP@
+
+    server {
+        listen 127.0.0.1:%%PORT_8080%%;
+        client_body_buffer_size 1m;
+
+        location /agents/ {
+            pty_attach;
+            @LOC@
+        }
+
+        location /pty/ {
+            pty_api;
+            @LOC@
+        }
+    }
+}
+CONF
+    $conf =~ s/\@HTTP\@/$http/g;
+    $conf =~ s/\@LOC\@/$loc/g;
+    $t->write_file_expand('nginx.conf', $conf);
+    return $t;
+}
+
+sub start_session {
+    my ($t, $command, %opts) = @_;
+    my ($status, $json, $body) = api_call($t->port(8080), '/pty/start',
+        { command => $command, %opts });
+    die "start failed: " . ($status // 'no answer') . " " . ($body // '')
+        . "\n" unless defined $status && $status == 200;
+    return $json;
+}
+
+sub attach {
+    my ($t, $s, %opts) = @_;
+    return Test::Nginx::PtyWS->connect(port => $t->port(8080),
+        path => $s->{attach_path}, %opts);
+}
+
+# Attaches and joins; returns the socket, binding_hello and the frames of
+# the initial flush up to and including the Keyframe.
+sub attach_join {
+    my ($t, $s, %opts) = @_;
+    my $ws = attach($t, $s);
+    die "attach failed: " . ($ws->status // 'none') . "\n"
+        unless $ws->upgraded;
+    my $hello = $ws->recv_json(5);
+    my %env = (extensions => [EXT_URI]);
+    $env{replay_from} = $opts{replay_from} if exists $opts{replay_from};
+    my %payload = (role => $opts{role} // 'controller');
+    $payload{client_label} = $opts{label} if defined $opts{label};
+    $payload{cols} = $opts{cols} if $opts{cols};
+    $payload{rows} = $opts{rows} if $opts{rows};
+    $ws->send_json({ op => 'pty.join_session', payload => \%payload, %env });
+    my @flush = $ws->recv_until(sub {
+        (session_frame_kind($_[0]) // '') eq 'Keyframe' }, 10);
+    return ($ws, $hello, @flush);
+}
+
+sub send_input {
+    my ($ws, $bytes) = @_;
+    return $ws->send_op('pty.session_input',
+        { data => encode_base64($bytes, '') });
+}
+
+# Collects Output bytes until they match $re; returns them.
+sub read_output {
+    my ($ws, $re, $timeout) = @_;
+    my $out = '';
+    $ws->recv_until(sub {
+        $out .= decode_output($_[0]);
+        $out =~ $re;
+    }, $timeout // 10);
+    return $out;
+}
+
+sub kinds {
+    return map { session_frame_kind($_) // $_->{op} } @_;
+}
+
+sub wait_kind {
+    my ($ws, $kind, $timeout) = @_;
+    my @f = $ws->recv_until(sub {
+        (session_frame_kind($_[0]) // '') eq $kind }, $timeout // 10);
+    return wantarray ? @f : $f[-1];
+}
+
+1;

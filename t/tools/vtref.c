@@ -1,0 +1,425 @@
+
+/*
+ * ngx_pty_module test tools: reference terminal and comparison.
+ */
+
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "vtref.h"
+
+
+struct vtref_s {
+    VTerm        *vt;
+    VTermScreen  *screen;
+    int           cols;
+    int           rows;
+    int           alt;
+    int           visible;
+    char          out[1024];
+    size_t        outlen;
+};
+
+
+static int
+vtref_settermprop(VTermProp prop, VTermValue *val, void *user)
+{
+    vtref_t  *r = user;
+
+    if (prop == VTERM_PROP_ALTSCREEN) {
+        r->alt = val->boolean;
+    } else if (prop == VTERM_PROP_CURSORVISIBLE) {
+        r->visible = val->boolean;
+    }
+
+    return 1;
+}
+
+
+static void
+vtref_output(const char *s, size_t len, void *user)
+{
+    vtref_t  *r = user;
+
+    if (r->outlen + len < sizeof(r->out)) {
+        memcpy(r->out + r->outlen, s, len);
+        r->outlen += len;
+    }
+}
+
+
+static const VTermScreenCallbacks  vtref_callbacks = {
+    .settermprop = vtref_settermprop,
+};
+
+
+vtref_t *
+vtref_new(int cols, int rows)
+{
+    vtref_t  *r;
+
+    r = calloc(1, sizeof(vtref_t));
+    if (r == NULL) {
+        return NULL;
+    }
+
+    r->cols = cols;
+    r->rows = rows;
+    r->visible = 1;
+    r->vt = vterm_new(rows, cols);
+
+    if (r->vt == NULL) {
+        free(r);
+        return NULL;
+    }
+
+    vterm_set_utf8(r->vt, 1);
+    vterm_output_set_callback(r->vt, vtref_output, r);
+    r->screen = vterm_obtain_screen(r->vt);
+    vterm_screen_enable_altscreen(r->screen, 1);
+    vterm_screen_set_callbacks(r->screen, &vtref_callbacks, r);
+    vterm_screen_reset(r->screen, 1);
+
+    return r;
+}
+
+
+void
+vtref_free(vtref_t *r)
+{
+    if (r) {
+        vterm_free(r->vt);
+        free(r);
+    }
+}
+
+
+void
+vtref_feed(vtref_t *r, const unsigned char *p, size_t n)
+{
+    size_t  k;
+
+    while (n) {
+        k = n < 65536 ? n : 65536;
+
+        /* extend to the next control byte, so no text run is split */
+        while (k < n && p[k] >= 0x20 && k < 1024 * 1024) {
+            k++;
+        }
+
+        vterm_input_write(r->vt, (const char *) p, k);
+        p += k;
+        n -= k;
+    }
+}
+
+
+void
+vtref_resize(vtref_t *r, int cols, int rows)
+{
+    r->cols = cols;
+    r->rows = rows;
+    vterm_set_size(r->vt, rows, cols);
+}
+
+
+VTermScreen *
+vtref_screen(vtref_t *r)
+{
+    return r->screen;
+}
+
+
+static size_t
+vtref_utf8(char *p, uint32_t c)
+{
+    if (c < 0x80) {
+        p[0] = (char) c;
+        return 1;
+    }
+
+    if (c < 0x800) {
+        p[0] = (char) (0xc0 | (c >> 6));
+        p[1] = (char) (0x80 | (c & 0x3f));
+        return 2;
+    }
+
+    if (c < 0x10000) {
+        p[0] = (char) (0xe0 | (c >> 12));
+        p[1] = (char) (0x80 | ((c >> 6) & 0x3f));
+        p[2] = (char) (0x80 | (c & 0x3f));
+        return 3;
+    }
+
+    p[0] = (char) (0xf0 | (c >> 18));
+    p[1] = (char) (0x80 | ((c >> 12) & 0x3f));
+    p[2] = (char) (0x80 | ((c >> 6) & 0x3f));
+    p[3] = (char) (0x80 | (c & 0x3f));
+    return 4;
+}
+
+
+char *
+vtref_text(vtref_t *r, size_t *len)
+{
+    int              row, col, i;
+    char            *buf, *p, *start, *line_end, *text_end;
+    VTermPos         pos;
+    VTermScreenCell  cell;
+
+    buf = malloc((size_t) r->rows * (r->cols * 24 + 1) + 1);
+    if (buf == NULL) {
+        return NULL;
+    }
+
+    p = buf;
+    text_end = buf;
+
+    for (row = 0; row < r->rows; row++) {
+        start = p;
+        line_end = p;
+
+        for (col = 0; col < r->cols; col++) {
+            pos.row = row;
+            pos.col = col;
+            vterm_screen_get_cell(r->screen, pos, &cell);
+
+            if (cell.chars[0] == (uint32_t) -1) {
+                continue;
+            }
+
+            if (cell.chars[0] == 0) {
+                *p++ = ' ';
+                continue;
+            }
+
+            for (i = 0; i < VTERM_MAX_CHARS_PER_CELL && cell.chars[i]; i++) {
+                p += vtref_utf8(p, cell.chars[i]);
+            }
+
+            if (cell.chars[0] != ' ' || cell.chars[1]) {
+                line_end = p;
+            }
+        }
+
+        p = line_end;
+
+        if (line_end > start) {
+            text_end = line_end;
+        }
+
+        *p++ = '\n';
+    }
+
+    *len = text_end - buf;
+
+    return buf;
+}
+
+
+static void
+vtref_color(char *buf, size_t size, const VTermColor *c)
+{
+    if (VTERM_COLOR_IS_DEFAULT_FG(c) || VTERM_COLOR_IS_DEFAULT_BG(c)) {
+        snprintf(buf, size, "default");
+    } else if (VTERM_COLOR_IS_INDEXED(c)) {
+        snprintf(buf, size, "idx%d", c->indexed.idx);
+    } else {
+        snprintf(buf, size, "rgb(%d,%d,%d)", c->rgb.red, c->rgb.green,
+                 c->rgb.blue);
+    }
+}
+
+
+static int
+vtref_color_eq(const VTermColor *a, const VTermColor *b)
+{
+    if (a->type != b->type) {
+        return 0;
+    }
+
+    if (VTERM_COLOR_IS_INDEXED(a)) {
+        return a->indexed.idx == b->indexed.idx;
+    }
+
+    return a->rgb.red == b->rgb.red && a->rgb.green == b->rgb.green
+           && a->rgb.blue == b->rgb.blue;
+}
+
+
+static void
+vtref_describe(char *buf, size_t size, const VTermScreenCell *c)
+{
+    int     i, n;
+    char    fg[32], bg[32];
+
+    n = snprintf(buf, size, "'");
+
+    if (c->chars[0] == (uint32_t) -1) {
+        n += snprintf(buf + n, size - n, "<wide-right-half>");
+    } else if (c->chars[0] == 0) {
+        n += snprintf(buf + n, size - n, "<blank>");
+    } else {
+        for (i = 0; i < VTERM_MAX_CHARS_PER_CELL && c->chars[i]; i++) {
+            n += snprintf(buf + n, size - n, "%sU+%04X", i ? " " : "",
+                          c->chars[i]);
+        }
+    }
+
+    vtref_color(fg, sizeof(fg), &c->fg);
+    vtref_color(bg, sizeof(bg), &c->bg);
+
+    snprintf(buf + n, size - n,
+             "' w%d%s%s%s%s%s%s ul%d font%d dwl%d dhl%d fg=%s bg=%s",
+             c->width, c->attrs.bold ? " bold" : "",
+             c->attrs.italic ? " italic" : "",
+             c->attrs.blink ? " blink" : "",
+             c->attrs.reverse ? " reverse" : "",
+             c->attrs.strike ? " strike" : "", "",
+             c->attrs.underline, c->attrs.font, c->attrs.dwl, c->attrs.dhl,
+             fg, bg);
+}
+
+
+static int
+vtref_cell_eq(const VTermScreenCell *a, const VTermScreenCell *b)
+{
+    int  i;
+
+    if (a->chars[0] == (uint32_t) -1 || b->chars[0] == (uint32_t) -1) {
+        return a->chars[0] == b->chars[0];
+    }
+
+    for (i = 0; i < VTERM_MAX_CHARS_PER_CELL; i++) {
+        if (a->chars[i] != b->chars[i]) {
+            return 0;
+        }
+
+        if (a->chars[i] == 0) {
+            break;
+        }
+    }
+
+    return a->width == b->width
+           && a->attrs.bold == b->attrs.bold
+           && a->attrs.underline == b->attrs.underline
+           && a->attrs.italic == b->attrs.italic
+           && a->attrs.blink == b->attrs.blink
+           && a->attrs.reverse == b->attrs.reverse
+           && a->attrs.strike == b->attrs.strike
+           && a->attrs.font == b->attrs.font
+           && a->attrs.dwl == b->attrs.dwl
+           && a->attrs.dhl == b->attrs.dhl
+           && vtref_color_eq(&a->fg, &b->fg)
+           && vtref_color_eq(&a->bg, &b->bg);
+}
+
+
+static void
+vtref_query(vtref_t *r, int mode, char *buf, size_t size)
+{
+    char  q[32];
+    int   n;
+
+    r->outlen = 0;
+    n = snprintf(q, sizeof(q), "\x18\x1b[?%d$p", mode);
+    vterm_input_write(r->vt, q, n);
+    snprintf(buf, size, "%.*s", (int) r->outlen, r->out);
+}
+
+
+int
+vtref_compare(vtref_t *want, vtref_t *got, FILE *out, int max_diffs,
+    int strict_modes)
+{
+    int                   diffs, row, col, width, i;
+    char                  a[256], b[256];
+    VTermPos              pos, wp, gp;
+    VTermScreenCell       wc, gc;
+    const VTermLineInfo  *wl, *gl;
+    static const int      modes[] = { 6, 7, 25, 69, 1, 1000, 1002, 1003,
+                                      1004, 1005, 1006, 1015, 2004 };
+
+#define VTREF_DIFF(...)                                                      \
+    do {                                                                      \
+        if (out && diffs < max_diffs) {                                       \
+            fprintf(out, __VA_ARGS__);                                        \
+        }                                                                     \
+        diffs++;                                                              \
+    } while (0)
+
+    diffs = 0;
+
+    if (want->cols != got->cols || want->rows != got->rows) {
+        VTREF_DIFF("size: expected %dx%d got %dx%d\n", want->cols, want->rows,
+                   got->cols, got->rows);
+        return diffs;
+    }
+
+    for (row = 0; row < want->rows; row++) {
+        wl = vterm_state_get_lineinfo(vterm_obtain_state(want->vt), row);
+        gl = vterm_state_get_lineinfo(vterm_obtain_state(got->vt), row);
+
+        if (wl->doublewidth != gl->doublewidth
+            || wl->doubleheight != gl->doubleheight)
+        {
+            VTREF_DIFF("row %d: expected line dwl%d dhl%d got dwl%d dhl%d\n",
+                       row, wl->doublewidth, wl->doubleheight,
+                       gl->doublewidth, gl->doubleheight);
+        }
+
+        /* the right half of a double-width line is not displayed */
+        width = wl->doublewidth ? want->cols / 2 : want->cols;
+
+        for (col = 0; col < width; col++) {
+            pos.row = row;
+            pos.col = col;
+            memset(&wc, 0, sizeof(wc));
+            memset(&gc, 0, sizeof(gc));
+            vterm_screen_get_cell(want->screen, pos, &wc);
+            vterm_screen_get_cell(got->screen, pos, &gc);
+
+            if (!vtref_cell_eq(&wc, &gc)) {
+                vtref_describe(a, sizeof(a), &wc);
+                vtref_describe(b, sizeof(b), &gc);
+                VTREF_DIFF("row %d col %d: expected %s\n"
+                           "              got      %s\n", row, col, a, b);
+            }
+        }
+    }
+
+    vterm_state_get_cursorpos(vterm_obtain_state(want->vt), &wp);
+    vterm_state_get_cursorpos(vterm_obtain_state(got->vt), &gp);
+
+    if (wp.row != gp.row || wp.col != gp.col) {
+        VTREF_DIFF("cursor: expected row %d col %d got row %d col %d\n",
+                   wp.row, wp.col, gp.row, gp.col);
+    }
+
+    if (want->visible != got->visible) {
+        VTREF_DIFF("cursor visible: expected %d got %d\n", want->visible,
+                   got->visible);
+    }
+
+    if (want->alt != got->alt) {
+        VTREF_DIFF("alternate screen: expected %d got %d\n", want->alt,
+                   got->alt);
+    }
+
+    for (i = 0; i < (int) (sizeof(modes) / sizeof(modes[0])); i++) {
+        if (i >= 4 && !strict_modes) {
+            break;
+        }
+
+        vtref_query(want, modes[i], a, sizeof(a));
+        vtref_query(got, modes[i], b, sizeof(b));
+
+        if (strcmp(a, b) != 0) {
+            VTREF_DIFF("mode ?%d: expected \"ESC%s\" got \"ESC%s\"\n",
+                       modes[i], a[0] ? a + 1 : a, b[0] ? b + 1 : b);
+        }
+    }
+
+    return diffs;
+}

@@ -1,0 +1,931 @@
+
+/*
+ * Unit tests for ngx_pty_screen.c; prints TAP, exits non-zero on failure.
+ *
+ * Every snapshot is proven the way vtcompare proves one: the stream goes
+ * to libvterm's own VTermScreen, the snapshot to a fresh one, and the two
+ * must match cell for cell (t/tools/vtref.c).  Most cases also feed more
+ * bytes to both afterwards, which checks the state a snapshot leaves
+ * behind (pending wrap, modes, saved cursor, scroll region, pen).
+ *
+ *   cc -O2 -Wall -Wextra -Werror -Isrc -It/tools -o screen_test \
+ *       t/unit/screen_test.c t/tools/vtref.c src/ngx_pty_screen.c -lvterm
+ */
+
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+#include "vtref.h"
+#include "ngx_pty_screen.h"
+
+
+static int  test_n;
+static int  test_failed;
+
+
+typedef struct {
+    u_char  *p;
+    size_t   len;
+    size_t   cap;
+} buf_t;
+
+
+static void
+ok(int cond, const char *fmt, ...)
+{
+    va_list  ap;
+
+    test_n++;
+
+    if (!cond) {
+        test_failed++;
+    }
+
+    printf("%sok %d - ", cond ? "" : "not ", test_n);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+
+static void
+skip(const char *why, const char *desc)
+{
+    test_n++;
+    printf("ok %d - %s # SKIP %s\n", test_n, desc, why);
+}
+
+
+static void
+add(buf_t *b, const void *data, size_t n)
+{
+    if (b->len + n > b->cap) {
+        b->cap = (b->len + n) * 2 + 256;
+        b->p = realloc(b->p, b->cap);
+
+        if (b->p == NULL) {
+            perror("realloc");
+            exit(2);
+        }
+    }
+
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+}
+
+
+static void
+addf(buf_t *b, const char *fmt, ...)
+{
+    int      n;
+    char     tmp[1024];
+    va_list  ap;
+
+    va_start(ap, fmt);
+    n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    add(b, tmp, (size_t) n);
+}
+
+
+static void
+adds(buf_t *b, const char *s)
+{
+    add(b, s, strlen(s));
+}
+
+
+/* only ESC-introduced sequences, BEL (title end), printable ASCII, UTF-8 */
+static int
+clean_7bit_utf8(const u_char *p, size_t n)
+{
+    size_t    i;
+    unsigned  k, need;
+
+    for (i = 0; i < n; i++) {
+        if (p[i] == 0x1b || p[i] == 0x07 || (p[i] >= 0x20 && p[i] < 0x7f)) {
+            continue;
+        }
+
+        need = (p[i] >= 0xc2 && p[i] < 0xe0) ? 1
+               : (p[i] >= 0xe0 && p[i] < 0xf0) ? 2
+               : (p[i] >= 0xf0 && p[i] < 0xf5) ? 3 : 0;
+
+        if (need == 0 || i + need >= n) {
+            return 0;
+        }
+
+        for (k = 1; k <= need; k++) {
+            if ((p[i + k] & 0xc0) != 0x80) {
+                return 0;
+            }
+        }
+
+        i += need;
+    }
+
+    return 1;
+}
+
+
+static void
+feed_chunked(ngx_pty_screen_t *s, const u_char *p, size_t n, unsigned seed)
+{
+    size_t  off, k;
+
+    if (seed == 0) {
+        ngx_pty_screen_feed(s, p, n);
+        return;
+    }
+
+    srand(seed);
+
+    for (off = 0; off < n; off += k) {
+        k = (rand() % 3 == 0) ? (size_t) (rand() % 2048) + 1
+                              : (size_t) (rand() % 7) + 1;
+        k = k < n - off ? k : n - off;
+        ngx_pty_screen_feed(s, p + off, k);
+    }
+}
+
+
+/*
+ * The core check: model vs reference through the snapshot, then "more"
+ * fed to both; also the model's text against the reference's.
+ */
+static int
+prove(ngx_pty_screen_t *s, vtref_t *want, const u_char *more, size_t mlen,
+    int strict, const char *desc)
+{
+    int       diffs, good;
+    char     *rtext;
+    size_t    slen, tlen, rlen;
+    u_char   *snap, *text;
+    unsigned  cols, rows;
+    vtref_t  *got;
+
+    ngx_pty_screen_size(s, &cols, &rows);
+    snap = ngx_pty_screen_snapshot(s, &slen);
+    text = ngx_pty_screen_text(s, &tlen);
+    rtext = vtref_text(want, &rlen);
+
+    if (snap == NULL || text == NULL || rtext == NULL) {
+        ok(0, "%s (allocation failed)", desc);
+        return 0;
+    }
+
+    good = 1;
+
+    if (tlen != rlen || memcmp(text, rtext, tlen) != 0) {
+        printf("# text differs:\n# model:     %.*s\n# reference: %.*s\n",
+               (int) (tlen < 300 ? tlen : 300), text,
+               (int) (rlen < 300 ? rlen : 300), rtext);
+        good = 0;
+    }
+
+    if (!clean_7bit_utf8(snap, slen)) {
+        printf("# snapshot is not 7-bit escapes + UTF-8\n");
+        good = 0;
+    }
+
+    got = vtref_new(cols, rows);
+    vtref_feed(got, snap, slen);
+
+    if (more) {
+        /* all three go on from here together */
+        vtref_feed(want, more, mlen);
+        vtref_feed(got, more, mlen);
+        ngx_pty_screen_feed(s, more, mlen);
+    }
+
+    diffs = vtref_compare(want, got, stdout, 8, strict);
+
+    if (diffs) {
+        printf("# %d differences (snapshot %zu bytes)\n", diffs, slen);
+        good = 0;
+    }
+
+    ok(good, "%s", desc);
+
+    vtref_free(got);
+    free(snap);
+    free(text);
+    free(rtext);
+
+    return good;
+}
+
+
+/* stream -> model (chunked) and reference, prove, optional continuation */
+static int
+check(const char *desc, unsigned cols, unsigned rows, const void *stream,
+    size_t len, const char *more, unsigned seed, int strict)
+{
+    int                good;
+    vtref_t           *want;
+    ngx_pty_screen_t  *s;
+
+    s = ngx_pty_screen_create(cols, rows);
+    want = vtref_new(cols, rows);
+
+    feed_chunked(s, stream, len, seed);
+    vtref_feed(want, stream, len);
+
+    good = prove(s, want, (const u_char *) more, more ? strlen(more) : 0,
+                 strict, desc);
+
+    vtref_free(want);
+    ngx_pty_screen_destroy(s);
+
+    return good;
+}
+
+
+static int
+checks(const char *desc, unsigned cols, unsigned rows, const char *stream,
+    const char *more)
+{
+    return check(desc, cols, rows, stream, strlen(stream), more, 7, 1);
+}
+
+
+static u_char *
+snapshot_of(unsigned cols, unsigned rows, const char *stream, size_t *len)
+{
+    u_char            *snap;
+    ngx_pty_screen_t  *s;
+
+    s = ngx_pty_screen_create(cols, rows);
+    ngx_pty_screen_feed(s, (const u_char *) stream, strlen(stream));
+    snap = ngx_pty_screen_snapshot(s, len);
+    ngx_pty_screen_destroy(s);
+
+    return snap;
+}
+
+
+static int
+contains(const u_char *p, size_t n, const char *needle)
+{
+    size_t  k, i;
+
+    k = strlen(needle);
+
+    for (i = 0; i + k <= n; i++) {
+        if (memcmp(p + i, needle, k) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static void
+test_shell(void)
+{
+    int    i;
+    buf_t  b = { 0 };
+
+    for (i = 0; i < 500; i++) {
+        addf(&b, "line %d: the quick brown fox jumps over the lazy dog\r\n", i);
+
+        if (i % 37 == 0) {
+            adds(&b, "a line long enough to wrap around the right margin of an "
+                     "eighty column terminal, and then some more text\r\n");
+        }
+    }
+
+    adds(&b, "user@host:~$ ls\r\nfoo  bar\tbaz\r\nuser@host:~$ ");
+
+    check("shell-like output scrolls (80x24)", 80, 24, b.p, b.len, "echo hi",
+          3, 1);
+    check("same, fed in one piece", 80, 24, b.p, b.len, "x\r\ny", 0, 1);
+    check("same at 250x80", 250, 80, b.p, b.len, NULL, 11, 1);
+    check("same at 20x5 (every line wraps)", 20, 5, b.p, b.len, "more", 5, 1);
+
+    free(b.p);
+}
+
+
+static void
+test_colours(void)
+{
+    int    i;
+    buf_t  b = { 0 };
+
+    for (i = 0; i < 8; i++) {
+        addf(&b, "\x1b[3%dm fg%d \x1b[4%dm bg%d \x1b[9%dm hi \x1b[10%dm "
+                 "hibg\x1b[m\r\n", i, i, i, i, i, i);
+    }
+
+    check("16 colours", 80, 24, b.p, b.len, "tail", 9, 1);
+    b.len = 0;
+
+    for (i = 0; i < 256; i++) {
+        addf(&b, "\x1b[38;5;%dm%c\x1b[48;5;%dm%c", i, 'a' + i % 26,
+             255 - i, 'A' + i % 26);
+    }
+
+    adds(&b, "\x1b[38:5:196mcolon\x1b[m");
+    check("256 colours", 80, 24, b.p, b.len, "x", 13, 1);
+    b.len = 0;
+
+    for (i = 0; i < 200; i++) {
+        addf(&b, "\x1b[38;2;%d;%d;%dm\x1b[48;2;%d;%d;%dm#", i, 255 - i,
+             (i * 7) & 255, (i * 3) & 255, i, 128);
+    }
+
+    adds(&b, "\x1b[38;2;240;240;240mnot-default\x1b[m");
+    check("truecolor", 80, 24, b.p, b.len, "x", 17, 1);
+
+    checks("attributes", 80, 24,
+          "\x1b[1mbold\x1b[22m \x1b[3mitalic\x1b[23m \x1b[4munder\x1b[24m "
+          "\x1b[21mdouble\x1b[24m \x1b[4:3mcurly\x1b[4:0m \x1b[5mblink\x1b[25m "
+          "\x1b[7mreverse\x1b[27m \x1b[9mstrike\x1b[29m \x1b[12mfont2\x1b[10m "
+          "\x1b[1;4;7;31;42mall\x1b[0m \x1b[8msecret\x1b[28m shown\r\n"
+          "\x1b[1;33;44mpen left set", "after");
+
+    free(b.p);
+}
+
+
+static void
+test_utf8(void)
+{
+    size_t             k, n, tlen;
+    int                bad;
+    u_char            *text;
+    vtref_t           *want;
+    ngx_pty_screen_t  *s;
+    const char        *str;
+
+    str = "CJK \xe4\xb8\xad\xe6\x96\x87\xe5\xad\x97 emoji \xf0\x9f\x98\x80"
+          "\xf0\x9f\x8e\x89 e\xcc\x81 a\xcc\x81\xcc\x82\xcc\x83 "
+          "\xe2\x82\xac \xc3\xa9\r\n"
+          "wrap: \xe4\xb8\xad\xe4\xb8\xad\xe4\xb8\xad\xe4\xb8\xad\xe4\xb8\xad"
+          "\xe4\xb8\xad\xe4\xb8\xad\xe4\xb8\xad\xe4\xb8\xad\xe4\xb8\xad"
+          "\xe4\xb8\xad\xe4\xb8\xad\xe4\xb8\xad\xe4\xb8\xad\xe4\xb8\xad";
+
+    n = strlen(str);
+    bad = 0;
+
+    for (k = 0; k <= n; k++) {
+        s = ngx_pty_screen_create(21, 6);
+        want = vtref_new(21, 6);
+        vtref_feed(want, (const u_char *) str, n);
+        ngx_pty_screen_feed(s, (const u_char *) str, k);
+        ngx_pty_screen_feed(s, (const u_char *) str + k, n - k);
+
+        text = ngx_pty_screen_text(s, &tlen);
+
+        {
+            char   *rt;
+            size_t  rl;
+
+            rt = vtref_text(want, &rl);
+            if (rl != tlen || memcmp(rt, text, tlen) != 0) {
+                if (bad++ < 3) {
+                    printf("# split at %zu: text differs\n", k);
+                }
+            }
+            free(rt);
+        }
+
+        if (k == 5 || k == n / 2 + 1) {
+            prove(s, want, (const u_char *) "\xcc\x81z", 3, 1,
+                  k == 5 ? "UTF-8 split inside a CJK char"
+                         : "UTF-8 split mid-stream");
+        }
+
+        free(text);
+        vtref_free(want);
+        ngx_pty_screen_destroy(s);
+    }
+
+    ok(bad == 0, "CJK, emoji, combining marks split at every byte boundary "
+       "(%d bad)", bad);
+
+    check("same, byte by byte through the snapshot", 21, 6, str, n,
+          "x\xe4\xb8\xad", 0, 1);
+
+    /* feed one byte at a time */
+    s = ngx_pty_screen_create(21, 6);
+    want = vtref_new(21, 6);
+    vtref_feed(want, (const u_char *) str, n);
+
+    for (k = 0; k < n; k++) {
+        ngx_pty_screen_feed(s, (const u_char *) str + k, 1);
+    }
+
+    prove(s, want, NULL, 0, 1, "UTF-8 fed one byte per call");
+    vtref_free(want);
+    ngx_pty_screen_destroy(s);
+
+    /* a combining mark in the next read, base glyph in the last column */
+    s = ngx_pty_screen_create(10, 3);
+    want = vtref_new(10, 3);
+    vtref_feed(want, (const u_char *) "abcdefghie\xcc\x81\xcc\x82", 14);
+    ngx_pty_screen_feed(s, (const u_char *) "abcdefghie", 10);
+    ngx_pty_screen_feed(s, (const u_char *) "\xcc\x81", 2);
+    ngx_pty_screen_feed(s, (const u_char *) "\xcc\x82", 2);
+    prove(s, want, (const u_char *) "x", 1, 1,
+          "combining mark split from a base glyph waiting to wrap");
+    vtref_free(want);
+    ngx_pty_screen_destroy(s);
+
+    check("wide glyph at the margin wraps", 9, 3,
+          "abcdefgh\xe4\xb8\xadz", 12, "q", 0, 1);
+    checks("overwritten halves of wide glyphs", 20, 3,
+          "\xe4\xb8\xad\xe4\xb8\xad\xe4\xb8\xad\x1b[1;2Hx\x1b[1;5Hy\r\n"
+          "\xe6\x96\x87\xe6\x96\x87\x1b[2;1H\x1b[P\x1b[3;1H\xe6\x96\x87"
+          "\xe6\x96\x87\x1b[3;18H\x1b[4@", "z");
+}
+
+
+static void
+gen_tui(buf_t *b, int cols, int rows, int frames)
+{
+    int  f, r, c;
+
+    adds(b, "\x1b[?1049h\x1b[22;0;0t\x1b[1;1H\x1b[2J\x1b[?25l");
+
+    for (f = 0; f < frames; f++) {
+        addf(b, "\x1b[1;1H\x1b[44;37m\x1b[2K top - frame %d  load: 0.%02d",
+             f, f % 100);
+        addf(b, "\x1b[2;1H\x1b[0;7m  PID USER   %%CPU COMMAND%*s\x1b[m",
+             cols - 26, "");
+        addf(b, "\x1b[3;%dr", rows - 1);
+
+        for (r = 3; r < rows; r++) {
+            c = (r * 7 + f) % 256;
+            addf(b, "\x1b[%d;1H\x1b[38;5;%dm%5d root  %2d.%d proc-%d\x1b[m"
+                 "\x1b[K", r, c, r * 100 + f, f % 99, r % 10, r);
+        }
+
+        /* scroll the region, insert/delete lines and chars */
+        addf(b, "\x1b[%d;1H\n\x1b[41m\x1b[K new line %d\x1b[m", rows - 1, f);
+        addf(b, "\x1b[5;1H\x1b[2L\x1b[5;1Hinserted\x1b[7;1H\x1b[M");
+        addf(b, "\x1b[4;3H\x1b[3P\x1b[4;3H\x1b[2@ab\x1b[6;10H\x1b[5X");
+        addf(b, "\x1b[3;1H\x1bM\x1b[2S\x1b[1T");
+        addf(b, "\x1b[r\x1b[%d;1H\x1b[42;30m\x1b[K status %d \x1b[m", rows, f);
+        addf(b, "\x1b[%d;%dH\x1b[43m \x1b[m", rows, cols);
+    }
+
+    adds(b, "\x1b[8;1H\x1b[45m\x1b[J\x1b[9;5H\x1b[1K\x1b[m\x1b[10;4H");
+}
+
+
+static void
+test_tui(void)
+{
+    buf_t  b = { 0 };
+
+    gen_tui(&b, 80, 24, 30);
+    check("generated TUI: alt screen, regions, IL/DL/ICH/DCH, BCE erase",
+          80, 24, b.p, b.len, "\x1b[?1049l after exit", 3, 1);
+    check("same, fed in one piece", 80, 24, b.p, b.len, "\x1b[5;5Hx", 0, 1);
+    b.len = 0;
+
+    gen_tui(&b, 120, 30, 10);
+    adds(&b, "\x1b[?1049l");
+    check("leaving the alt screen restores the main one", 120, 30, b.p,
+          b.len, "back", 2, 1);
+    b.len = 0;
+
+    adds(&b, "main screen text\r\nmore\x1b[3;3H\x1b[1;32m\x1b" "7\x1b[m"
+             "\x1b[?1049h\x1b[5;5Halt text\x1b[2;10r\x1b[?6h\x1b[3;3Horigin");
+    check("alt screen over a main screen with a saved cursor", 40, 12, b.p,
+          b.len, "\x1b[?1049lrestored\x1b[1;1Hx", 4, 1);
+    b.len = 0;
+
+    adds(&b, "\x1b[5;20r\x1b[?6h\x1b[2;3Hin region\x1b[?7l"
+             "\x1b[4h\x1b[1;1Hins\x1b[20h");
+    check("origin, no autowrap, insert and newline modes", 40, 24, b.p, b.len,
+          "\x1b[3;1Habcdefghijklmnopqrstuvwxyzabcdefghijklmnopq\x1b[1;1HI\n"
+          "\x1b[30;30Hbottom\n\n\n", 5, 1);
+
+    checks("DECALN, DECSCA and selective erase", 30, 6,
+           "\x1b#8\x1b[2;2H\x1b[1\"qPROT\x1b[0\"qfree\x1b[?2K\x1b[3;1H"
+           "\x1b[1\"qp\x1b[0\"q\x1b[?J", "\x1b[1\"qx\x1b[0\"q\x1b[?2J");
+
+    checks("double width and height lines", 30, 6,
+           "\x1b#6wide line\r\n\x1b#3tall\r\n\x1b#4tall\r\nplain",
+           "\x1b[1;1H\x1b#5normal again");
+
+    checks("REP, tabs, backspace, CR", 40, 6,
+           "x\x1b[5bA\tB\t\tC\x1b[3gD\rE\bF\x1b[2ZG\x1b[3IH", "\x1b[2bz");
+
+    checks("scrolling with left/right margins", 30, 8,
+           "0123456789abcdefghijklmnopqrs\r\n1\r\n2\r\n3\r\n4\r\n5\r\n6\r\n7"
+           "\x1b[?69h\x1b[5;15s\x1b[2;6r\x1b[3;6Hmargin\x1b[2S\x1b[1T"
+           "\x1b[2;6H\x1b[2@\x1b[2P\x1b[3'}\x1b[1'~", "\x1b[1;1Hq");
+}
+
+
+static void
+test_floods(void)
+{
+    size_t  i;
+    buf_t   b = { 0 };
+
+    for (i = 0; i < 200000; i++) {
+        add(&b, "\r\n", 2);
+    }
+
+    adds(&b, "last");
+    check("yes '' flood (\\r\\n x 200000)", 120, 30, b.p, b.len, "z", 0, 1);
+    b.len = 0;
+
+    for (i = 0; i < 100000; i++) {
+        add(&b, "y\r\n", 3);
+    }
+
+    check("yes flood (y\\r\\n x 100000), random chunks", 120, 30, b.p, b.len,
+          "z", 21, 1);
+    b.len = 0;
+
+    for (i = 0; i < 30000; i++) {
+        addf(&b, "\x1b[3%zum%zu\x1b[m ", i % 8, i);
+    }
+
+    check("a long coloured line wrapping many times", 80, 24, b.p, b.len,
+          NULL, 23, 1);
+    free(b.p);
+}
+
+
+static void
+test_resize(void)
+{
+    static const unsigned  sizes[][2] = {
+        { 100, 30 }, { 40, 10 }, { 41, 5 }, { 120, 40 }, { 1, 1 },
+        { 80, 24 }, { 80, 12 }
+    };
+
+    int                good;
+    char               desc[128];
+    buf_t              b = { 0 };
+    size_t             i;
+    vtref_t           *want;
+    ngx_pty_screen_t  *s;
+
+    for (i = 0; i < 60; i++) {
+        addf(&b, "\x1b[3%zumrow %zu \xe4\xb8\xad e\xcc\x81\x1b[m\r\n", i % 8,
+             i);
+    }
+
+    adds(&b, "\x1b[44mprompt$ \x1b[K");
+
+    s = ngx_pty_screen_create(80, 24);
+    want = vtref_new(80, 24);
+    ngx_pty_screen_feed(s, b.p, b.len);
+    vtref_feed(want, b.p, b.len);
+
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        good = ngx_pty_screen_resize(s, sizes[i][0], sizes[i][1]) == 0;
+        vtref_resize(want, sizes[i][0], sizes[i][1]);
+        snprintf(desc, sizeof(desc), "resize to %ux%u%s", sizes[i][0],
+                 sizes[i][1], good ? "" : " FAILED");
+        prove(s, want, (const u_char *) "x\r\ny", 3, 1, desc);
+    }
+
+    vtref_free(want);
+    ngx_pty_screen_destroy(s);
+
+    /* in the alternate screen, with a pending wrap */
+    s = ngx_pty_screen_create(20, 6);
+    want = vtref_new(20, 6);
+    b.len = 0;
+    adds(&b, "main\r\nscreen\x1b[?1049h\x1b[6;1Hfull line 0123456789");
+    ngx_pty_screen_feed(s, b.p, b.len);
+    vtref_feed(want, b.p, b.len);
+    ngx_pty_screen_resize(s, 15, 4);
+    vtref_resize(want, 15, 4);
+    prove(s, want, (const u_char *) "W", 1, 1, "alt screen resized smaller");
+    ngx_pty_screen_resize(s, 30, 8);
+    vtref_resize(want, 30, 8);
+    prove(s, want, (const u_char *) "\x1b[?1049lW", 10, 1,
+          "alt screen resized bigger, then left");
+
+    ok(ngx_pty_screen_resize(s, 0, 5) == -1
+       && ngx_pty_screen_resize(s, 1025, 5) == -1
+       && ngx_pty_screen_resize(s, 5, 1025) == -1, "bad resize refused");
+
+    vtref_free(want);
+    ngx_pty_screen_destroy(s);
+    free(b.p);
+}
+
+
+typedef struct {
+    char    buf[256];
+    size_t  len;
+} reply_t;
+
+
+static void
+on_reply(void *data, const u_char *p, size_t n)
+{
+    reply_t  *r = data;
+
+    if (r->len + n < sizeof(r->buf)) {
+        memcpy(r->buf + r->len, p, n);
+        r->len += n;
+        r->buf[r->len] = '\0';
+    }
+}
+
+
+static void
+test_replies(void)
+{
+    reply_t            r;
+    ngx_pty_screen_t  *s;
+
+    memset(&r, 0, sizeof(r));
+    s = ngx_pty_screen_create(80, 24);
+
+    ngx_pty_screen_feed(s, (const u_char *) "\x1b[6n", 4);
+    ok(r.len == 0, "no reply handler: queries are dropped");
+
+    ngx_pty_screen_set_reply(s, on_reply, &r);
+    ngx_pty_screen_feed(s, (const u_char *) "\x1b[5;7Habc\x1b[6n", 13);
+    ok(strcmp(r.buf, "\x1b[5;10R") == 0, "CPR answers ESC[6n (%s)", r.buf + 1);
+
+    r.len = 0;
+    ngx_pty_screen_feed(s, (const u_char *) "\x1b[c", 3);
+    ok(strcmp(r.buf, "\x1b[?1;2c") == 0, "DA answers ESC[c (%s)", r.buf + 1);
+
+    r.len = 0;
+    ngx_pty_screen_feed(s, (const u_char *) "\x1b[", 2);
+    ngx_pty_screen_feed(s, (const u_char *) "?2004$p", 7);
+    ok(strcmp(r.buf, "\x1b[?2004;2$y") == 0, "DECRQM split over reads (%s)",
+       r.buf + 1);
+
+    ngx_pty_screen_destroy(s);
+}
+
+
+static void
+test_modes(void)
+{
+    size_t             len;
+    u_char            *snap;
+    ngx_pty_screen_t  *s;
+
+    snap = snapshot_of(80, 24, "\x1b[?1h\x1b=\x1b[?2004h\x1b[?1002h"
+                       "\x1b[?1006h\x1b[?1004h\x1b[?25l\x1b[5 q"
+                       "\x1b]2;my title\x07\x1b[1;8m\x1b[?2026h", &len);
+
+    ok(snap && contains(snap, len, "\x1b[?1h") && contains(snap, len, "\x1b=")
+       && contains(snap, len, "\x1b[?2004h")
+       && contains(snap, len, "\x1b[?1002h")
+       && contains(snap, len, "\x1b[?1006h")
+       && contains(snap, len, "\x1b[?1004h")
+       && contains(snap, len, "\x1b[?25l") && contains(snap, len, "\x1b[5 q")
+       && contains(snap, len, "\x1b]2;my title\x07")
+       && contains(snap, len, "\x1b[?2026h")
+       && contains(snap, len, ";8m"),
+       "tracked modes, title and SGR 8 appear in the snapshot");
+    free(snap);
+
+    snap = snapshot_of(80, 24, "\x1b[?1h\x1b=\x1b[?2004h\x1b[?1000h"
+                       "\x1b[?1006h\x1b[?1000l\x1b[?1006l\x1b[?1l\x1b>"
+                       "\x1b[?2004l\x1b[8m\x1b[0m", &len);
+    ok(snap && !contains(snap, len, "\x1b[?1h") && !contains(snap, len, "\x1b=")
+       && !contains(snap, len, "2004h") && !contains(snap, len, "1000h")
+       && !contains(snap, len, "1006h") && !contains(snap, len, "8m"),
+       "modes turned off again are not in the snapshot");
+    free(snap);
+
+    snap = snapshot_of(80, 24, "\x1b[?1000;1006;2004h\x1b[?1;1004h", &len);
+    ok(snap && contains(snap, len, "\x1b[?1000h")
+       && contains(snap, len, "\x1b[?1006h")
+       && contains(snap, len, "\x1b[?2004h") && contains(snap, len, "\x1b[?1h")
+       && contains(snap, len, "\x1b[?1004h"),
+       "client modes set with several parameters at once");
+    free(snap);
+
+    snap = snapshot_of(80, 24, "\x1b[?2004h\x1b[?1003h\x1b" "c", &len);
+    ok(snap && !contains(snap, len, "2004h") && !contains(snap, len, "1003h"),
+       "RIS clears tracked modes");
+    free(snap);
+
+    snap = snapshot_of(80, 24, "\x1b[38;5;8mx\x1b[48;2;1;2;3my", &len);
+    ok(snap && !contains(snap, len, ";8m") && !contains(snap, len, "[8m")
+       && !contains(snap, len, ";8;"),
+       "a colour index 8 is not mistaken for SGR 8");
+    free(snap);
+
+    checks("modes round-trip (DECRQM on both terminals)", 80, 24,
+           "\x1b[?1h\x1b[?2004h\x1b[?1002h\x1b[?1006h\x1b[?1004h\x1b[?25l"
+           "\x1b[?7l\x1b[?5h\x1b[3 q", "x");
+
+    checks("pending wrap survives the snapshot", 10, 3,
+           "0123456789", "X");
+    checks("pending wrap on the last row", 10, 3,
+           "\r\n\r\n0123456789", "XY");
+    checks("pending wrap cancelled by CUF", 10, 3,
+           "0123456789\x1b[C", "X");
+    checks("pending wrap kept by SGR and EL", 10, 3,
+           "012345678\x1b[1m9\x1b[K\x1b[m", "X");
+    checks("pending wrap, wide glyph", 11, 3,
+           "012345678\xe4\xb8\xad", "X");
+    checks("saved cursor (DECSC) and DECRC after the snapshot", 40, 10,
+           "\x1b[5;5H\x1b[1;35;46m\x1b[?25l\x1b" "7\x1b[m\x1b[?25h\x1b[1;1Hhome",
+           "\x1b" "8restored");
+    checks("cursor shape and visibility", 40, 10, "\x1b[4 q\x1b[?25l", NULL);
+
+    s = ngx_pty_screen_create(80, 24);
+    ngx_pty_screen_feed(s, (const u_char *) "\x1b[8mhidden\x1b" "7\x1b[m"
+                        "\x1b" "8", 16);
+    snap = ngx_pty_screen_snapshot(s, &len);
+    ok(snap && contains(snap, len, "8m") && contains(snap, len, "hidden"),
+       "SGR 8 kept on cells and restored by DECRC");
+    free(snap);
+    ngx_pty_screen_destroy(s);
+}
+
+
+static void
+test_hostile(void)
+{
+    size_t             i, len;
+    u_char            *text;
+    buf_t              b = { 0 };
+    ngx_pty_screen_t  *s;
+
+    /* libvterm 0.1.4 overflows its argument array on these */
+    adds(&b, "A\x1b[");
+
+    for (i = 0; i < 100; i++) {
+        adds(&b, "1;");
+    }
+
+    adds(&b, "31mB\x1b[");
+
+    for (i = 0; i < 40; i++) {
+        adds(&b, "1:");
+    }
+
+    adds(&b, "\nxq C");
+
+    s = ngx_pty_screen_create(20, 4);
+    ngx_pty_screen_feed(s, b.p, b.len);
+    text = ngx_pty_screen_text(s, &len);
+    ok(text && len == 8 && memcmp(text, "AB\n  q C", 8) == 0,
+       "CSI with too many parameters is dropped, not passed on (%.*s)",
+       (int) len, text);
+    free(text);
+    ngx_pty_screen_destroy(s);
+
+    s = ngx_pty_screen_create(20, 4);
+    ngx_pty_screen_feed(s, (const u_char *) "\x1b[5bok\xcc\x81\x1b[3b", 12);
+    text = ngx_pty_screen_text(s, &len);
+    ok(text && len == 13
+       && memcmp(text, "ok\xcc\x81k\xcc\x81k\xcc\x81k\xcc\x81", 13) == 0,
+       "REP with nothing to repeat does not hang");
+    free(text);
+    ngx_pty_screen_destroy(s);
+
+    /* random bytes must not crash or leak (valgrind) */
+    s = ngx_pty_screen_create(37, 11);
+    srand(99);
+
+    for (i = 0; i < 200000; i++) {
+        b.p[i % b.cap] = (u_char) (rand() % 4 ? rand() : "\x1b[;?0123456789m\r\n"[rand() % 17]);
+    }
+
+    ngx_pty_screen_feed(s, b.p, b.cap);
+    text = ngx_pty_screen_snapshot(s, &len);
+    ok(text != NULL && clean_7bit_utf8(text, len),
+       "random bytes: snapshot still clean");
+    free(text);
+    ngx_pty_screen_destroy(s);
+    free(b.p);
+}
+
+
+static void
+test_geometry(void)
+{
+    size_t             m1, m2;
+    u_char            *snap;
+    ngx_pty_screen_t  *s;
+
+    ok(ngx_pty_screen_create(0, 10) == NULL
+       && ngx_pty_screen_create(10, 0) == NULL
+       && ngx_pty_screen_create(1025, 10) == NULL
+       && ngx_pty_screen_create(10, 1025) == NULL, "geometry caps refused");
+
+    s = ngx_pty_screen_create(1024, 1024);
+    ok(s != NULL, "1024x1024 accepted");
+
+    if (s) {
+        m1 = ngx_pty_screen_memory(s);
+        ngx_pty_screen_feed(s, (const u_char *) "\x1b[?1049hx", 9);
+        m2 = ngx_pty_screen_memory(s);
+        ok(m1 > 1024 * 1024 * 16 && m1 < 1024 * 1024 * 20 && m2 > m1 * 19 / 10,
+           "memory proportional to cols x rows (%zu, with alt %zu)", m1, m2);
+        ngx_pty_screen_destroy(s);
+    }
+
+    s = ngx_pty_screen_create(80, 24);
+    ok(s && ngx_pty_screen_memory(s) < 80 * 24 * 16 + 64 * 1024,
+       "80x24 holds %zu bytes", s ? ngx_pty_screen_memory(s) : 0);
+    ngx_pty_screen_destroy(s);
+
+    /* (no wide glyph: VTermScreen itself crashes on one in a 1-column line) */
+    checks("1x1 terminal", 1, 1, "ab\r\ncd", "e");
+
+    s = ngx_pty_screen_create(1, 2);
+    ngx_pty_screen_feed(s, (const u_char *) "a\xe4\xb8\xad" "b\r\n\xe4\xb8\xad", 10);
+    snap = ngx_pty_screen_snapshot(s, &m1);
+    ok(snap != NULL && clean_7bit_utf8(snap, m1),
+       "wide glyph in a 1-column terminal does not crash the model");
+    free(snap);
+    ngx_pty_screen_destroy(s);
+}
+
+
+/* a real TUI, captured through script(1) at run time */
+static void
+test_capture(const char *desc, const char *cmd)
+{
+    FILE   *f;
+    char    line[1024];
+    size_t  n;
+    buf_t   b = { 0 };
+
+    if (access("/usr/bin/script", X_OK) != 0) {
+        skip("script(1) not installed", desc);
+        return;
+    }
+
+    snprintf(line, sizeof(line),
+             "script -qfc \"stty cols 80 rows 24; %s\" /dev/null "
+             "</dev/null 2>/dev/null", cmd);
+    f = popen(line, "r");
+
+    if (f == NULL) {
+        skip("popen failed", desc);
+        return;
+    }
+
+    while ((n = fread(line, 1, sizeof(line), f)) > 0) {
+        add(&b, line, n);
+    }
+
+    pclose(f);
+
+    if (b.len < 200) {
+        skip("program not available", desc);
+        free(b.p);
+        return;
+    }
+
+    check(desc, 80, 24, b.p, b.len, NULL, 31, 0);
+    check(desc, 80, 24, b.p, b.len, NULL, 0, 0);
+    free(b.p);
+}
+
+
+int
+main(void)
+{
+    test_shell();
+    test_colours();
+    test_utf8();
+    test_tui();
+    test_floods();
+    test_resize();
+    test_replies();
+    test_modes();
+    test_hostile();
+    test_geometry();
+
+    if (access("/usr/bin/vim", X_OK) == 0) {
+        test_capture("captured vim session (script)",
+                     "TERM=xterm-256color vim -u NONE -i NONE -N "
+                     "-c 'syntax on' -c 'help' -c 'redraw' "
+                     "-c 'vsplit' -c 'redraw' -c 'qa!'");
+    } else {
+        skip("vim not installed", "captured vim session");
+    }
+
+    test_capture("captured top screen (script)",
+                 "TERM=xterm-256color top -n 1 -d 0.1");
+    test_capture("captured ls --color (script)",
+                 "ls --color=always -la /usr/lib /etc");
+
+    printf("1..%d\n", test_n);
+
+    return test_failed ? 1 : 0;
+}
