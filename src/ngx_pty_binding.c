@@ -519,6 +519,13 @@ ngx_pty_binding_pull(ngx_pty_client_t *cl)
 
         if (f == NULL) {
             ngx_pty_shm_unlock(sh);
+
+            if (sh->state >= NGX_PTY_STATE_CLOSED) {
+                /* joined after the end: its Closed frame is behind us */
+                ngx_pty_binding_goodbye(cl, "session_closed", NULL);
+                return;
+            }
+
             break;
         }
 
@@ -604,9 +611,16 @@ ngx_pty_binding_shutdown(ngx_pty_listener_t *l)
 {
     ngx_pty_client_t  *cl = l->data;
 
+    ngx_connection_t  *c;
+
+    c = cl->ws.connection;
+
     ngx_pty_binding_goodbye(cl, "server_shutdown",
                             "reconnect with replay_from");
     ngx_pty_ws_finalize(&cl->ws);
+
+    /* no event loop turn follows at exit: close the connection now */
+    ngx_http_run_posted_requests(c);
 }
 
 

@@ -526,6 +526,8 @@ test_tui(void)
            "0123456789abcdefghijklmnopqrs\r\n1\r\n2\r\n3\r\n4\r\n5\r\n6\r\n7"
            "\x1b[?69h\x1b[5;15s\x1b[2;6r\x1b[3;6Hmargin\x1b[2S\x1b[1T"
            "\x1b[2;6H\x1b[2@\x1b[2P\x1b[3'}\x1b[1'~", "\x1b[1;1Hq");
+
+    free(b.p);
 }
 
 

@@ -1,0 +1,78 @@
+#!/usr/bin/perl
+
+# Session lifecycle: kill through the API, and nothing outlives nginx —
+# with a master process and with master_process off.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use Test::More;
+use Test::Nginx;
+use Test::Nginx::Pty;
+use Test::Nginx::PtyAPI qw(api_call);
+
+# pids of the processes in the terminal session of a keeper's child
+sub session_pids {
+    my ($marker) = @_;
+    my @pids;
+    for my $dir (glob '/proc/[0-9]*') {
+        open my $fh, '<', "$dir/cmdline" or next;
+        my $cmd = do { local $/; <$fh> } // "";
+        $cmd =~ tr/\0/ /;
+        push @pids, $dir =~ m{(\d+)$} if $cmd =~ /\Q$marker\E/;
+    }
+    return @pids;
+}
+
+sub gone {
+    my (@pids) = @_;
+    return !grep { -e "/proc/$_" && !zombie($_) } @pids;
+}
+
+sub zombie {
+    open my $fh, '<', "/proc/$_[0]/stat" or return 1;
+    my $stat = <$fh> // '';
+    return $stat =~ /^\d+ \(.*\) Z/;
+}
+
+# t/13-lifecycle-single.t runs this file with master_process off
+my $master = $ENV{PTY_TEST_MASTER} // 'on';
+my ($n1, $n2) = $master eq 'on' ? (1001, 1002) : (1003, 1004);
+
+{
+    my $t = pty_nginx();
+    $t->master_process($master eq 'on' ? 1 : 0);
+    $t->plan(8)->run();
+
+    # kill: Closed "killed", and the program is gone
+    my $s = start_session($t, "sleep $n1");
+    my ($ws) = attach_join($t, $s);
+    ok($t->wait_until(sub { session_pids("sleep $n1") }, 5),
+        "$master: program running");
+    my @prog = session_pids("sleep $n1");
+
+    my ($status) = api_call($t->port(8080), '/pty/kill', { id => $s->{id} });
+    is($status, 200, "$master: kill answered");
+    my $closed = wait_kind($ws, 'Closed', 10);
+    is($closed->{payload}{reason}, 'killed', "$master: Closed killed");
+    ok($t->wait_until(sub { gone(@prog) }, 5), "$master: killed program gone");
+
+    # nginx stops: programs and keepers go with it
+    my ($ws2) = attach_join($t, start_session($t, "sleep $n2"));
+    ok($t->wait_until(sub { session_pids("sleep $n2") }, 5),
+        "$master: second program running");
+    my @left = (session_pids("sleep $n2"),
+        session_pids('pty session keeper'));
+
+    $t->stop();
+    my $bye = $ws2->recv_op('binding_goodbye', 5);
+    is($bye->{payload}{reason}, 'server_shutdown',
+        "$master: attached client told of the shutdown");
+    ok($t->wait_until(sub { gone(@left) }, 5),
+        "$master: no program or keeper outlives nginx");
+    ok(!(grep { /exited on signal/ } $t->error_log_lines),
+        "$master: no child died on a signal nginx saw");
+}
