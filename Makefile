@@ -26,7 +26,7 @@ TOOL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Isrc
 
 .PHONY: all deps run test unit bench clean distclean
 
-all: $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
+all: deps $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
 
 deps:
 	@scripts/install-deps.sh
@@ -55,13 +55,14 @@ $(BUILD)/screenbench: t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c
 	@mkdir -p $(BUILD)
 	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c -lvterm
 
-run: deps all
+run: all
+	@scripts/install-deps.sh demo
 	@scripts/run-demo.sh "$(NGINX_BIN)" "$(PORT)"
 
-test: deps all
+test: all
 	prove -r t/
 
-bench: deps all
+bench: all
 	@t/bench/run.sh
 
 clean:

@@ -2,6 +2,9 @@
 # Installs the Debian 12 packages that the build, the demo and the tests need.
 # Only what is missing is installed, and only when run as root; otherwise the
 # apt-get command to run is printed and the script fails.
+#
+#   install-deps.sh          what the build and the tests need
+#   install-deps.sh demo     also npm, which fetches xterm.js for the demo page
 set -eu
 
 PKGS="make gcc perl nginx nginx-dev libvterm-dev libjansson-dev libpcre2-dev
@@ -10,6 +13,11 @@ PKGS="make gcc perl nginx nginx-dev libvterm-dev libjansson-dev libpcre2-dev
       libjson-xs-perl python3 procps vim-tiny bsdutils"
 
 missing=""
+
+if [ "${1:-}" = demo ] && ! command -v npm >/dev/null 2>&1; then
+    missing="npm"
+fi
+
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
         missing="$missing $p"

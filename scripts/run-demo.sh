@@ -7,6 +7,20 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 prefix=$root/demo
 
 mkdir -p "$prefix/logs" "$prefix/tmp" "$prefix/conf"
+
+# xterm.js for the browser terminal, from the npm registry, once
+xterm=$root/build/xterm
+if [ ! -f "$xterm/xterm.js" ]; then
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack --silent @xterm/xterm@5.5.0 >/dev/null \
+        && tar xzf xterm-xterm-5.5.0.tgz) || {
+        echo "cannot fetch xterm.js with npm; the page will not show a terminal" >&2
+    }
+    mkdir -p "$xterm"
+    cp "$tmp/package/lib/xterm.js" "$tmp/package/css/xterm.css" "$xterm/" \
+        2>/dev/null || true
+    rm -rf "$tmp"
+fi
 sed -e "s|%%MODULE%%|$root/build/ngx_pty_module.so|" \
     -e "s|%%PREFIX%%|$prefix|g" -e "s|%%PORT%%|$port|g" \
     -e "s|%%ROOT%%|$root|g" \

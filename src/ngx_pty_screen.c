@@ -94,7 +94,8 @@ typedef struct {
 
 
 typedef struct {
-    ngx_pty_row_t       **rows;   /* scrolling rotates these pointers */
+    ngx_pty_row_t       **rows;   /* a window into buf; scrolling moves it */
+    ngx_pty_row_t       **buf;    /* 2 * nrows row pointers */
     ngx_pty_row_t       **tmp;
     ngx_pty_row_t        *row_mem;
     ngx_pty_cell_t       *cell_mem;
@@ -139,6 +140,7 @@ struct ngx_pty_screen_s {
     int                           top, bottom, left, right;
 
     unsigned                      alt:1;
+    unsigned                      lines:1;    /* DECDWL/DECDHL ever used */
     unsigned                      phantom:1;
     unsigned                      in_decaln:1;
     unsigned                      last_text:1;
@@ -373,7 +375,7 @@ ngx_pty_erase_pen(ngx_pty_screen_t *s, int row)
     pen = s->pen;
     pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT|NGX_PTY_A_CONCEAL);
 
-    if (row >= 0 && (unsigned) row < s->rows) {
+    if (s->lines && row >= 0 && (unsigned) row < s->rows) {
         li = vterm_state_get_lineinfo(s->state, row);
 
         if (li->doublewidth) {
@@ -390,7 +392,7 @@ ngx_pty_erase_pen(ngx_pty_screen_t *s, int row)
 static unsigned
 ngx_pty_row_width(ngx_pty_screen_t *s, int row)
 {
-    if (row >= 0 && (unsigned) row < s->rows
+    if (s->lines && row >= 0 && (unsigned) row < s->rows
         && vterm_state_get_lineinfo(s->state, row)->doublewidth)
     {
         return s->cols / 2;
@@ -413,7 +415,7 @@ ngx_pty_grid_free(ngx_pty_grid_t *g)
         free(g->row_mem[i].comb);
     }
 
-    free(g->rows);
+    free(g->buf);
     free(g->tmp);
     free(g->row_mem);
     free(g->cell_mem);
@@ -429,15 +431,15 @@ ngx_pty_grid_alloc(ngx_pty_grid_t *g, unsigned cols, unsigned rows,
 
     memset(g, 0, sizeof(ngx_pty_grid_t));
 
-    g->rows = malloc(rows * sizeof(ngx_pty_row_t *));
+    g->buf = malloc(2 * rows * sizeof(ngx_pty_row_t *));
     g->tmp = malloc(rows * sizeof(ngx_pty_row_t *));
     g->row_mem = calloc(rows, sizeof(ngx_pty_row_t));
     g->cell_mem = malloc((size_t) rows * cols * sizeof(ngx_pty_cell_t));
 
-    if (g->rows == NULL || g->tmp == NULL || g->row_mem == NULL
+    if (g->buf == NULL || g->tmp == NULL || g->row_mem == NULL
         || g->cell_mem == NULL)
     {
-        free(g->rows);
+        free(g->buf);
         free(g->tmp);
         free(g->row_mem);
         free(g->cell_mem);
@@ -445,6 +447,7 @@ ngx_pty_grid_alloc(ngx_pty_grid_t *g, unsigned cols, unsigned rows,
         return -1;
     }
 
+    g->rows = g->buf;
     g->cols = cols;
     g->nrows = rows;
 
@@ -633,7 +636,8 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
         /* libvterm's combine_width and at_phantom, which it keeps private */
         s->combine_w = w;
         s->phantom = s->autowrap
-                     && pos.col + w >= ngx_pty_row_width(s, pos.row);
+                     && pos.col + w >= (s->lines ? ngx_pty_row_width(s, pos.row)
+                                                 : s->cols);
 
         if (s->phantom) {
             s->ph_pos = pos;
@@ -732,7 +736,21 @@ ngx_pty_scroll_rows(ngx_pty_screen_t *s, ngx_pty_grid_t *g, int top, int end,
     h = end - top;
     d = down > 0 ? down : -down;
 
-    if (down > 0) {
+    if (down > 0 && top == 0 && (unsigned) end == g->nrows) {
+        /*
+         * the whole screen up: slide the window over buf, the recycled
+         * rows go past its end; recentred every nrows lines, so O(1)
+         */
+        if (g->rows + g->nrows + d > g->buf + 2 * g->nrows) {
+            memmove(g->buf, g->rows, g->nrows * sizeof(ngx_pty_row_t *));
+            g->rows = g->buf;
+        }
+
+        memcpy(g->rows + g->nrows, g->rows, d * sizeof(ngx_pty_row_t *));
+        g->rows += d;
+        r = end - d;
+
+    } else if (down > 0) {
         memcpy(g->tmp, &g->rows[top], d * sizeof(ngx_pty_row_t *));
         memmove(&g->rows[top], &g->rows[top + d],
                 (h - d) * sizeof(ngx_pty_row_t *));
@@ -767,6 +785,15 @@ ngx_pty_cb_scrollrect(VTermRect rect, int down, int right, void *user)
     g = s->cur;
     h = rect.end_row - rect.start_row;
     w = rect.end_col - rect.start_col;
+
+    /* the common case: lines scrolled up or down the whole width */
+    if (right == 0 && rect.start_col == 0 && (unsigned) rect.end_col == s->cols
+        && rect.start_row >= 0 && (unsigned) rect.end_row <= s->rows
+        && down < h && -down < h && down != 0)
+    {
+        ngx_pty_scroll_rows(s, g, rect.start_row, rect.end_row, down);
+        return 1;
+    }
 
     if (h <= 0 || w <= 0 || rect.start_row < 0 || rect.start_col < 0
         || (unsigned) rect.end_row > s->rows
@@ -992,6 +1019,8 @@ ngx_pty_cb_setlineinfo(int r, const VTermLineInfo *newinfo,
     {
         return 1;
     }
+
+    s->lines = 1;
 
     /* as VTermScreen: retag the cells, blank the invisible right half */
     bits = (newinfo->doublewidth ? NGX_PTY_A_DWL : 0)
@@ -2131,7 +2160,7 @@ ngx_pty_screen_memory(ngx_pty_screen_t *s)
 {
     size_t  size, grid;
 
-    grid = (size_t) s->rows * (2 * sizeof(ngx_pty_row_t *)
+    grid = (size_t) s->rows * (3 * sizeof(ngx_pty_row_t *)
                                + sizeof(ngx_pty_row_t)
                                + (size_t) s->cols * sizeof(ngx_pty_cell_t));
 

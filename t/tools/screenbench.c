@@ -2,8 +2,9 @@
 /*
  * screenbench: throughput of ngx_pty_screen against libvterm's VTermScreen.
  *
- *   screenbench [MIB]     (default 64 MiB per stream for ngx_pty_screen,
- *                          a quarter of that for VTermScreen)
+ *   screenbench [MIB [STREAM]]   (default 64 MiB per stream for
+ *                                 ngx_pty_screen, 1/16 of that for
+ *                                 VTermScreen; STREAM 0-5 runs one only)
  *
  * Streams are fed in 16 KiB pieces, as PTY reads arrive.
  */
@@ -198,7 +199,7 @@ bench_vterm(const buf_t *b, size_t size, int cols, int rows)
 int
 main(int argc, char **argv)
 {
-    int          g, k;
+    int          g, k, only;
     size_t       size;
     buf_t        b;
     static const int     geo[][2] = { { 120, 30 }, { 250, 80 } };
@@ -206,7 +207,8 @@ main(int argc, char **argv)
                                      "CJK/emoji", "TUI repaint",
                                      "yes '' (\\r\\n)", "yes (y\\r\\n)" };
 
-    size = (size_t) (argc > 1 ? atof(argv[1]) : 64) * 1024 * 1024;
+    size = (size_t) ((argc > 1 ? atof(argv[1]) : 64) * 1024 * 1024);
+    only = argc > 2 ? atoi(argv[2]) : -1;
 
     printf("%-22s %10s %12s %12s %12s %12s\n", "stream", "MiB",
            "model120x30", "model250x80", "vterm120x30", "vterm250x80");
@@ -215,6 +217,10 @@ main(int argc, char **argv)
 
     for (k = 0; k < 6; k++) {
         double  res[4];
+
+        if (only >= 0 && k != only) {
+            continue;
+        }
 
         for (g = 0; g < 2; g++) {
             memset(&b, 0, sizeof(b));

@@ -247,6 +247,61 @@ check(const char *desc, unsigned cols, unsigned rows, const void *stream,
 }
 
 
+static int  quiet_fail;
+
+
+/* check() that reports only failures, as diagnostics (for many cases) */
+static int
+check_quiet(const char *desc, unsigned cols, unsigned rows,
+    const void *stream, size_t len, unsigned seed)
+{
+    int                diffs, good;
+    char              *rtext;
+    size_t             slen, tlen, rlen;
+    u_char            *snap, *text;
+    vtref_t           *want, *got;
+    ngx_pty_screen_t  *s;
+    static const char  more[] = "Zz\r\nQ\x1b[1;1HW\n\n\nEnd";
+
+    s = ngx_pty_screen_create(cols, rows);
+    want = vtref_new(cols, rows);
+    got = vtref_new(cols, rows);
+
+    feed_chunked(s, stream, len, seed);
+    vtref_feed(want, stream, len);
+
+    snap = ngx_pty_screen_snapshot(s, &slen);
+    text = ngx_pty_screen_text(s, &tlen);
+    rtext = vtref_text(want, &rlen);
+
+    good = snap && text && rtext && tlen == rlen
+           && memcmp(text, rtext, tlen) == 0 && clean_7bit_utf8(snap, slen);
+
+    if (snap) {
+        vtref_feed(got, snap, slen);
+        vtref_feed(want, (const u_char *) more, sizeof(more) - 1);
+        vtref_feed(got, (const u_char *) more, sizeof(more) - 1);
+        diffs = vtref_compare(want, got, quiet_fail < 3 ? stdout : NULL, 4, 0);
+        good = good && diffs == 0;
+    }
+
+    if (!good && quiet_fail++ < 3) {
+        printf("# %s failed (text %s)\n", desc,
+               (text && rtext && tlen == rlen && memcmp(text, rtext, tlen) == 0)
+               ? "same" : "differs");
+    }
+
+    free(snap);
+    free(text);
+    free(rtext);
+    vtref_free(want);
+    vtref_free(got);
+    ngx_pty_screen_destroy(s);
+
+    return good;
+}
+
+
 static int
 checks(const char *desc, unsigned cols, unsigned rows, const char *stream,
     const char *more)
@@ -899,6 +954,96 @@ test_capture(const char *desc, const char *cmd)
 }
 
 
+/* random sequences from a vocabulary, proven against the reference */
+static void
+gen_fuzz(buf_t *b, unsigned cols, unsigned rows, int tokens)
+{
+    int                 i;
+    static const char  *text[] = {
+        "a", "hello", "x y z", "\xe4\xb8\xad", "\xf0\x9f\x98\x80",
+        "e\xcc\x81", "\xe6\x96\x87\xe5\xad\x97", "0123456789", " ",
+        "\xc3\xa9t\xc3\xa9", "__________", "\xcc\x81"
+    };
+    static const char  *fixed[] = {
+        "\r", "\n", "\r\n", "\b", "\t", "\x1bM", "\x1b" "D", "\x1b" "E",
+        "\x1b" "7", "\x1b" "8", "\x1b[?1049h", "\x1b[?1049l", "\x1b[?1047h",
+        "\x1b[?1047l", "\x1b[?6h", "\x1b[?6l", "\x1b[?7l", "\x1b[?7h",
+        "\x1b[4h", "\x1b[4l", "\x1b[?25l", "\x1b[?25h", "\x1b[r", "\x1b[m",
+        "\x1b[K", "\x1b[1K", "\x1b[2K", "\x1b[J", "\x1b[1J", "\x1b[2J",
+        "\x1b[?69h", "\x1b[?69l", "\x1b[1\"q", "\x1b[0\"q", "\x1b[?K",
+        "\x1b#6", "\x1b#3", "\x1b#5", "x\x1b[3b", "\x1b[8m", "\x1b[28m",
+        "\x1b[1;4;7m", "\x1b[22;24;27m", "\x1b[20h", "\x1b[20l", "\x1b[5 q",
+        "\x1b[?1h", "\x1b[?2004h", "\x1b[?1002h", "\x1b[?1006h"
+    };
+    static const char   csi[] = "ABCDEFGHIJKLMPSTX@`adefjkr";
+
+    for (i = 0; i < tokens; i++) {
+        switch (rand() % 6) {
+        case 0:
+        case 1:
+            adds(b, text[rand() % (sizeof(text) / sizeof(text[0]))]);
+            break;
+        case 2:
+            adds(b, fixed[rand() % (sizeof(fixed) / sizeof(fixed[0]))]);
+            break;
+        case 3:
+            addf(b, "\x1b[%d;%d%c", rand() % (rows + 2), rand() % (cols + 2),
+                 csi[rand() % (sizeof(csi) - 1)]);
+            break;
+        case 4:
+            addf(b, "\x1b[%d%c", rand() % 4, csi[rand() % (sizeof(csi) - 1)]);
+            break;
+        default:
+            switch (rand() % 4) {
+            case 0:
+                addf(b, "\x1b[3%d;4%dm", rand() % 10, rand() % 10);
+                break;
+            case 1:
+                addf(b, "\x1b[38;5;%dm", rand() % 256);
+                break;
+            case 2:
+                addf(b, "\x1b[48;2;%d;%d;%dm", rand() % 256, rand() % 256,
+                     rand() % 256);
+                break;
+            default:
+                addf(b, "\x1b[%d;%ds", rand() % (cols + 1), rand() % (cols + 1));
+                break;
+            }
+        }
+    }
+}
+
+
+static void
+test_fuzz(void)
+{
+    int       i, bad;
+    char      desc[64];
+    buf_t     b = { 0 };
+    unsigned  cols, rows;
+
+    bad = 0;
+
+    for (i = 1; i <= 400; i++) {
+        srand(i * 7919);
+        cols = 2 + rand() % 30;
+        rows = 1 + rand() % 10;
+        b.len = 0;
+        gen_fuzz(&b, cols, rows, 200);
+
+        snprintf(desc, sizeof(desc), "fuzz seed %d (%ux%u)", i, cols, rows);
+
+        if (!check_quiet(desc, cols, rows, b.p, b.len, i)) {
+            bad++;
+        }
+    }
+
+    ok(bad == 0, "400 random escape-sequence streams round-trip (%d bad)",
+       bad);
+    free(b.p);
+}
+
+
 int
 main(void)
 {
@@ -912,6 +1057,7 @@ main(void)
     test_modes();
     test_hostile();
     test_geometry();
+    test_fuzz();
 
     if (access("/usr/bin/vim", X_OK) == 0) {
         test_capture("captured vim session (script)",
