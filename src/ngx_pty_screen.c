@@ -126,7 +126,7 @@ struct ngx_pty_screen_s {
 
     /* pending wrap ("phantom" column) */
     VTermPos                      ph_pos;
-    unsigned                      ph_base_n;
+    VTermPos                      edge_pos;   /* a glyph left at the edge */
     int                           combine_w;
 
     /* the cursor saved by DECSC / ?1048 / ?1049 */
@@ -142,6 +142,7 @@ struct ngx_pty_screen_s {
     unsigned                      alt:1;
     unsigned                      lines:1;    /* DECDWL/DECDHL ever used */
     unsigned                      phantom:1;
+    unsigned                      edge:1;
     unsigned                      in_decaln:1;
     unsigned                      last_text:1;
     unsigned                      saved_valid:1;
@@ -635,13 +636,13 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
     if (!s->in_decaln) {
         /* libvterm's combine_width and at_phantom, which it keeps private */
         s->combine_w = w;
-        s->phantom = s->autowrap
-                     && pos.col + w >= (s->lines ? ngx_pty_row_width(s, pos.row)
-                                                 : s->cols);
+        s->edge = pos.col + w >= (s->lines ? ngx_pty_row_width(s, pos.row)
+                                           : s->cols);
+        s->edge_pos = pos;
+        s->phantom = s->autowrap && s->edge;
 
         if (s->phantom) {
             s->ph_pos = pos;
-            s->ph_base_n = n;
         }
     }
 
@@ -1246,7 +1247,8 @@ ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
 
 /* DECSTBM and DECSLRM, bounded as libvterm bounds them */
 static void
-ngx_pty_margins(ngx_pty_screen_t *s, int *lo, int *hi, unsigned size)
+ngx_pty_margins(ngx_pty_screen_t *s, int *lo, int *hi, unsigned size,
+    int vertical)
 {
     long  a, b;
 
@@ -1263,7 +1265,8 @@ ngx_pty_margins(ngx_pty_screen_t *s, int *lo, int *hi, unsigned size)
         b = size;
     }
 
-    if (b > -1 && b <= a) {
+    /* DECSTBM checks the effective bottom, DECSLRM only an explicit right */
+    if ((vertical && (b == -1 ? (long) size : b) <= a) || (b > -1 && b <= a)) {
         a = 0;
         b = -1;
     }
@@ -1280,7 +1283,6 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     u_char         leader, inter;
     long           v;
     VTermPos       pos;
-    ngx_pty_row_t *row;
 
     leader = s->leaderlen ? s->leader : 0;
     inter = s->intermedlen ? s->intermed : 0;
@@ -1335,11 +1337,11 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         break;
 
     case 'r':
-        ngx_pty_margins(s, &s->top, &s->bottom, s->rows);
+        ngx_pty_margins(s, &s->top, &s->bottom, s->rows, 1);
         break;
 
     case 's':
-        ngx_pty_margins(s, &s->left, &s->right, s->cols);
+        ngx_pty_margins(s, &s->left, &s->right, s->cols, 0);
         break;
 
     case 'b':
@@ -1360,9 +1362,6 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         {
             s->phantom = 1;
             s->ph_pos = pos;
-            row = s->cur->rows[pos.row];
-            s->ph_base_n = (unsigned) pos.col < row->len
-                           ? row->cells[pos.col].ncomb + 1u : 0;
         }
 
         break;
@@ -1675,9 +1674,10 @@ ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n)
 
 
 /*
- * Combining marks that arrive in a later read than their base glyph
- * while the cursor waits to wrap: libvterm would wrap and put them alone
- * on the next line; a terminal reading the stream in one piece would not.
+ * Combining marks that arrive in a later read than their base glyph while
+ * the cursor sits on that glyph at the right edge (waiting to wrap, or
+ * autowrap off): libvterm would put them alone on a cell (after wrapping);
+ * a terminal reading the stream in one piece would not.
  */
 static size_t
 ngx_pty_absorb(ngx_pty_screen_t *s, const u_char *p, size_t n)
@@ -1688,7 +1688,7 @@ ngx_pty_absorb(ngx_pty_screen_t *s, const u_char *p, size_t n)
     ngx_pty_row_t   *row;
     ngx_pty_cell_t  *c;
 
-    if (!s->phantom || !s->last_text || s->ps != NGX_PTY_PS_NORMAL) {
+    if (!s->edge || !s->last_text || s->ps != NGX_PTY_PS_NORMAL) {
         return 0;
     }
 
@@ -1715,19 +1715,19 @@ ngx_pty_absorb(ngx_pty_screen_t *s, const u_char *p, size_t n)
             break;
         }
 
-        row = s->cur->rows[s->ph_pos.row];
+        row = s->cur->rows[s->edge_pos.row];
 
-        if ((unsigned) s->ph_pos.col >= row->len) {
+        if ((unsigned) s->edge_pos.col >= row->len) {
             continue;
         }
 
-        c = &row->cells[s->ph_pos.col];
+        c = &row->cells[s->edge_pos.col];
 
         if (c->ch != 0 && c->ch != NGX_PTY_CONT
             && c->ncomb < NGX_PTY_MAX_COMB
             && (comb = ngx_pty_row_comb(s, row)) != NULL)
         {
-            comb[s->ph_pos.col * NGX_PTY_MAX_COMB + c->ncomb++] = cp;
+            comb[s->edge_pos.col * NGX_PTY_MAX_COMB + c->ncomb++] = cp;
         }
     }
 
@@ -2182,6 +2182,8 @@ typedef struct {
     size_t          cap;
     int             failed;
     int             row;        /* -1: unknown (e.g. a pending wrap) */
+    int             defer_row;  /* line attribute emitted last, or -1 */
+    const char     *defer_attr;
     int             col;
     int             shape;
     unsigned        visible:1;
@@ -2448,17 +2450,34 @@ ngx_pty_emit_glyph(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 }
 
 
+static void ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r, unsigned col, unsigned depth);
+
+
 /* repaint a cell a trick below has clobbered */
 static void
 ngx_pty_repaint(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
-    const ngx_pty_row_t *row, int r, unsigned col)
+    const ngx_pty_row_t *row, int r, unsigned col, unsigned depth)
 {
     ngx_pty_cell_t         tmp;
-    const ngx_pty_cell_t  *c;
+    const ngx_pty_cell_t  *c, *h;
 
     c = ngx_pty_row_cell(row, col, &tmp);
 
-    if (c->ch == NGX_PTY_CONT || c->width == 2) {
+    if (c->ch == NGX_PTY_CONT) {
+        h = col ? ngx_pty_row_cell(row, col - 1, &tmp) : NULL;
+
+        if (h && h->ch && h->ch != NGX_PTY_CONT && h->width == 2) {
+            ngx_pty_emit_glyph(e, s, row, r, col - 1, h);
+
+        } else if (depth < 8) {
+            ngx_pty_paint_orphan(e, s, row, r, col, depth + 1);
+        }
+
+        return;
+    }
+
+    if (c->width == 2) {
         return;
     }
 
@@ -2480,7 +2499,7 @@ ngx_pty_repaint(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
  */
 static void
 ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
-    const ngx_pty_row_t *row, int r, unsigned col)
+    const ngx_pty_row_t *row, int r, unsigned col, unsigned depth)
 {
     ngx_pty_emit_move(e, r, col ? col - 1 : 0);
     ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
@@ -2493,7 +2512,7 @@ ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
         return;
     }
 
-    ngx_pty_repaint(e, s, row, r, col - 1);
+    ngx_pty_repaint(e, s, row, r, col - 1, depth);
 }
 
 
@@ -2508,7 +2527,7 @@ ngx_pty_paint_wide_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     ngx_pty_emit_glyph(e, s, row, r, col - 1, c);
     ngx_pty_emit_move(e, r, col - 1);
     ngx_pty_emit(e, "\x1b[@", 3);
-    ngx_pty_repaint(e, s, row, r, col - 1);
+    ngx_pty_repaint(e, s, row, r, col - 1, 0);
 }
 
 
@@ -2518,6 +2537,8 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
 {
     int                    last, force, covered;
     unsigned               w, col, end;
+    VTermPos               pos;
+    const char            *attr;
     ngx_pty_row_t         *row;
     ngx_pty_cell_t         tmp, tmp2;
     const ngx_pty_cell_t  *c, *d;
@@ -2530,10 +2551,20 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
         li = vterm_state_get_lineinfo(s->state, r);
 
         if (li->doublewidth || li->doubleheight) {
-            ngx_pty_emit_move(e, r, 0);
-            ngx_pty_emit(e, li->doubleheight == 1 ? "\x1b#3"
-                            : li->doubleheight == 2 ? "\x1b#4" : "\x1b#6", 3);
+            attr = li->doubleheight == 1 ? "\x1b#3"
+                   : li->doubleheight == 2 ? "\x1b#4" : "\x1b#6";
             w = li->doublewidth ? s->cols / 2 : s->cols;
+            vterm_state_get_cursorpos(s->state, &pos);
+
+            if (pos.row == r && (unsigned) pos.col >= w) {
+                /* the cursor is past the half line: set it up first */
+                e->defer_row = r;
+                e->defer_attr = attr;
+
+            } else {
+                ngx_pty_emit_move(e, r, 0);
+                ngx_pty_emit(e, attr, 3);
+            }
         }
     }
 
@@ -2562,7 +2593,7 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
 
         if (c->ch == NGX_PTY_CONT) {
             if ((int) col != covered) {
-                ngx_pty_paint_orphan(e, s, row, r, col);
+                ngx_pty_paint_orphan(e, s, row, r, col, 0);
             }
             continue;
         }
@@ -2665,37 +2696,54 @@ ngx_pty_emit_title(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 }
 
 
-/* the cursor at an absolute position, honouring origin mode */
+/*
+ * The cursor at an absolute position.  Call before origin mode is set: a
+ * cursor outside the margins then cannot be reached by CUP, but DECRC
+ * puts it back anywhere (if the program's saved slot is free to use).
+ */
 static void
 ngx_pty_emit_cursor(ngx_pty_emit_t *e, ngx_pty_screen_t *s, VTermPos pos)
 {
-    int  row, col;
+    int  row, col, bottom, right, outside;
 
-    row = pos.row;
-    col = pos.col;
+    bottom = s->bottom == -1 ? (int) s->rows : s->bottom;
+    right = (s->lrmm && s->right != -1) ? s->right : (int) s->cols;
+    outside = pos.row < s->top || pos.row >= bottom
+              || (s->lrmm && (pos.col < s->left || pos.col >= right));
 
-    if (s->origin) {
-        row -= s->top;
-        col -= s->lrmm ? s->left : 0;
-        row = row < 0 ? 0 : row;
-        col = col < 0 ? 0 : col;
+    if (s->origin && outside && !s->saved_valid) {
+        ngx_pty_emitf(e, "\x1b[%d;%dH", pos.row + 1, pos.col + 1);
+        ngx_pty_emit(e, "\x1b" "7\x1b[?6h\x1b" "8", 9);
+
+    } else {
+        if (s->origin) {
+            ngx_pty_emit(e, "\x1b[?6h", 5);
+        }
+
+        row = pos.row;
+        col = pos.col;
+
+        if (s->origin) {
+            row -= s->top;
+            col -= s->lrmm ? s->left : 0;
+            row = row < 0 ? 0 : row;
+            col = col < 0 ? 0 : col;
+        }
+
+        ngx_pty_emitf(e, "\x1b[%d;%dH", row + 1, col + 1);
     }
 
-    ngx_pty_emitf(e, "\x1b[%d;%dH", row + 1, col + 1);
     e->row = pos.row;
     e->col = pos.col;
 }
 
 
+/* modes that neither move the cursor nor disturb rewriting a glyph */
 static void
 ngx_pty_emit_modes(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
-    if (!s->autowrap) {
-        ngx_pty_emit(e, "\x1b[?7l", 5);
-    }
-
-    if (s->insert) {
-        ngx_pty_emit(e, "\x1b[4h", 4);
+    if (s->sync) {
+        ngx_pty_emit(e, "\x1b[?2026h", 8);
     }
 
     if (s->newline) {
@@ -2730,12 +2778,22 @@ ngx_pty_emit_modes(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         ngx_pty_emit(e, "\x1b[?5h", 5);
     }
 
+    /* (a glyph rewritten at the edge replaces the same cells either way) */
+    if (s->insert) {
+        ngx_pty_emit(e, "\x1b[4h", 4);
+    }
+
     ngx_pty_emit_props(e, s->visible, s->blink, s->shape);
     ngx_pty_emit_protect(e, s->protect);
-    ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
+}
 
-    if (s->sync) {
-        ngx_pty_emit(e, "\x1b[?2026h", 8);
+
+/* autowrap off would stop rewriting the glyph of a pending wrap */
+static void
+ngx_pty_emit_write_modes(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    if (!s->autowrap) {
+        ngx_pty_emit(e, "\x1b[?7l", 5);
     }
 }
 
@@ -2746,9 +2804,9 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
     unsigned               r;
     VTermPos               pos;
     ngx_pty_emit_t         e;
-    ngx_pty_cell_t         tmp;
+    ngx_pty_cell_t         tmp, tmp2;
     const ngx_pty_row_t   *row;
-    const ngx_pty_cell_t  *c;
+    const ngx_pty_cell_t  *c, *d;
 
     memset(&e, 0, sizeof(ngx_pty_emit_t));
     e.cap = (size_t) s->cols * s->rows * 2 + 256;
@@ -2760,6 +2818,7 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
 
     /* the state a reset terminal is in */
     e.pen = s->default_pen;
+    e.defer_row = -1;
     e.visible = 1;
     e.blink = 1;
     e.shape = VTERM_PROP_CURSORSHAPE_BLOCK;
@@ -2807,11 +2866,12 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
         ngx_pty_emit(&e, "\x1b[?69h", 6);
     }
 
-    if (s->origin) {
-        ngx_pty_emit(&e, "\x1b[?6h", 5);
-    }
+    /*
+     * Modes first, cursor last: in origin mode every CSI clamps the cursor
+     * into the margins, and the program's cursor may be outside them.
+     */
+    ngx_pty_emit_modes(&e, s);
 
-    /* the cursor; a pending wrap is rebuilt by rewriting the last glyph */
     vterm_state_get_cursorpos(s->state, &pos);
     c = NULL;
 
@@ -2824,24 +2884,42 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
         }
     }
 
-    if (c) {
-        ngx_pty_emit_cursor(&e, s, s->ph_pos);
+    if (c == NULL) {
+        ngx_pty_emit_write_modes(&e, s);
+        ngx_pty_emit_sgr(&e, &s->pen, &s->default_pen);
+        ngx_pty_emit_cursor(&e, s, pos);
+
+    } else {
+        /* a pending wrap: rewrite the glyph it follows */
         ngx_pty_emit_sgr(&e, &c->pen, &s->default_pen);
         ngx_pty_emit_protect(&e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+        ngx_pty_emit_cursor(&e, s, s->ph_pos);
 
         if (c->ch) {
             ngx_pty_emit_chars(&e, row, s->ph_pos.col, c);
 
         } else {
             /* erased since: write, then erase it again (ECH keeps the wrap) */
-            ngx_pty_emit(&e, " \x1b[X", 4);
+            d = ngx_pty_row_cell(row, s->ph_pos.col + 1, &tmp2);
+
+            if (s->ph_pos.col + 1 < (int) ngx_pty_row_width(s, s->ph_pos.row)
+                && d->ch == 0
+                && ngx_pty_pen_eq(&d->pen, &c->pen, NGX_PTY_A_SGR))
+            {
+                ngx_pty_emit(&e, "\xe3\x80\x80\x1b[2X", 7);
+            } else {
+                ngx_pty_emit(&e, " \x1b[X", 4);
+            }
         }
 
-    } else {
-        ngx_pty_emit_cursor(&e, s, pos);
+        ngx_pty_emit_protect(&e, s->protect);
+        ngx_pty_emit_write_modes(&e, s);
+        ngx_pty_emit_sgr(&e, &s->pen, &s->default_pen);
     }
 
-    ngx_pty_emit_modes(&e, s);
+    if (e.defer_row >= 0) {
+        ngx_pty_emit(&e, e.defer_attr, 3);
+    }
 
     if (e.failed) {
         free(e.buf);

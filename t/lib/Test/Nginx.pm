@@ -113,7 +113,8 @@ sub new {
     my ($class, %opts) = @_;
 
     my $dir = tempdir('nginx-test-XXXXXXXXXX', TMPDIR => 1, CLEANUP => 0);
-    chmod 0755, $dir;
+    # workers (nobody) read it; under valgrind their children log into it
+    chmod(valgrind() ? 01777 : 0755, $dir);
 
     my $self = bless {
         _testdir      => $dir,
