@@ -25,6 +25,9 @@ static int ngx_pty_keeper_watch(ngx_pid_t pid);
 static void ngx_pty_keeper_kill_session(ngx_pid_t sid, int signo);
 static void ngx_pty_keeper_exec(ngx_pty_spawn_t *sp) ngx_pty_noreturn;
 static int ngx_pty_keeper_put(int ctl, uint32_t type, int32_t value, int fd);
+static int ngx_pty_keeper_listen(u_char *id);
+static int ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child,
+    int master);
 
 
 ngx_pid_t
@@ -156,6 +159,53 @@ ngx_pty_keeper_env(ngx_pool_t *pool, ngx_array_t *extra)
 }
 
 
+socklen_t
+ngx_pty_keeper_address(struct sockaddr_un *sa, u_char *id)
+{
+    u_char  *p;
+
+    ngx_memzero(sa, sizeof(struct sockaddr_un));
+    sa->sun_family = AF_UNIX;
+
+    /* abstract namespace: the leading NUL; nothing on disk to clean up */
+    p = (u_char *) sa->sun_path + 1;
+    p = ngx_cpymem(p, "ngx_pty_keeper/", sizeof("ngx_pty_keeper/") - 1);
+    p = ngx_cpymem(p, id, NGX_PTY_ID_LEN);
+
+    return (socklen_t) (p - (u_char *) sa);
+}
+
+
+/* a new owner's line to a running keeper; READY and the fd follow */
+ngx_socket_t
+ngx_pty_keeper_connect(u_char *id, ngx_log_t *log)
+{
+    ngx_socket_t        fd;
+    socklen_t           len;
+    struct sockaddr_un  sa;
+
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd == -1) {
+        ngx_log_error(NGX_LOG_ALERT, log, ngx_socket_errno,
+                      "pty: socket() for the keeper failed");
+        return (ngx_socket_t) -1;
+    }
+
+    len = ngx_pty_keeper_address(&sa, id);
+
+    /* a local stream connect completes at once or fails */
+    if (connect(fd, (struct sockaddr *) &sa, len) == -1) {
+        ngx_log_error(NGX_LOG_INFO, log, ngx_socket_errno,
+                      "pty: keeper of session %*s is gone",
+                      (size_t) NGX_PTY_ID_LEN, id);
+        close(fd);
+        return (ngx_socket_t) -1;
+    }
+
+    return fd;
+}
+
+
 ngx_int_t
 ngx_pty_keeper_recv(ngx_socket_t ctl, ngx_pty_keeper_msg_t *msg, ngx_fd_t *fd,
     ngx_log_t *log)
@@ -240,11 +290,12 @@ ngx_pty_keeper_send(ngx_socket_t ctl, ngx_uint_t type, ngx_log_t *log)
 static void
 ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
 {
-    int                    ctl, sfd, wfd, master, status, nfds, timeout;
+    int                    ctl, sfd, wfd, lfd, master, status, nfds,
+                           timeout, wi, ci, li;
     int64_t                deadline;
     ngx_pid_t              child;
     sigset_t               set;
-    struct pollfd          pfd[3];
+    struct pollfd          pfd[4];
     struct winsize         ws;
     struct signalfd_siginfo  si;
     ngx_pty_keeper_msg_t   msg;
@@ -274,6 +325,7 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
 
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
     wfd = ngx_pty_keeper_watch(sp->nginx_pid);
+    lfd = ngx_pty_keeper_listen(sh->id);
 
     ngx_memzero(&ws, sizeof(struct winsize));
     ws.ws_col = (unsigned short) sp->cols;
@@ -296,20 +348,36 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
 
     for ( ;; ) {
         nfds = 0;
+        ci = wi = li = -1;
         pfd[nfds].fd = sfd;
         pfd[nfds++].events = POLLIN;
 
         if (ctl != -1) {
+            ci = nfds;
             pfd[nfds].fd = ctl;
             pfd[nfds++].events = POLLIN;
         }
 
         if (wfd != -1) {
+            wi = nfds;
             pfd[nfds].fd = wfd;
             pfd[nfds++].events = POLLIN;
         }
 
-        timeout = -1;
+        if (lfd != -1) {
+            li = nfds;
+            pfd[nfds].fd = lfd;
+            pfd[nfds++].events = POLLIN;
+        }
+
+        /* without a pidfd (old kernels, valgrind) nginx is polled */
+        timeout = (wfd == -1 && deadline == -1) ? 1000 : -1;
+
+        if (wfd == -1 && kill(sp->nginx_pid, 0) == -1 && errno == ESRCH
+            && deadline == -1)
+        {
+            goto terminate;
+        }
 
         if (deadline != -1) {
             struct timespec  ts;
@@ -345,14 +413,20 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
             continue;
         }
 
-        if (wfd != -1 && (pfd[nfds - 1].revents & (POLLIN|POLLHUP))) {
+        if (li != -1 && (pfd[li].revents & POLLIN)) {
+            /* a worker takes the session over: it gets the terminal */
+            ctl = ngx_pty_keeper_accept(lfd, ctl, child, master);
+            continue;
+        }
+
+        if (wi != -1 && (pfd[wi].revents & (POLLIN|POLLHUP))) {
             /* nginx is gone: so is its session */
             close(wfd);
             wfd = -1;
             goto terminate;
         }
 
-        if (ctl != -1 && pfd[1].revents) {
+        if (ci != -1 && pfd[ci].revents) {
             ssize_t  n = recv(ctl, &msg, sizeof(msg), 0);
 
             if (n == 0 || (n == -1 && errno != EINTR && errno != EAGAIN)) {
@@ -397,6 +471,68 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
     }
 
     _exit(0);
+}
+
+
+/* where a worker finds this keeper again: an abstract socket by session */
+static int
+ngx_pty_keeper_listen(u_char *id)
+{
+    int                 fd;
+    socklen_t           len;
+    struct sockaddr_un  sa;
+
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd == -1) {
+        return -1;
+    }
+
+    len = ngx_pty_keeper_address(&sa, id);
+
+    if (bind(fd, (struct sockaddr *) &sa, len) == -1 || listen(fd, 4) == -1) {
+        close(fd);
+        return -1;
+    }
+
+    return fd;
+}
+
+
+/*
+ * Only processes of the keeper's own user (nginx's workers) may take the
+ * terminal: an abstract socket is reachable by anyone on the host.
+ */
+static int
+ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child, int master)
+{
+    int            fd;
+    socklen_t      len;
+    struct ucred   cred;
+
+    fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd == -1) {
+        return ctl;
+    }
+
+    len = sizeof(struct ucred);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1
+        || (cred.uid != getuid() && cred.uid != 0))
+    {
+        close(fd);
+        return ctl;
+    }
+
+    if (ngx_pty_keeper_put(fd, NGX_PTY_KEEPER_READY, child, master) == -1) {
+        close(fd);
+        return ctl;
+    }
+
+    if (ctl != -1) {
+        close(ctl);
+    }
+
+    return fd;
 }
 
 

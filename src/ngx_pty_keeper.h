@@ -50,6 +50,9 @@ ngx_pid_t ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl,
     ngx_log_t *log);
 char **ngx_pty_keeper_env(ngx_pool_t *pool, ngx_array_t *extra);
 
+socklen_t ngx_pty_keeper_address(struct sockaddr_un *sa, u_char *id);
+ngx_socket_t ngx_pty_keeper_connect(u_char *id, ngx_log_t *log);
+
 /* non-blocking; NGX_AGAIN when nothing is there yet */
 ngx_int_t ngx_pty_keeper_recv(ngx_socket_t ctl, ngx_pty_keeper_msg_t *msg,
     ngx_fd_t *fd, ngx_log_t *log);

@@ -1281,7 +1281,8 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     u_char c)
 {
     u_char         leader, inter;
-    long           v;
+    long           v, end;
+    unsigned       w;
     VTermPos       pos;
 
     leader = s->leaderlen ? s->leader : 0;
@@ -1354,14 +1355,23 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             break;
         }
 
-        ngx_pty_feed_final(s, p, start, i);
+        /* where libvterm's loop stops decides the wrap, not the clamp */
         vterm_state_get_cursorpos(s->state, &pos);
+        w = ngx_pty_row_width(s, pos.row);
+        v = NGX_PTY_ARG(s->args[0]);
+        v = (v == NGX_PTY_ARG_MISSING || v == 0) ? 1 : v;
+        end = pos.col + v < (long) w ? pos.col + v : (long) w;
+        v = pos.col;
 
-        if (s->autowrap
-            && pos.col + s->combine_w >= (int) ngx_pty_row_width(s, pos.row))
-        {
+        if (end > v) {
+            v += (end - v + s->combine_w - 1) / s->combine_w * s->combine_w;
+        }
+
+        ngx_pty_feed_final(s, p, start, i);
+
+        if (s->autowrap && v + s->combine_w >= (long) w) {
             s->phantom = 1;
-            s->ph_pos = pos;
+            vterm_state_get_cursorpos(s->state, &s->ph_pos);
         }
 
         break;
@@ -2902,11 +2912,18 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
             /* erased since: write, then erase it again (ECH keeps the wrap) */
             d = ngx_pty_row_cell(row, s->ph_pos.col + 1, &tmp2);
 
-            if (s->ph_pos.col + 1 < (int) ngx_pty_row_width(s, s->ph_pos.row)
-                && d->ch == 0
-                && ngx_pty_pen_eq(&d->pen, &c->pen, NGX_PTY_A_SGR))
+            if (s->ph_pos.col + 1 >= (int) ngx_pty_row_width(s, s->ph_pos.row))
+            {
+                ngx_pty_emit(&e, " \x1b[X", 4);
+
+            } else if (d->ch == NGX_PTY_CONT) {
+                ngx_pty_emit(&e, "\xe3\x80\x80\x1b[X", 6);
+
+            } else if (d->ch == 0
+                       && ngx_pty_pen_eq(&d->pen, &c->pen, NGX_PTY_A_SGR))
             {
                 ngx_pty_emit(&e, "\xe3\x80\x80\x1b[2X", 7);
+
             } else {
                 ngx_pty_emit(&e, " \x1b[X", 4);
             }

@@ -30,6 +30,11 @@ static ngx_rbtree_node_t  ngx_pty_local_sentinel;
 static ngx_pty_session_t *ngx_pty_session_new(ngx_pty_session_sh_t *sh,
     ngx_log_t *log);
 static void ngx_pty_session_free(ngx_pty_session_t *s);
+static ngx_int_t ngx_pty_session_watch_keeper(ngx_pty_session_t *s,
+    ngx_socket_t ctl);
+static ngx_int_t ngx_pty_session_screen_init(ngx_pty_session_t *s,
+    ngx_pty_ring_t *ring);
+static ngx_int_t ngx_pty_session_adopt(ngx_pty_session_t *s);
 static void ngx_pty_session_ctl_handler(ngx_event_t *rev);
 static ngx_int_t ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd,
     ngx_pid_t child);
@@ -64,7 +69,6 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 {
     ngx_pid_t              keeper;
     ngx_socket_t           ctl;
-    ngx_connection_t      *c;
     ngx_pty_spawn_t        sp;
     ngx_pty_session_t     *s;
     ngx_pty_session_sh_t  *sh;
@@ -86,17 +90,18 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
         return NULL;
     }
 
-    /* the view took its own reference; the creator's is the owner's */
-    s->owner = 1;
-    s->params = plcf->params;
-    s->closed_linger = plcf->closed_linger;
+    /* the view holds its own reference now */
+    ngx_pty_shm_session_release(sh);
 
-    s->screen = ngx_pty_screen_create(st->cols, st->rows);
-    if (s->screen == NULL) {
+    s->owner = 1;
+    sh->params = plcf->params;
+    sh->closed_linger = plcf->closed_linger;
+    s->params = sh->params;
+    s->closed_linger = sh->closed_linger;
+
+    if (ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
         goto failed;
     }
-
-    ngx_pty_screen_set_reply(s->screen, ngx_pty_session_reply, s);
 
     ngx_memzero(&sp, sizeof(ngx_pty_spawn_t));
     sp.sh = sh;
@@ -119,20 +124,8 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     sh->keeper = keeper;
     sh->owner = ngx_pid;
 
-    c = ngx_get_connection(ctl, log);
-    if (c == NULL) {
-        close(ctl);
+    if (ngx_pty_session_watch_keeper(s, ctl) != NGX_OK) {
         kill(keeper, SIGKILL);
-        goto failed;
-    }
-
-    c->data = s;
-    c->read->handler = ngx_pty_session_ctl_handler;
-    c->read->log = log;
-    c->write->log = log;
-    s->ctl = c;
-
-    if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
         ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
                               "cannot watch the keeper");
         return s;
@@ -150,6 +143,147 @@ failed:
     ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1, "spawn failed");
 
     return s;
+}
+
+
+static ngx_int_t
+ngx_pty_session_watch_keeper(ngx_pty_session_t *s, ngx_socket_t ctl)
+{
+    ngx_connection_t  *c;
+
+    c = ngx_get_connection(ctl, s->log);
+    if (c == NULL) {
+        close(ctl);
+        return NGX_ERROR;
+    }
+
+    c->data = s;
+    c->read->handler = ngx_pty_session_ctl_handler;
+    c->read->log = s->log;
+    c->write->log = s->log;
+    s->ctl = c;
+
+    return ngx_handle_read_event(c->read, 0);
+}
+
+
+/*
+ * The screen model; a new owner rebuilds it from the newest Keyframe in
+ * the ring and the output after it, so a takeover keeps the screen.
+ */
+static ngx_int_t
+ngx_pty_session_screen_init(ngx_pty_session_t *s, ngx_pty_ring_t *ring)
+{
+    uint64_t          off, after;
+    ngx_pty_frame_t  *f, *kf;
+
+    s->screen = ngx_pty_screen_create(s->sh->cols, s->sh->rows);
+    if (s->screen == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_pty_screen_set_reply(s->screen, ngx_pty_session_reply, s);
+
+    if (ring == NULL) {
+        return NGX_OK;
+    }
+
+    ngx_pty_shm_lock(s->sh);
+
+    kf = NULL;
+    after = ring->tail;
+    off = ring->tail;
+
+    for ( ;; ) {
+        f = ngx_pty_ring_read(ring, &off);
+
+        if (f == NULL) {
+            break;
+        }
+
+        if (f->kind == NGX_PTY_FRAME_KEYFRAME) {
+            kf = f;
+            after = off;
+        }
+    }
+
+    if (kf) {
+        (void) ngx_pty_screen_resize(s->screen, kf->cols, kf->rows);
+        ngx_pty_screen_feed(s->screen, ngx_pty_frame_data(kf), kf->len);
+        s->screen_seq = kf->anchor;
+    }
+
+    s->screen_off = after;
+
+    ngx_pty_shm_unlock(s->sh);
+
+    return NGX_OK;
+}
+
+
+/* a session whose owner is gone: this worker takes its terminal over */
+static ngx_int_t
+ngx_pty_session_adopt(ngx_pty_session_t *s)
+{
+    ngx_pid_t              owner;
+    ngx_socket_t           ctl;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = s->sh;
+
+    ngx_pty_shm_lock(sh);
+
+    owner = sh->owner;
+
+    if (owner == ngx_pid
+        || (owner > 0 && (kill(owner, 0) == 0 || ngx_errno != NGX_ESRCH)))
+    {
+        ngx_pty_shm_unlock(sh);
+        return NGX_DECLINED;
+    }
+
+    sh->owner = ngx_pid;
+
+    ngx_pty_shm_unlock(sh);
+
+    s->owner = 1;
+    s->params = sh->params;
+    s->closed_linger = sh->closed_linger;
+
+    ngx_log_error(NGX_LOG_INFO, s->log, 0,
+                  "pty: taking over session pty-%ui from worker %P",
+                  sh->name, owner);
+
+    if (ngx_pty_session_screen_init(s, sh->ring) != NGX_OK) {
+        ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1, "out of memory");
+        return NGX_ERROR;
+    }
+
+    ctl = ngx_pty_keeper_connect(sh->id, s->log);
+
+    if (ctl == (ngx_socket_t) -1) {
+        /* the keeper is gone; it may have left the child's status */
+        if (sh->keeper_status & 1) {
+            s->exited = 1;
+            s->eof = 1;
+            s->wait_status = (ngx_int_t) (sh->keeper_status >> 1);
+            ngx_pty_session_exited(s);
+
+        } else {
+            ngx_pty_session_close(s, NGX_PTY_CLOSED_INSTANCE_TERMINATED, -1,
+                                  "the session keeper is gone");
+        }
+
+        return NGX_ERROR;
+    }
+
+    if (ngx_pty_session_watch_keeper(s, ctl) != NGX_OK) {
+        ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
+                              "cannot watch the keeper");
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
 }
 
 
@@ -211,6 +345,7 @@ ngx_pty_session_get(ngx_pty_session_sh_t *sh)
 {
     ngx_rbtree_key_t    key;
     ngx_rbtree_node_t  *node, *sentinel;
+    ngx_pty_session_t  *s;
 
     ngx_pty_local_init();
 
@@ -220,13 +355,25 @@ ngx_pty_session_get(ngx_pty_session_sh_t *sh)
 
     while (node != sentinel) {
         if (key == node->key) {
-            return (ngx_pty_session_t *) node;
+            s = (ngx_pty_session_t *) node;
+            goto found;
         }
 
         node = (key < node->key) ? node->left : node->right;
     }
 
-    return ngx_pty_session_new(sh, ngx_cycle->log);
+    s = ngx_pty_session_new(sh, ngx_cycle->log);
+    if (s == NULL) {
+        return NULL;
+    }
+
+found:
+
+    if (!s->owner && sh->state == NGX_PTY_STATE_RUNNING) {
+        (void) ngx_pty_session_adopt(s);
+    }
+
+    return s;
 }
 
 

@@ -122,6 +122,10 @@ struct ngx_pty_session_sh_s {
     ngx_pty_ring_t            *ring;
     ngx_pty_scroll_t          *scroll;
 
+    /* settings of the location that started it, for any later owner */
+    ngx_pty_params_t           params;
+    ngx_msec_t                 closed_linger;
+
     size_t                     command_len;
     u_char                    *command;
 };

@@ -12,7 +12,9 @@
  *       split UTF-8 and escape sequences) and writes its snapshot.
  *
  * Options (first mode): --strict-modes also compares DEC modes 1, 1000-
- * 1006, 1015 and 2004 (see vtref.h); --max-diffs N (default 20).
+ * 1006, 1015 and 2004 (see vtref.h); --max-diffs N (default 20);
+ * --then FILE feeds FILE to both terminals before comparing, which checks
+ * the state the snapshot leaves (pending wrap, modes, saved cursor...).
  * Exit 2 on usage or I/O errors.
  */
 
@@ -78,7 +80,7 @@ static int
 usage(void)
 {
     fprintf(stderr,
-            "usage: vtcompare [--strict-modes] [--max-diffs N] "
+            "usage: vtcompare [--strict-modes] [--max-diffs N] [--then FILE] "
             "COLS ROWS STREAM_FILE SNAPSHOT_FILE\n"
             "       vtcompare --snapshot [--seed N] "
             "COLS ROWS STREAM_FILE OUT_FILE\n");
@@ -145,7 +147,8 @@ int
 main(int argc, char **argv)
 {
     int             i, cols, rows, diffs, strict, max_diffs, snapshot;
-    size_t          slen, plen;
+    size_t          slen, plen, tlen;
+    const char     *then;
     unsigned        seed;
     vtref_t        *want, *got;
     unsigned char  *stream, *snap;
@@ -154,6 +157,7 @@ main(int argc, char **argv)
     max_diffs = 20;
     snapshot = 0;
     seed = 1;
+    then = NULL;
 
     for (i = 1; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
         if (strcmp(argv[i], "--strict-modes") == 0) {
@@ -162,6 +166,8 @@ main(int argc, char **argv)
             snapshot = 1;
         } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
             seed = (unsigned) strtoul(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--then") == 0 && i + 1 < argc) {
+            then = argv[++i];
         } else if (strcmp(argv[i], "--max-diffs") == 0 && i + 1 < argc) {
             max_diffs = atoi(argv[++i]);
         } else {
@@ -206,6 +212,19 @@ main(int argc, char **argv)
 
     vtref_feed(want, stream, slen);
     vtref_feed(got, snap, plen);
+
+    if (then) {
+        free(stream);
+        stream = read_file(then, &tlen);
+
+        if (stream == NULL) {
+            free(snap);
+            return 2;
+        }
+
+        vtref_feed(want, stream, tlen);
+        vtref_feed(got, stream, tlen);
+    }
 
     diffs = vtref_compare(want, got, stdout, max_diffs, strict);
 

@@ -796,7 +796,8 @@ test_modes(void)
     checks("pending wrap, wide glyph", 11, 3,
            "012345678\xe4\xb8\xad", "X");
     checks("saved cursor (DECSC) and DECRC after the snapshot", 40, 10,
-           "\x1b[5;5H\x1b[1;35;46m\x1b[?25l\x1b" "7\x1b[m\x1b[?25h\x1b[1;1Hhome",
+           "\x1b[5;5H\x1b[1;35;46m\x1b[?25l\x1b" "7\x1b[m\x1b[?25h"
+           "\x1b[1;1Hhome",
            "\x1b" "8restored");
     checks("cursor shape and visibility", 40, 10, "\x1b[4 q\x1b[?25l", NULL);
 
@@ -857,7 +858,9 @@ test_hostile(void)
     srand(99);
 
     for (i = 0; i < 200000; i++) {
-        b.p[i % b.cap] = (u_char) (rand() % 4 ? rand() : "\x1b[;?0123456789m\r\n"[rand() % 17]);
+        b.p[i % b.cap] = (u_char) (rand() % 4
+                                    ? rand()
+                                    : "\x1b[;?0123456789m\r\n"[rand() % 17]);
     }
 
     ngx_pty_screen_feed(s, b.p, b.cap);
@@ -903,7 +906,8 @@ test_geometry(void)
     checks("1x1 terminal", 1, 1, "ab\r\ncd", "e");
 
     s = ngx_pty_screen_create(1, 2);
-    ngx_pty_screen_feed(s, (const u_char *) "a\xe4\xb8\xad" "b\r\n\xe4\xb8\xad", 10);
+    ngx_pty_screen_feed(s, (const u_char *) "a\xe4\xb8\xad" "b\r\n\xe4\xb8\xad",
+                        10);
     snap = ngx_pty_screen_snapshot(s, &m1);
     ok(snap != NULL && clean_7bit_utf8(snap, m1),
        "wide glyph in a 1-column terminal does not crash the model");
@@ -1001,10 +1005,13 @@ gen_fuzz(buf_t *b, unsigned cols, unsigned rows, int tokens, int lines,
 
             /*
              * a cursor outside the margins in origin mode is rebuilt with
-             * DECSC/DECRC, which a program's own saved cursor rules out
+             * DECSC/DECRC, which a program's own saved cursor rules out;
+             * REP clamped by origin mode leaves a pending wrap away from
+             * the edge, which no write rebuilds
              */
             if ((origin && (strcmp(s, "\x1b" "7") == 0
-                            || strcmp(s, "\x1b[?1049h") == 0))
+                            || strcmp(s, "\x1b[?1049h") == 0
+                            || strcmp(s, "x\x1b[3b") == 0))
                 || (!origin && strcmp(s, "\x1b[?6h") == 0))
             {
                 s = "\n";
@@ -1032,7 +1039,8 @@ gen_fuzz(buf_t *b, unsigned cols, unsigned rows, int tokens, int lines,
                      rand() % 256);
                 break;
             default:
-                addf(b, "\x1b[%d;%ds", rand() % (cols + 1), rand() % (cols + 1));
+                addf(b, "\x1b[%d;%ds", rand() % (cols + 1),
+                     rand() % (cols + 1));
                 break;
             }
         }

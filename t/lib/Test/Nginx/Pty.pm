@@ -92,7 +92,8 @@ sub attach_join {
         unless $ws->upgraded;
     my $hello = $ws->recv_json(5);
     my %env = (extensions => [EXT_URI]);
-    $env{replay_from} = $opts{replay_from} if exists $opts{replay_from};
+    $env{replay_from} = defined $opts{replay_from} ? 0 + $opts{replay_from}
+        : undef if exists $opts{replay_from};
     my %payload = (role => $opts{role} // 'controller');
     $payload{client_label} = $opts{label} if defined $opts{label};
     $payload{cols} = $opts{cols} if $opts{cols};
