@@ -22,6 +22,7 @@ LD_OPT      ?= -Wl,-z,relro -Wl,-z,now -fPIC
 SRCS := ngx_pty_module.c $(wildcard src/*.c src/*.h) config
 UNIT_BINS := $(BUILD)/escape_test $(BUILD)/text_test $(BUILD)/screen_test
 TOOL_BINS := $(BUILD)/vtcompare $(BUILD)/screenbench
+BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench
 TOOL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Isrc
 
 .PHONY: all deps run test unit bench clean distclean
@@ -55,6 +56,12 @@ $(BUILD)/screenbench: t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c
 	@mkdir -p $(BUILD)
 	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c -lvterm
 
+$(BUILD)/rawpty: t/bench/rawpty.c
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lutil
+
+$(BUILD)/wsbench: t/bench/wsbench.c
+	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
+
 run: all
 	@scripts/install-deps.sh demo
 	@scripts/run-demo.sh "$(NGINX_BIN)" "$(PORT)"
@@ -62,11 +69,12 @@ run: all
 test: all
 	prove -r t/
 
-bench: all
-	@t/bench/run.sh
+bench: all $(BENCH_BINS)
+	perl t/bench/run.pl
 
 clean:
-	rm -rf $(BUILD)/*.so $(UNIT_BINS) $(TOOL_BINS) $(TREE)/objs/addon
+	rm -rf $(BUILD)/*.so $(UNIT_BINS) $(TOOL_BINS) $(BENCH_BINS) \
+	    $(TREE)/objs/addon
 
 distclean:
 	rm -rf $(BUILD) demo

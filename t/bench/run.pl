@@ -1,0 +1,122 @@
+#!/usr/bin/perl
+
+# Benchmarks: ratios measured in one run against the raw PTY rate of the
+# same machine.  Run with `make bench`; prints a table.
+#
+#   throughput  A/B alternated pairs: rawpty (forkpty + read) and one
+#               pty-ws/v1 client receiving and decoding every Output frame,
+#               for several kinds of content at 120x30
+#   echo        one keystroke as pty.session_input until its Output echo
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More;
+use Test::Nginx;
+use Test::Nginx::Pty;
+
+my $root = "$FindBin::Bin/../..";
+my $rawpty = "$root/build/rawpty";
+my $wsbench = "$root/build/wsbench";
+my $runs = $ENV{BENCH_RUNS} // 3;
+my $mib = $ENV{BENCH_MIB} // 64;
+
+-x $rawpty && -x $wsbench or die "build t/bench first (make bench)\n";
+
+my $t = pty_nginx(extra_loc => 'pty_keyframe_interval_frames 1000000;');
+$t->run();
+
+my $dir = $t->testdir;
+make_inputs($dir);
+
+my %content = (
+    'plain text' => "cat $dir/plain.txt",
+    'colour ls -lR' => "cat $dir/colour.txt",
+    'CJK/emoji' => "cat $dir/cjk.txt",
+    "yes ''" => "yes '' | head -c " . ($mib << 20),
+);
+
+my @rows;
+
+for my $name ('plain text', 'colour ls -lR', 'CJK/emoji', "yes ''") {
+    my (@raw, @ws, @ratio);
+    for (1 .. $runs) {
+        my ($rb, $rs) = split ' ', `$rawpty 120 30 "$content{$name}"`;
+        my $s = start_session($t, "read x; $content{$name}",
+            cols => 120, rows => 30);
+        my ($wb, $ws) = split ' ',
+            `$wsbench throughput @{[$t->port(8080)]} $s->{attach_path}`;
+        push @raw, $rb / $rs / 1e6;
+        push @ws, $wb / $ws / 1e6;
+        push @ratio, $ws[-1] / $raw[-1];
+        ok($wb >= $rb * 0.99, "$name: every byte arrived ($wb of $rb)");
+    }
+    push @rows, [$name, \@raw, \@ws, \@ratio,
+        $name eq 'plain text' ? 0.85 : 0.5];
+}
+
+my $s = start_session($t, 'cat', cols => 120, rows => 30);
+my @lat = split /\n/, `$wsbench echo @{[$t->port(8080)]} $s->{attach_path} 2000`;
+ok(@lat == 2000, 'echo: 2000 keystrokes answered');
+
+$t->stop();
+done_testing();
+
+print "\n";
+printf "%-24s %-26s %-26s %-22s %-7s %s\n", 'figure', 'raw PTY MB/s',
+    'pty-ws/v1 MB/s', 'ratio', 'target', 'result';
+for my $r (@rows) {
+    my ($name, $raw, $ws, $ratio, $target) = @$r;
+    printf "%-24s %-26s %-26s %-22s %-7s %s\n", "throughput: $name",
+        mmm($raw), mmm($ws), mmm($ratio, '%.2f'), ">=$target",
+        median(@$ratio) >= $target ? 'pass' : 'FAIL';
+}
+my ($p50, $p99) = @lat[int(@lat * 0.5), int(@lat * 0.99)];
+printf "%-24s %-26s %-26s %-22s %-7s %s\n", 'echo p50 (us)', '', '',
+    sprintf('%.0f', $p50), '<=60', $p50 <= 60 ? 'pass' : 'FAIL';
+printf "%-24s %-26s %-26s %-22s %-7s %s\n", 'echo p99 (us)', '', '',
+    sprintf('%.0f', $p99), '<=150', $p99 <= 150 ? 'pass' : 'FAIL';
+print "\n(min/median/max over $runs runs, $mib MiB each, 120x30)\n";
+
+sub median {
+    my @s = sort { $a <=> $b } @_;
+    return $s[$#s / 2];
+}
+
+sub mmm {
+    my ($v, $fmt) = @_;
+    $fmt //= '%.0f';
+    my @s = sort { $a <=> $b } @$v;
+    return sprintf("$fmt/$fmt/$fmt", $s[0], median(@s), $s[-1]);
+}
+
+sub make_inputs {
+    my ($dir) = @_;
+    my $size = $mib << 20;
+    my @words = qw/lorem ipsum dolor sit amet consectetur adipiscing elit sed
+        do eiusmod tempor incididunt ut labore et dolore magna aliqua/;
+
+    open my $p, '>', "$dir/plain.txt" or die;
+    open my $c, '>', "$dir/colour.txt" or die;
+    open my $k, '>', "$dir/cjk.txt" or die;
+    my ($np, $nc, $nk, $i) = (0, 0, 0, 0);
+    while ($np < $size || $nc < $size || $nk < $size) {
+        my $line = join(' ', map { $words[($i * 7 + $_) % @words] } 0 .. 14);
+        $i++;
+        if ($np < $size) { print $p "$line\n"; $np += length($line) + 1 }
+        if ($nc < $size) {
+            my $l = sprintf("-rw-r--r-- 1 user user %8d Nov 30 12:00 "
+                . "\e[01;3%dm%s\e[0m\n", $i, $i % 7 + 1, $words[$i % @words]);
+            print $c $l; $nc += length $l;
+        }
+        if ($nk < $size) {
+            my $l = "\x{e6}\x{bc}\x{a2}\x{e5}\x{ad}\x{97} \x{f0}\x{9f}\x{99}\x{82} "
+                . "\x{e3}\x{81}\x{ab}\x{e3}\x{81}\x{bb}\x{e3}\x{82}\x{93} $line\n";
+            print $k $l; $nk += length $l;
+        }
+    }
+    close $_ for $p, $c, $k;
+}

@@ -1,0 +1,389 @@
+
+/*
+ * A fast pty-ws/v1 client for the benchmarks: its own cost must not
+ * dominate what it measures.
+ *
+ *   wsbench throughput PORT PATH
+ *       joins, sends Enter (the session's command waits for it), then
+ *       counts decoded Output bytes until Closed; prints
+ *       "bytes seconds frames"
+ *   wsbench echo PORT PATH N
+ *       joins, then N times sends one byte and waits for the Output
+ *       frame echoing it; prints the latencies in microseconds, sorted
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+
+#define NGX_BENCH_EXT                                                         \
+    "https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
+
+
+static int            fd;
+static unsigned char  in[4 * 1024 * 1024];
+static size_t         in_len;
+
+
+static double
+now(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+
+static void
+die(const char *what)
+{
+    perror(what);
+    exit(1);
+}
+
+
+static void
+send_all(const void *p, size_t len)
+{
+    ssize_t  n;
+
+    while (len) {
+        n = write(fd, p, len);
+
+        if (n <= 0) {
+            die("write");
+        }
+
+        p = (const char *) p + n;
+        len -= n;
+    }
+}
+
+
+/* one masked text frame (mask 0: the XOR is the identity) */
+static void
+send_text(const char *text)
+{
+    size_t         len;
+    unsigned char  hdr[8];
+
+    len = strlen(text);
+    hdr[0] = 0x81;
+
+    if (len < 126) {
+        hdr[1] = 0x80 | len;
+        memset(hdr + 2, 0, 4);
+        send_all(hdr, 6);
+
+    } else {
+        hdr[1] = 0x80 | 126;
+        hdr[2] = len >> 8;
+        hdr[3] = len & 0xff;
+        memset(hdr + 4, 0, 4);
+        send_all(hdr, 8);
+    }
+
+    send_all(text, len);
+}
+
+
+/* the next complete frame's payload, in place in the input buffer */
+static unsigned char *
+next_frame(size_t *plen, size_t *consumed)
+{
+    ssize_t   n;
+    size_t    hlen;
+    uint64_t  len;
+    int       i;
+
+    for ( ;; ) {
+        if (in_len >= 2) {
+            len = in[1] & 0x7f;
+            hlen = 2;
+
+            if (len == 126) {
+                hlen = 4;
+
+            } else if (len == 127) {
+                hlen = 10;
+            }
+
+            if (in_len >= hlen) {
+                if (len == 126) {
+                    len = (in[2] << 8) | in[3];
+
+                } else if (len == 127) {
+                    for (len = 0, i = 0; i < 8; i++) {
+                        len = (len << 8) | in[2 + i];
+                    }
+                }
+
+                if (in_len >= hlen + len) {
+                    *plen = len;
+                    *consumed = hlen + len;
+                    return in + hlen;
+                }
+            }
+        }
+
+        n = read(fd, in + in_len, sizeof(in) - in_len);
+
+        if (n <= 0) {
+            return NULL;
+        }
+
+        in_len += n;
+    }
+}
+
+
+static void
+drop(size_t consumed)
+{
+    memmove(in, in + consumed, in_len - consumed);
+    in_len -= consumed;
+}
+
+
+/* decoded length of the Output frame's data, or -1 for other frames */
+static long
+output_bytes(unsigned char *p, size_t len)
+{
+    char    *d, *e;
+    size_t   n;
+
+    if (memmem(p, len, "\"kind\":\"Output\"", 15) == NULL) {
+        return -1;
+    }
+
+    d = memmem(p, len, "\"data\":\"", 8);
+    if (d == NULL) {
+        return -1;
+    }
+
+    d += 8;
+    e = memchr(d, '"', (char *) p + len - d);
+    if (e == NULL) {
+        return -1;
+    }
+
+    n = e - d;
+
+    return (long) (n / 4 * 3 - (n && e[-1] == '=') - (n > 1 && e[-2] == '='));
+}
+
+
+static void
+connect_join(int port, const char *path)
+{
+    int                 one;
+    char                req[2048];
+    size_t              len, consumed;
+    unsigned char      *p, *end;
+    struct sockaddr_in  sa;
+
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd == -1) {
+        die("socket");
+    }
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+
+    if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == -1) {
+        die("connect");
+    }
+
+    one = 1;
+    (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+    snprintf(req, sizeof(req),
+             "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+             "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+             "Sec-WebSocket-Protocol: pty-ws.v1\r\n\r\n", path);
+    send_all(req, strlen(req));
+
+    for ( ;; ) {
+        ssize_t n = read(fd, in + in_len, sizeof(in) - in_len);
+
+        if (n <= 0) {
+            die("handshake");
+        }
+
+        in_len += n;
+        end = memmem(in, in_len, "\r\n\r\n", 4);
+
+        if (end) {
+            if (memcmp(in, "HTTP/1.1 101", 12) != 0) {
+                fprintf(stderr, "upgrade refused\n");
+                exit(1);
+            }
+
+            drop(end + 4 - in);
+            break;
+        }
+    }
+
+    send_text("{\"op\":\"pty.join_session\","
+              "\"id\":\"00000000-0000-7000-8000-000000000001\","
+              "\"extensions\":[\"" NGX_BENCH_EXT "\"],"
+              "\"payload\":{\"role\":\"controller\"}}");
+
+    /* the initial flush ends with our Keyframe */
+    for ( ;; ) {
+        p = next_frame(&len, &consumed);
+        if (p == NULL) {
+            die("join");
+        }
+
+        if (memmem(p, len, "\"kind\":\"Keyframe\"", 17)) {
+            drop(consumed);
+            return;
+        }
+
+        drop(consumed);
+    }
+}
+
+
+static void
+send_input(const char *b64)
+{
+    char  buf[256];
+
+    snprintf(buf, sizeof(buf),
+             "{\"op\":\"pty.session_input\","
+             "\"id\":\"00000000-0000-7000-8000-000000000002\","
+             "\"payload\":{\"data\":\"%s\"}}", b64);
+    send_text(buf);
+}
+
+
+static int
+throughput(void)
+{
+    long            n;
+    size_t          len, consumed;
+    double          start, last;
+    unsigned long   total, frames;
+    unsigned char  *p;
+
+    send_input("DQ==");     /* Enter */
+
+    total = 0;
+    frames = 0;
+    start = 0;
+    last = now();
+
+    for ( ;; ) {
+        p = next_frame(&len, &consumed);
+        if (p == NULL) {
+            break;
+        }
+
+        n = output_bytes(p, len);
+
+        if (n >= 0) {
+            if (frames++ == 0) {
+                start = now();
+            }
+
+            total += n;
+            last = now();
+
+        } else if (memmem(p, len, "\"kind\":\"Closed\"", 15)) {
+            drop(consumed);
+            break;
+        }
+
+        drop(consumed);
+    }
+
+    printf("%lu %.6f %lu\n", total, last - start, frames);
+
+    return 0;
+}
+
+
+static int
+cmp(const void *a, const void *b)
+{
+    double  x = *(const double *) a, y = *(const double *) b;
+
+    return (x > y) - (x < y);
+}
+
+
+static int
+echo(int count)
+{
+    int             i;
+    double          t0, *lat;
+    size_t          len, consumed;
+    unsigned char  *p;
+
+    lat = calloc(count, sizeof(double));
+    if (lat == NULL) {
+        die("calloc");
+    }
+
+    for (i = 0; i < count; i++) {
+        t0 = now();
+        send_input("eA==");     /* "x" */
+
+        for ( ;; ) {
+            p = next_frame(&len, &consumed);
+            if (p == NULL) {
+                die("echo");
+            }
+
+            if (output_bytes(p, len) > 0) {
+                drop(consumed);
+                break;
+            }
+
+            drop(consumed);
+        }
+
+        lat[i] = (now() - t0) * 1e6;
+    }
+
+    qsort(lat, count, sizeof(double), cmp);
+
+    for (i = 0; i < count; i++) {
+        printf("%.1f\n", lat[i]);
+    }
+
+    return 0;
+}
+
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: wsbench throughput|echo PORT PATH [N]\n");
+        return 2;
+    }
+
+    connect_join(atoi(argv[2]), argv[3]);
+
+    if (strcmp(argv[1], "throughput") == 0) {
+        return throughput();
+    }
+
+    return echo(argc > 4 ? atoi(argv[4]) : 1000);
+}
