@@ -118,6 +118,8 @@ struct ngx_pty_session_sh_s {
     ngx_queue_t                members;
 
     uint64_t                   api_cursor;    /* scrollback offset */
+    uint32_t                   loc_tag;       /* API location that started
+                                                 it (pty_max_sessions) */
 
     ngx_pty_ring_t            *ring;
     ngx_pty_scroll_t          *scroll;
