@@ -83,6 +83,7 @@ typedef struct {
 
 
 static void ngx_pty_api_body_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_pty_api_body(ngx_http_request_t *r, ngx_buf_t **bp);
 static ngx_int_t ngx_pty_api_start(ngx_http_request_t *r, json_t *req);
 static ngx_int_t ngx_pty_api_write(ngx_http_request_t *r, json_t *req);
 static ngx_int_t ngx_pty_api_kill(ngx_http_request_t *r, json_t *req);
@@ -227,22 +228,21 @@ ngx_pty_api_body_handler(ngx_http_request_t *r)
 
     call = ngx_pty_api_find_call(r);
 
-    if (r->request_body == NULL || r->request_body->bufs == NULL) {
+    if (ngx_pty_api_body(r, &b) != NGX_OK) {
+        rc = ngx_pty_api_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                               "too_large", "request body larger than "
+                               "client_body_buffer_size");
+        ngx_http_finalize_request(r, rc);
+        return;
+    }
+
+    if (b == NULL) {
         req = json_object();
 
     } else {
-        b = r->request_body->bufs->buf;
-
-        if (b->in_file || r->request_body->bufs->next) {
-            rc = ngx_pty_api_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                                   "too_large", "request body larger than "
-                                   "client_body_buffer_size");
-            ngx_http_finalize_request(r, rc);
-            return;
-        }
-
+        /* JSON_ALLOW_NUL: "\u0000" is a NUL byte like "\\x00" */
         req = json_loadb((char *) b->pos, b->last - b->pos,
-                         JSON_REJECT_DUPLICATES, &err);
+                         JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
 
         if (req == NULL) {
             ngx_snprintf(msg, sizeof(msg) - 1, "malformed JSON: %s%Z",
@@ -270,6 +270,54 @@ ngx_pty_api_body_handler(ngx_http_request_t *r)
     }
 
     ngx_http_finalize_request(r, rc);
+}
+
+
+/*
+ * The body as one buffer (NULL when empty).  It may arrive in two: what
+ * came with the header, and the rest; a body spilled to a file is refused.
+ */
+static ngx_int_t
+ngx_pty_api_body(ngx_http_request_t *r, ngx_buf_t **bp)
+{
+    size_t        len;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    *bp = NULL;
+
+    if (r->request_body == NULL || r->request_body->bufs == NULL) {
+        return NGX_OK;
+    }
+
+    len = 0;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        if (cl->buf->in_file) {
+            return NGX_ERROR;
+        }
+
+        len += cl->buf->last - cl->buf->pos;
+    }
+
+    if (r->request_body->bufs->next == NULL) {
+        *bp = r->request_body->bufs->buf;
+        return NGX_OK;
+    }
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        b->last = ngx_cpymem(b->last, cl->buf->pos,
+                             cl->buf->last - cl->buf->pos);
+    }
+
+    *bp = b;
+
+    return NGX_OK;
 }
 
 

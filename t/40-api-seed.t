@@ -32,6 +32,7 @@ my @escapes = (
     [ '\u12G4',        '5c7531324734', 'bad \u hex passes through' ],
     [ 'a\x00b',        '610062',    '\x00 is a NUL byte' ],
     [ '\u0000',        '00',        '\u0000 is a NUL byte' ],
+    [ "a\x00b",        '610062',    'a real NUL byte in the JSON too' ],
 );
 
 my $t = pty_nginx();
