@@ -105,7 +105,8 @@ static ngx_int_t ngx_pty_api_deliver(ngx_pty_api_reader_t *rd,
     ngx_pty_session_sh_t *sh, size_t page, const char *key, json_t *o);
 
 static ngx_pty_api_wait_t *ngx_pty_api_wait_create(ngx_http_request_t *r,
-    ngx_pty_session_t *s, ngx_msec_t timeout);
+    ngx_pty_session_t *s, ngx_msec_t timeout, ngx_str_t *wait_for,
+    ngx_pty_api_check_pt check, ngx_pty_api_answer_pt answer);
 static ngx_int_t ngx_pty_api_wait(ngx_pty_api_wait_t *w);
 static void ngx_pty_api_wait_notify(ngx_pty_listener_t *l);
 static void ngx_pty_api_wait_shutdown(ngx_pty_listener_t *l);
@@ -534,7 +535,9 @@ ngx_pty_api_start(ngx_http_request_t *r, json_t *req)
 
     s->sh->loc_tag = tag;
 
-    w = ngx_pty_api_wait_create(r, s, timeout);
+    w = ngx_pty_api_wait_create(r, s, timeout, &wait_for,
+                                ngx_pty_api_text_check,
+                                ngx_pty_api_text_answer);
     if (w == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -545,10 +548,7 @@ ngx_pty_api_start(ngx_http_request_t *r, json_t *req)
     }
 
     /* the initial screen: settled once output pauses, or on wait_for */
-    w->wait_for = wait_for;
     w->quiet = wait_for.len ? 0 : NGX_PTY_API_QUIET;
-    w->check = ngx_pty_api_text_check;
-    w->answer = ngx_pty_api_text_answer;
     w->start = 1;
 
     return ngx_pty_api_wait(w);
@@ -654,15 +654,14 @@ ngx_pty_api_write(ngx_http_request_t *r, json_t *req)
         }
     }
 
-    w = ngx_pty_api_wait_create(r, s, timeout);
+    w = ngx_pty_api_wait_create(r, s, timeout, &wait_for,
+                                ngx_pty_api_text_check,
+                                ngx_pty_api_text_answer);
     if (w == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     w->reader = rd;
-    w->wait_for = wait_for;
-    w->check = ngx_pty_api_text_check;
-    w->answer = ngx_pty_api_text_answer;
 
     return ngx_pty_api_wait(w);
 }
@@ -688,13 +687,12 @@ ngx_pty_api_kill(ngx_http_request_t *r, json_t *req)
     }
 
     /* answer once Closed is out, so the exit code is in the answer */
-    w = ngx_pty_api_wait_create(r, s, NGX_PTY_API_KILL_WAIT);
+    w = ngx_pty_api_wait_create(r, s, NGX_PTY_API_KILL_WAIT, NULL,
+                                ngx_pty_api_closed_check,
+                                ngx_pty_api_describe_answer);
     if (w == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    w->check = ngx_pty_api_closed_check;
-    w->answer = ngx_pty_api_describe_answer;
 
     return ngx_pty_api_wait(w);
 }
@@ -720,14 +718,12 @@ ngx_pty_api_read(ngx_http_request_t *r, json_t *req)
         return rc;
     }
 
-    w = ngx_pty_api_wait_create(r, s, timeout);
+    w = ngx_pty_api_wait_create(r, s, timeout, &wait_for,
+                                ngx_pty_api_screen_check,
+                                ngx_pty_api_screen_answer);
     if (w == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    w->wait_for = wait_for;
-    w->check = ngx_pty_api_screen_check;
-    w->answer = ngx_pty_api_screen_answer;
 
     return ngx_pty_api_wait(w);
 }
@@ -1136,9 +1132,11 @@ ngx_pty_api_deliver(ngx_pty_api_reader_t *rd, ngx_pty_session_sh_t *sh,
 
 /* waiters */
 
+/* a waiter on s (which it puts when done, or here on failure) */
 static ngx_pty_api_wait_t *
 ngx_pty_api_wait_create(ngx_http_request_t *r, ngx_pty_session_t *s,
-    ngx_msec_t timeout)
+    ngx_msec_t timeout, ngx_str_t *wait_for, ngx_pty_api_check_pt check,
+    ngx_pty_api_answer_pt answer)
 {
     ngx_pty_api_wait_t  *w;
     ngx_pty_loc_conf_t  *plcf;
@@ -1147,9 +1145,16 @@ ngx_pty_api_wait_create(ngx_http_request_t *r, ngx_pty_session_t *s,
 
     w = ngx_pcalloc(r->pool, sizeof(ngx_pty_api_wait_t));
     if (w == NULL) {
+        ngx_pty_session_put(s);
         return NULL;
     }
 
+    if (wait_for) {
+        w->wait_for = *wait_for;
+    }
+
+    w->check = check;
+    w->answer = answer;
     w->request = r;
     w->session = s;
     w->page = plcf->api_page_size;
