@@ -19,7 +19,7 @@ use Test::Nginx::PtyAgent;
 use Test::Nginx::PtyWS qw(json_encode);
 
 my $t = pty_nginx();
-$t->plan(17)->run();
+$t->plan(18)->run();
 
 my $bash = 'PS1="ready\$ " exec bash --norc --noprofile -i';
 my $s = agent_start($t, $bash, wait_for => 'ready$ ');
@@ -104,3 +104,22 @@ ok(!exists $r->{matched}, 'no matched without wait_for');
 # nothing new: an empty poll returns empty text
 $r = agent($t, 'write', { id => $id, wait_ms => 0 });
 is($r->{output}, '', 'empty poll, empty output');
+
+# nginx stops (TERM) while a call waits: it gets an answer, not a hang
+$sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+    PeerPort => $t->port(8080)) or die "connect: $!";
+$body = json_encode({ id => $id, wait_for => 'never', wait_ms => 8000 });
+print $sock "POST /pty/write HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+    . "Content-Type: application/json\r\nContent-Length: "
+    . length($body) . "\r\n\r\n$body";
+for (1 .. 50) {
+    last if agent($t, 'write', { id => $id, wait_ms => 0 })->{_status} == 409;
+    sleep 0.02;
+}
+my ($master) = ($t->read_file('nginx.pid') // '') =~ /(\d+)/;
+kill 'TERM', $master if $master;
+my $resp = '';
+$sock->blocking(1);
+while (sysread($sock, my $buf, 4096)) { $resp .= $buf }
+like($resp, qr/^HTTP\/1\.1 503 .*"code":"shutting_down"/s,
+    'a waiting call ends with 503 shutting_down when nginx stops');
