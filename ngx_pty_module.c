@@ -5,7 +5,8 @@
  *   pty_zone      the shared zone of sessions (http)
  *   pty_attach    the pty-ws/v1 WebSocket endpoint
  *                 .../agents/{instance_id}/sessions/{session_id}/attach
- *   pty_api       the agent HTTP API: .../start, .../kill, .../list
+ *   pty_api       the agent HTTP API: .../start, .../write, .../kill,
+ *                 .../list, .../read
  *
  * See docs/DIRECTIVES.md for every directive.
  */
@@ -29,6 +30,7 @@ static char *ngx_pty_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_pty_handler_set(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_pty_env(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_pty_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static void ngx_pty_exit_process(ngx_cycle_t *cycle);
 static void ngx_pty_exit_master(ngx_cycle_t *cycle);
 
@@ -57,6 +59,13 @@ static ngx_command_t  ngx_pty_commands[] = {
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
+
+    { ngx_string("pty_zone_max_sessions"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_pty_main_conf_t, zone_max_sessions),
+      &ngx_pty_count_bounds },
 
     { ngx_string("pty_instance_id"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
@@ -203,6 +212,76 @@ static ngx_command_t  ngx_pty_commands[] = {
       ngx_conf_set_size_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_pty_loc_conf_t, api_max_body),
+      NULL },
+
+    { ngx_string("pty_api_page_size"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, api_page_size),
+      NULL },
+
+    { ngx_string("pty_api_wait"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, api_wait),
+      NULL },
+
+    { ngx_string("pty_api_wait_for"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, api_wait_for),
+      NULL },
+
+    { ngx_string("pty_api_wait_max"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, api_wait_max),
+      NULL },
+
+    { ngx_string("pty_allow"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_pty_rule,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, allow),
+      NULL },
+
+    { ngx_string("pty_deny"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_pty_rule,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, deny),
+      NULL },
+
+    { ngx_string("pty_command"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, command),
+      NULL },
+
+    { ngx_string("pty_max_sessions"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, max_sessions),
+      &ngx_pty_count_bounds },
+
+    { ngx_string("pty_idle_timeout"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, idle_timeout),
+      NULL },
+
+    { ngx_string("pty_max_age"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, max_age),
       NULL },
 
     { ngx_string("pty_shell"),
@@ -382,6 +461,8 @@ ngx_pty_create_main_conf(ngx_conf_t *cf)
      *     pmcf->instance_id = { 0, NULL };
      */
 
+    pmcf->zone_max_sessions = NGX_CONF_UNSET_UINT;
+
     return pmcf;
 }
 
@@ -395,6 +476,8 @@ ngx_pty_init_main_conf(ngx_conf_t *cf, void *conf)
         /* the host name: one instance per machine unless told otherwise */
         pmcf->instance_id = cf->cycle->hostname;
     }
+
+    ngx_conf_init_uint_value(pmcf->zone_max_sessions, 0);
 
     return NGX_CONF_OK;
 }
@@ -415,6 +498,7 @@ ngx_pty_create_loc_conf(ngx_conf_t *cf)
      *
      *     plcf->handler = NGX_PTY_HANDLER_NONE;
      *     plcf->shell = { 0, NULL };
+     *     plcf->command = { 0, NULL };
      */
 
     plcf->params.max_controllers = NGX_CONF_UNSET_UINT;
@@ -436,6 +520,15 @@ ngx_pty_create_loc_conf(ngx_conf_t *cf)
     plcf->api_cols = NGX_CONF_UNSET_UINT;
     plcf->api_rows = NGX_CONF_UNSET_UINT;
     plcf->api_max_body = NGX_CONF_UNSET_SIZE;
+    plcf->api_page_size = NGX_CONF_UNSET_SIZE;
+    plcf->api_wait = NGX_CONF_UNSET_MSEC;
+    plcf->api_wait_for = NGX_CONF_UNSET_MSEC;
+    plcf->api_wait_max = NGX_CONF_UNSET_MSEC;
+    plcf->allow = NGX_CONF_UNSET_PTR;
+    plcf->deny = NGX_CONF_UNSET_PTR;
+    plcf->max_sessions = NGX_CONF_UNSET_UINT;
+    plcf->idle_timeout = NGX_CONF_UNSET_MSEC;
+    plcf->max_age = NGX_CONF_UNSET_MSEC;
     plcf->env = NGX_CONF_UNSET_PTR;
     plcf->closed_linger = NGX_CONF_UNSET_MSEC;
 
@@ -483,6 +576,17 @@ ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->api_rows, prev->api_rows, 32);
     ngx_conf_merge_size_value(conf->api_max_body, prev->api_max_body,
                               1024 * 1024);
+    ngx_conf_merge_size_value(conf->api_page_size, prev->api_page_size,
+                              64 * 1024);
+    ngx_conf_merge_msec_value(conf->api_wait, prev->api_wait, 700);
+    ngx_conf_merge_msec_value(conf->api_wait_for, prev->api_wait_for, 10000);
+    ngx_conf_merge_msec_value(conf->api_wait_max, prev->api_wait_max, 30000);
+    ngx_conf_merge_ptr_value(conf->allow, prev->allow, NULL);
+    ngx_conf_merge_ptr_value(conf->deny, prev->deny, NULL);
+    ngx_conf_merge_str_value(conf->command, prev->command, "");
+    ngx_conf_merge_uint_value(conf->max_sessions, prev->max_sessions, 0);
+    ngx_conf_merge_msec_value(conf->idle_timeout, prev->idle_timeout, 0);
+    ngx_conf_merge_msec_value(conf->max_age, prev->max_age, 0);
     ngx_conf_merge_str_value(conf->shell, prev->shell, "/bin/bash");
     ngx_conf_merge_ptr_value(conf->env, prev->env, NULL);
     ngx_conf_merge_msec_value(conf->closed_linger, prev->closed_linger,
@@ -505,6 +609,21 @@ ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     if (conf->ws_send_buffer < 16384) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"pty_ws_send_buffer\" must be at least 16k");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->api_page_size < 4096) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"pty_api_page_size\" must be at least 4k");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->api_wait > conf->api_wait_max
+        || conf->api_wait_for > conf->api_wait_max)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"pty_api_wait\" and \"pty_api_wait_for\" "
+                           "must not exceed \"pty_api_wait_max\"");
         return NGX_CONF_ERROR;
     }
 
@@ -632,6 +751,62 @@ ngx_pty_env(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     (void) cmd;
 
     return NGX_CONF_OK;
+}
+
+
+/* pty_allow, pty_deny: one regex each, on the whole command line */
+static char *
+ngx_pty_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+#if (NGX_PCRE)
+    char  *p = conf;
+
+    ngx_str_t             *value;
+    ngx_array_t          **rules;
+    ngx_pty_rule_t        *rule;
+    ngx_regex_compile_t    rc;
+    u_char                 errstr[NGX_MAX_CONF_ERRSTR];
+
+    value = cf->args->elts;
+    rules = (ngx_array_t **) (p + cmd->offset);
+
+    if (*rules == NGX_CONF_UNSET_PTR || *rules == NULL) {
+        *rules = ngx_array_create(cf->pool, 4, sizeof(ngx_pty_rule_t));
+        if (*rules == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    rule = ngx_array_push(*rules);
+    if (rule == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&rc, sizeof(ngx_regex_compile_t));
+    rc.pattern = value[1];
+    rc.pool = cf->pool;
+    rc.err.len = NGX_MAX_CONF_ERRSTR;
+    rc.err.data = errstr;
+
+    if (ngx_regex_compile(&rc) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%V", &rc.err);
+        return NGX_CONF_ERROR;
+    }
+
+    rule->regex = rc.regex;
+    rule->pattern = value[1];
+
+    return NGX_CONF_OK;
+
+#else
+
+    (void) conf;
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "\"%V\" requires PCRE in nginx", &cmd->name);
+    return NGX_CONF_ERROR;
+
+#endif
 }
 
 

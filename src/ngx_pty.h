@@ -71,7 +71,17 @@ typedef struct {
 typedef struct {
     ngx_shm_zone_t            *shm_zone;
     ngx_str_t                  instance_id;
+    ngx_uint_t                 zone_max_sessions;   /* 0: no cap */
 } ngx_pty_main_conf_t;
+
+
+/* a pty_allow / pty_deny rule: a regex on the whole command line */
+typedef struct {
+#if (NGX_PCRE)
+    ngx_regex_t               *regex;
+#endif
+    ngx_str_t                  pattern;
+} ngx_pty_rule_t;
 
 
 typedef struct {
@@ -89,6 +99,20 @@ typedef struct {
     ngx_uint_t                 api_cols;
     ngx_uint_t                 api_rows;
     size_t                     api_max_body;
+    size_t                     api_page_size;
+    ngx_msec_t                 api_wait;           /* write's default */
+    ngx_msec_t                 api_wait_for;       /* wait_for's default */
+    ngx_msec_t                 api_wait_max;
+
+    /* command policy */
+    ngx_array_t               *allow;          /* of ngx_pty_rule_t */
+    ngx_array_t               *deny;           /* of ngx_pty_rule_t */
+    ngx_str_t                  command;        /* pty_command: fixed */
+
+    /* session limits */
+    ngx_uint_t                 max_sessions;   /* 0: no cap */
+    ngx_msec_t                 idle_timeout;   /* 0: none */
+    ngx_msec_t                 max_age;        /* 0: none */
 
     ngx_str_t                  shell;
     ngx_array_t               *env;            /* of ngx_str_t "NAME=value" */

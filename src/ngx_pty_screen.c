@@ -1379,13 +1379,13 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     case 'A': case 'B': case 'C': case 'D': case 'E': case 'F': case 'G':
     case 'H': case '`': case 'a': case 'd': case 'e': case 'f': case 'j':
     case 'k':
-        /* these cancel a pending wrap even when the cursor does not move */
-        ngx_pty_flush(s, p, start, i);
-
-        if (s->phantom) {
-            ngx_pty_feed_final(s, p, start, i);
-            s->phantom = 0;
-        }
+        /*
+         * these cancel a pending wrap even when the cursor does not move;
+         * any glyph that set one is in the bytes before, so feed through
+         * the final byte and clear it
+         */
+        ngx_pty_flush(s, p, start, i + 1);
+        s->phantom = 0;
 
         break;
     }

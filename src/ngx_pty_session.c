@@ -46,6 +46,8 @@ static void ngx_pty_session_reply(void *data, const u_char *buf, size_t len);
 static void ngx_pty_session_drain_handler(ngx_event_t *ev);
 static void ngx_pty_session_linger_handler(ngx_event_t *ev);
 static void ngx_pty_session_keyframe_handler(ngx_event_t *ev);
+static void ngx_pty_session_limits_handler(ngx_event_t *ev);
+static void ngx_pty_session_limits_arm(ngx_pty_session_t *s);
 static void ngx_pty_session_exited(ngx_pty_session_t *s);
 static void ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
     ngx_int_t exit_code, const char *detail);
@@ -93,11 +95,18 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     /* the view holds its own reference now */
     ngx_pty_shm_session_release(sh);
 
+    sh->idle_timeout = plcf->idle_timeout;
+    sh->max_age = plcf->max_age;
+    s->started = ngx_current_msec;
+    s->last_active = ngx_current_msec;
+
     s->owner = 1;
     sh->params = plcf->params;
     sh->closed_linger = plcf->closed_linger;
     s->params = sh->params;
     s->closed_linger = sh->closed_linger;
+    s->idle_timeout = sh->idle_timeout;
+    s->max_age = sh->max_age;
 
     if (ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
         goto failed;
@@ -130,6 +139,8 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
                               "cannot watch the keeper");
         return s;
     }
+
+    ngx_pty_session_limits_arm(s);
 
     ngx_log_error(NGX_LOG_INFO, log, 0,
                   "pty: session pty-%ui %*s started, keeper %P: \"%s\"",
@@ -249,6 +260,10 @@ ngx_pty_session_adopt(ngx_pty_session_t *s)
     s->owner = 1;
     s->params = sh->params;
     s->closed_linger = sh->closed_linger;
+    s->idle_timeout = sh->idle_timeout;
+    s->max_age = sh->max_age;
+    s->started = ngx_current_msec - (ngx_time() - sh->created) * 1000;
+    s->last_active = ngx_current_msec;
 
     ngx_log_error(NGX_LOG_INFO, s->log, 0,
                   "pty: taking over session pty-%ui from worker %P",
@@ -282,6 +297,8 @@ ngx_pty_session_adopt(ngx_pty_session_t *s)
                               "cannot watch the keeper");
         return NGX_ERROR;
     }
+
+    ngx_pty_session_limits_arm(s);
 
     return NGX_OK;
 }
@@ -329,6 +346,11 @@ ngx_pty_session_new(ngx_pty_session_sh_t *sh, ngx_log_t *log)
     s->keyframe.data = s;
     s->keyframe.log = log;
     s->keyframe.cancelable = 1;
+
+    s->limits.handler = ngx_pty_session_limits_handler;
+    s->limits.data = s;
+    s->limits.log = log;
+    s->limits.cancelable = 1;
 
     s->node.key = (ngx_rbtree_key_t) (uintptr_t) sh;
     ngx_rbtree_insert(&ngx_pty_local, &s->node);
@@ -417,6 +439,10 @@ ngx_pty_session_free(ngx_pty_session_t *s)
 
     if (s->keyframe.timer_set) {
         ngx_del_timer(&s->keyframe);
+    }
+
+    if (s->limits.timer_set) {
+        ngx_del_timer(&s->limits);
     }
 
     ngx_rbtree_delete(&ngx_pty_local, &s->node);
@@ -633,6 +659,7 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
 
             s->frames_since_keyframe++;
             s->output_since_keyframe = 1;
+            s->last_active = ngx_current_msec;
             got = 1;
             continue;
         }
@@ -785,6 +812,8 @@ ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
     if (!s->owner || s->pty == NULL || s->closed) {
         return NGX_DECLINED;
     }
+
+    s->last_active = ngx_current_msec;
 
     if (s->input_len == 0) {
         n = write(s->pty->fd, data, len);
@@ -1001,6 +1030,61 @@ ngx_pty_session_keyframe_handler(ngx_event_t *ev)
 }
 
 
+/* pty_max_age and pty_idle_timeout: one timer, due at the nearer one */
+static void
+ngx_pty_session_limits_arm(ngx_pty_session_t *s)
+{
+    ngx_msec_t  due, t;
+
+    due = NGX_TIMER_INFINITE;
+
+    if (s->max_age) {
+        t = s->started + s->max_age - ngx_current_msec;
+        due = (ngx_msec_int_t) t > 0 ? t : 1;
+    }
+
+    if (s->idle_timeout) {
+        t = s->last_active + s->idle_timeout - ngx_current_msec;
+        t = (ngx_msec_int_t) t > 0 ? t : 1;
+        due = ngx_min(due, t);
+    }
+
+    if (due != NGX_TIMER_INFINITE) {
+        ngx_add_timer(&s->limits, due);
+    }
+}
+
+
+static void
+ngx_pty_session_limits_handler(ngx_event_t *ev)
+{
+    ngx_msec_t          now;
+    ngx_pty_session_t  *s;
+
+    s = ev->data;
+    now = ngx_current_msec;
+
+    if (s->closed || s->killing) {
+        return;
+    }
+
+    if ((s->max_age && now - s->started >= s->max_age)
+        || (s->idle_timeout && now - s->last_active >= s->idle_timeout))
+    {
+        ngx_log_error(NGX_LOG_INFO, s->log, 0,
+                      "pty: session pty-%ui reached its %s, ending it",
+                      s->sh->name,
+                      (s->max_age && now - s->started >= s->max_age)
+                      ? "pty_max_age" : "pty_idle_timeout");
+
+        (void) ngx_pty_session_kill(s, NGX_PTY_CLOSED_TIMEOUT);
+        return;
+    }
+
+    ngx_pty_session_limits_arm(s);
+}
+
+
 ngx_int_t
 ngx_pty_session_kill(ngx_pty_session_t *s, ngx_uint_t reason)
 {
@@ -1115,6 +1199,10 @@ ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
 
     if (s->keyframe.timer_set) {
         ngx_del_timer(&s->keyframe);
+    }
+
+    if (s->limits.timer_set) {
+        ngx_del_timer(&s->limits);
     }
 
     ngx_pty_session_notify(s);

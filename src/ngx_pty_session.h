@@ -53,6 +53,10 @@ struct ngx_pty_session_s {
     ngx_event_t                drain;
     ngx_event_t                linger;
     ngx_event_t                keyframe;
+    ngx_event_t                limits;      /* pty_idle_timeout, pty_max_age */
+
+    /* the agent API's reader (ngx_pty_api.c); freed with the pool */
+    void                      *api;
 
     u_char                    *input;       /* bytes the PTY did not take */
     size_t                     input_len;
@@ -61,6 +65,10 @@ struct ngx_pty_session_s {
     ngx_msec_t                 closed_linger;
     ngx_uint_t                 frames_since_keyframe;
     ngx_msec_t                 last_keyframe;
+    ngx_msec_t                 idle_timeout;
+    ngx_msec_t                 max_age;
+    ngx_msec_t                 started;
+    ngx_msec_t                 last_active;  /* last output or input */
 
     ngx_int_t                  wait_status;
     ngx_uint_t                 kill_reason;

@@ -118,6 +118,8 @@ struct ngx_pty_session_sh_s {
     ngx_queue_t                members;
 
     uint64_t                   api_cursor;    /* scrollback offset */
+    uint32_t                   loc_tag;       /* API location that started
+                                                 it (pty_max_sessions) */
 
     ngx_pty_ring_t            *ring;
     ngx_pty_scroll_t          *scroll;
@@ -125,6 +127,8 @@ struct ngx_pty_session_sh_s {
     /* settings of the location that started it, for any later owner */
     ngx_pty_params_t           params;
     ngx_msec_t                 closed_linger;
+    ngx_msec_t                 idle_timeout;
+    ngx_msec_t                 max_age;
 
     size_t                     command_len;
     u_char                    *command;

@@ -68,10 +68,12 @@ CONF
     return $t;
 }
 
+# answers at once (wait_ms 0): attach tests want the output on the socket,
+# not settled into the start answer
 sub start_session {
     my ($t, $command, %opts) = @_;
     my ($status, $json, $body) = api_call($t->port(8080), '/pty/start',
-        { command => $command, %opts });
+        { command => $command, wait_ms => 0, %opts });
     die "start failed: " . ($status // 'no answer') . " " . ($body // '')
         . "\n" unless defined $status && $status == 200;
     return $json;
