@@ -55,9 +55,6 @@ ngx_int_t
 ngx_pty_binding_attach(ngx_http_request_t *r, ngx_pty_session_sh_t *sh)
 {
     ngx_int_t            rc;
-    ngx_table_elt_t     *h;
-    ngx_list_part_t     *part;
-    ngx_uint_t           i;
     ngx_pty_client_t    *cl;
     ngx_pty_loc_conf_t  *plcf;
 
@@ -80,31 +77,7 @@ ngx_pty_binding_attach(ngx_http_request_t *r, ngx_pty_session_sh_t *sh)
     cl->ws.pong_timeout = plcf->ws_pong_timeout;
 
     /* activation by header, as on A2A's other bindings */
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == sizeof("A2A-Extensions") - 1
-            && ngx_strncasecmp(h[i].key.data, (u_char *) "A2A-Extensions",
-                               h[i].key.len) == 0
-            && ngx_strlcasestrn(h[i].value.data,
-                                h[i].value.data + h[i].value.len,
-                                (u_char *) NGX_PTY_EXT_URI,
-                                sizeof(NGX_PTY_EXT_URI) - 2))
-        {
-            cl->ext_active = 1;
-        }
-    }
+    cl->ext_active = ngx_pty_ext_requested(r);
 
     ngx_http_set_ctx(r, cl, ngx_pty_module);
 

@@ -89,6 +89,10 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     /* the view took its own reference; the creator's is the owner's */
     s->owner = 1;
     s->params = plcf->params;
+    s->answer_queries = plcf->answer_queries;
+    s->terminate_on_last_controller = plcf->terminate_on_last_controller;
+    ngx_pty_ring_limits(sh, plcf->params.replay_buffer_frames,
+                        plcf->ring_max_size);
     s->closed_linger = plcf->closed_linger;
 
     s->screen = ngx_pty_screen_create(st->cols, st->rows);
@@ -617,15 +621,26 @@ ngx_pty_session_fold(ngx_pty_session_t *s, size_t budget)
 }
 
 
-/* answers to terminal queries: ours only when no controller can answer */
+/*
+ * Answers to terminal queries (docs/PROTOCOL.md, "Terminal queries"):
+ * a controller's terminal answers them itself (xterm.js does), so by
+ * default ours go only when no controller is attached; "pty_answer_queries"
+ * makes it always or never.
+ */
 static void
 ngx_pty_session_reply(void *data, const u_char *buf, size_t len)
 {
     ngx_pty_session_t  *s = data;
 
-    if (s->sh->controllers == 0 && s->pty) {
-        (void) ngx_pty_session_input(s, (u_char *) buf, len);
+    if (s->pty == NULL || s->answer_queries == NGX_PTY_ANSWER_CLIENT) {
+        return;
     }
+
+    if (s->answer_queries == NGX_PTY_ANSWER_AUTO && s->sh->controllers) {
+        return;
+    }
+
+    (void) ngx_pty_session_input(s, (u_char *) buf, len);
 }
 
 
@@ -912,7 +927,9 @@ ngx_pty_session_exited(ngx_pty_session_t *s)
         ngx_sprintf(detail, "exited with code %i%Z", code);
     }
 
-    ngx_pty_session_close(s, reason, code, (char *) detail);
+    ngx_pty_session_close(s, reason, code,
+                          (s->killing && s->kill_detail) ? s->kill_detail
+                                                         : (char *) detail);
 }
 
 
