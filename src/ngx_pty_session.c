@@ -376,7 +376,7 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
 
             } else {
                 ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
-                                      "the session keeper died");
+                                      "bridge_eof: the session keeper died");
             }
 
             return;
@@ -405,7 +405,8 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
                           "pty: keeper could not start \"%s\"",
                           s->sh->command);
             ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
-                                  "forkpty failed");
+                                  "bridge_start_failed: the program could "
+                                  "not be started");
             return;
 
         case NGX_PTY_KEEPER_EXIT:
@@ -491,6 +492,14 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
             s->frames_since_keyframe++;
             s->output_since_keyframe = 1;
             got = 1;
+
+            if (s->frames_since_keyframe
+                >= s->params.keyframe_interval_frames)
+            {
+                /* at most keyframe_interval_frames Outputs between two */
+                ngx_pty_session_keyframe_handler(&s->keyframe);
+            }
+
             continue;
         }
 
@@ -523,10 +532,7 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
             ngx_post_event(&s->screen_ev, &ngx_posted_events);
         }
 
-        if (s->frames_since_keyframe >= s->params.keyframe_interval_frames) {
-            ngx_pty_session_keyframe_handler(&s->keyframe);
-
-        } else if (!s->keyframe.timer_set) {
+        if (s->output_since_keyframe && !s->keyframe.timer_set) {
             ngx_add_timer(&s->keyframe,
                           s->params.keyframe_interval_seconds * 1000);
         }
@@ -918,13 +924,17 @@ ngx_pty_session_exited(ngx_pty_session_t *s)
     status = (int) s->wait_status;
     reason = s->killing ? s->kill_reason : NGX_PTY_CLOSED_NORMAL;
 
+    /* the extension's finer causes lead the detail (docs/PROTOCOL.md) */
     if (WIFSIGNALED(status)) {
         code = 128 + WTERMSIG(status);
-        ngx_sprintf(detail, "terminated by signal %d%Z", WTERMSIG(status));
+        ngx_sprintf(detail, "%s: terminated by signal %d%Z",
+                    s->killing ? "explicit_close" : "command_result",
+                    WTERMSIG(status));
 
     } else {
         code = WEXITSTATUS(status);
-        ngx_sprintf(detail, "exited with code %i%Z", code);
+        ngx_sprintf(detail, "%s: exited with code %i%Z",
+                    s->killing ? "explicit_close" : "command_result", code);
     }
 
     ngx_pty_session_close(s, reason, code,
@@ -1126,7 +1136,7 @@ ngx_pty_sessions_terminate_all(ngx_log_t *log)
 
     len = ngx_pty_closed_json(buf, sizeof(buf),
                               NGX_PTY_CLOSED_INSTANCE_TERMINATED, -1,
-                              "nginx is shutting down");
+                              "agent_disconnect: nginx is shutting down");
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 
