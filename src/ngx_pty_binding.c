@@ -577,9 +577,19 @@ ngx_pty_binding_shutdown(ngx_pty_listener_t *l)
 {
     ngx_pty_client_t  *cl = l->data;
 
+    ngx_connection_t  *c;
+
+    c = cl->ws.connection;
+
     ngx_pty_binding_goodbye(cl, "server_shutdown",
                             "reconnect with replay_from");
     ngx_pty_ws_finalize(&cl->ws);
+
+    /*
+     * finalizing an upgraded request only posts its termination; no event
+     * handler will run the posted requests in an exiting process
+     */
+    ngx_http_run_posted_requests(c);
 }
 
 
