@@ -49,6 +49,7 @@ static void ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg,
     json_t *id);
 static u_char *ngx_pty_binding_head(u_char *p, const char *op, json_t *id);
 static ngx_int_t ngx_pty_binding_lagged(ngx_pty_client_t *cl);
+static ngx_uint_t ngx_pty_binding_more(ngx_pty_client_t *cl);
 
 
 ngx_int_t
@@ -474,6 +475,8 @@ ngx_pty_binding_pull(ngx_pty_client_t *cl)
 
     sh = cl->session->sh;
 
+again:
+
     while (cl->ws.out_bytes < cl->ws.send_limit) {
 
         ngx_pty_shm_lock(sh);
@@ -525,6 +528,32 @@ ngx_pty_binding_pull(ngx_pty_client_t *cl)
     }
 
     ngx_pty_ws_flush(&cl->ws);
+
+    /*
+     * Stopped on a full queue that the socket took at once: no write
+     * event will come (edge-triggered), so carry on from here.
+     */
+    if (cl->ws.out_bytes >= cl->ws.send_limit) {
+        return;
+    }
+
+    if (!cl->ws.finished && !cl->ws.close_sent && ngx_pty_binding_more(cl)) {
+        goto again;
+    }
+}
+
+
+/* frames left in the ring for this client */
+static ngx_uint_t
+ngx_pty_binding_more(ngx_pty_client_t *cl)
+{
+    ngx_uint_t  more;
+
+    ngx_pty_shm_lock(cl->session->sh);
+    more = (cl->cursor < cl->session->sh->ring->head);
+    ngx_pty_shm_unlock(cl->session->sh);
+
+    return more;
 }
 
 
