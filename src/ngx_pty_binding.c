@@ -401,6 +401,41 @@ ngx_pty_binding_goodbye(ngx_pty_client_t *cl, const char *reason,
 }
 
 
+/* the shape of an RFC 3339 date-time: the pong echoes it, so it must be */
+static ngx_uint_t
+ngx_pty_binding_rfc3339(u_char *p, size_t len)
+{
+    u_char      *last;
+    ngx_uint_t   i;
+    static const char  shape[] = "dddd-dd-ddTdd:dd:dd";
+
+    if (len < sizeof(shape)) {
+        return 0;
+    }
+
+    for (i = 0; i < sizeof(shape) - 1; i++) {
+        if (shape[i] == 'd' ? (p[i] < '0' || p[i] > '9')
+                            : (ngx_toupper(p[i]) != (u_char) shape[i]))
+        {
+            return 0;
+        }
+    }
+
+    last = p + len;
+    p += sizeof(shape) - 1;
+
+    if (*p == '.') {
+        for (p++; p < last && *p >= '0' && *p <= '9'; p++) { /* void */ }
+    }
+
+    if (p < last && (*p == 'Z' || *p == 'z')) {
+        return p + 1 == last;
+    }
+
+    return last - p == 6 && (*p == '+' || *p == '-') && p[3] == ':';
+}
+
+
 static void
 ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg, json_t *id)
 {
@@ -411,9 +446,13 @@ ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg, json_t *id)
 
     ts = json_object_get(json_object_get(msg, "payload"), "client_ts");
 
-    if (!json_is_string(ts) || json_string_length(ts) > 64) {
+    if (!json_is_string(ts) || json_string_length(ts) > 64
+        || !ngx_pty_binding_rfc3339((u_char *) json_string_value(ts),
+                                    json_string_length(ts)))
+    {
         ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
-                              "ping needs payload.client_ts");
+                              "ping needs payload.client_ts, an RFC 3339 "
+                              "date-time");
         return;
     }
 
