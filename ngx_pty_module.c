@@ -16,6 +16,7 @@
 #include "ngx_pty_session.h"
 #include "ngx_pty_binding.h"
 #include "ngx_pty_api.h"
+#include "ngx_pty_card.h"
 
 
 static ngx_int_t ngx_pty_attach_handler(ngx_http_request_t *r);
@@ -45,6 +46,14 @@ static ngx_conf_num_bounds_t  ngx_pty_positive_bounds = {
 
 static ngx_conf_num_bounds_t  ngx_pty_count_bounds = {
     ngx_conf_check_num_bounds, 0, 1000000
+};
+
+
+static ngx_conf_enum_t  ngx_pty_answer_queries[] = {
+    { ngx_string("auto"), NGX_PTY_ANSWER_AUTO },
+    { ngx_string("server"), NGX_PTY_ANSWER_SERVER },
+    { ngx_string("client"), NGX_PTY_ANSWER_CLIENT },
+    { ngx_null_string, 0 }
 };
 
 
@@ -86,6 +95,13 @@ static ngx_command_t  ngx_pty_commands[] = {
       ngx_pty_handler_set,
       NGX_HTTP_LOC_CONF_OFFSET,
       NGX_PTY_HANDLER_API,
+      NULL },
+
+    { ngx_string("pty_agent_card"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_pty_handler_set,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      NGX_PTY_HANDLER_CARD,
       NULL },
 
     { ngx_string("pty_max_controllers"),
@@ -150,6 +166,27 @@ static ngx_command_t  ngx_pty_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_pty_loc_conf_t, ring_size),
       NULL },
+
+    { ngx_string("pty_ring_max_size"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, ring_max_size),
+      NULL },
+
+    { ngx_string("pty_terminate_on_last_controller"),
+      NGX_PTY_LOC|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, terminate_on_last_controller),
+      NULL },
+
+    { ngx_string("pty_answer_queries"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, answer_queries),
+      &ngx_pty_answer_queries },
 
     { ngx_string("pty_scrollback_size"),
       NGX_PTY_LOC|NGX_CONF_TAKE1,
@@ -511,6 +548,9 @@ ngx_pty_create_loc_conf(ngx_conf_t *cf)
     plcf->params.default_rows = NGX_CONF_UNSET_UINT;
 
     plcf->ring_size = NGX_CONF_UNSET_SIZE;
+    plcf->ring_max_size = NGX_CONF_UNSET_SIZE;
+    plcf->terminate_on_last_controller = NGX_CONF_UNSET;
+    plcf->answer_queries = NGX_CONF_UNSET_UINT;
     plcf->scroll_size = NGX_CONF_UNSET_SIZE;
     plcf->input_max = NGX_CONF_UNSET_SIZE;
     plcf->ws_max_message = NGX_CONF_UNSET_SIZE;
@@ -561,6 +601,12 @@ ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(p->default_rows, pp->default_rows, 30);
 
     ngx_conf_merge_size_value(conf->ring_size, prev->ring_size, 512 * 1024);
+    ngx_conf_merge_size_value(conf->ring_max_size, prev->ring_max_size,
+                              16 * 1024 * 1024);
+    ngx_conf_merge_value(conf->terminate_on_last_controller,
+                         prev->terminate_on_last_controller, 0);
+    ngx_conf_merge_uint_value(conf->answer_queries, prev->answer_queries,
+                              NGX_PTY_ANSWER_AUTO);
     ngx_conf_merge_size_value(conf->scroll_size, prev->scroll_size,
                               256 * 1024);
     ngx_conf_merge_size_value(conf->input_max, prev->input_max, 64 * 1024);
@@ -598,7 +644,9 @@ ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         return NGX_CONF_ERROR;
     }
 
-    conf->ring_size = ngx_align(conf->ring_size, 8);
+    /* records and pads are multiples of 64 (ngx_pty_shm.h) */
+    conf->ring_size = ngx_align(conf->ring_size, NGX_PTY_RING_ALIGN);
+    conf->ring_max_size = ngx_max(conf->ring_max_size, conf->ring_size);
 
     if (conf->scroll_size < 4096) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -712,8 +760,19 @@ ngx_pty_handler_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
 
-    clcf->handler = (cmd->offset == NGX_PTY_HANDLER_ATTACH)
-                    ? ngx_pty_attach_handler : ngx_pty_api_handler;
+    switch (cmd->offset) {
+
+    case NGX_PTY_HANDLER_ATTACH:
+        clcf->handler = ngx_pty_attach_handler;
+        break;
+
+    case NGX_PTY_HANDLER_CARD:
+        clcf->handler = ngx_pty_card_handler;
+        break;
+
+    default:
+        clcf->handler = ngx_pty_api_handler;
+    }
 
     return NGX_CONF_OK;
 }

@@ -89,6 +89,7 @@ typedef struct {
     ngx_pty_params_t           params;
 
     size_t                     ring_size;
+    size_t                     ring_max_size;
     size_t                     scroll_size;
     size_t                     input_max;
     size_t                     ws_max_message;
@@ -117,7 +118,16 @@ typedef struct {
     ngx_str_t                  shell;
     ngx_array_t               *env;            /* of ngx_str_t "NAME=value" */
     ngx_msec_t                 closed_linger;
+
+    ngx_flag_t                 terminate_on_last_controller;
+    ngx_uint_t                 answer_queries;  /* NGX_PTY_ANSWER_* */
 } ngx_pty_loc_conf_t;
+
+
+/* who answers terminal queries (DSR/CPR, DA) the program sends */
+#define NGX_PTY_ANSWER_AUTO     0     /* the server, while no controller */
+#define NGX_PTY_ANSWER_SERVER   1     /* always the server */
+#define NGX_PTY_ANSWER_CLIENT   2     /* never the server */
 
 
 extern ngx_module_t  ngx_pty_module;

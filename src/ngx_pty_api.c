@@ -20,6 +20,7 @@
 #include "ngx_pty_keeper.h"
 #include "ngx_pty_escape.h"
 #include "ngx_pty_text.h"
+#include "ngx_pty_ext.h"
 #include "ngx_pty_util.h"
 
 
@@ -187,6 +188,14 @@ ngx_pty_api_handler(ngx_http_request_t *r)
     if (ngx_pty_shm_zone() == NULL) {
         return ngx_pty_api_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
                                  "no_zone", "no pty_zone is configured");
+    }
+
+    if (ngx_pty_ext_requested(r)) {
+        /* pty-extensions/v1 rides on pty-ws/v1 only (its section 3) */
+        return ngx_pty_api_error(r, NGX_HTTP_BAD_REQUEST,
+                                 "UnsupportedExtension",
+                                 "pty-extensions/v1 is only available on "
+                                 "the pty-ws/v1 WebSocket binding");
     }
 
     if (ngx_pty_api_find_call(r) == NULL) {

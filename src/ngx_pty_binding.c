@@ -49,15 +49,13 @@ static void ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg,
     json_t *id);
 static u_char *ngx_pty_binding_head(u_char *p, const char *op, json_t *id);
 static ngx_int_t ngx_pty_binding_lagged(ngx_pty_client_t *cl);
+static ngx_uint_t ngx_pty_binding_more(ngx_pty_client_t *cl);
 
 
 ngx_int_t
 ngx_pty_binding_attach(ngx_http_request_t *r, ngx_pty_session_sh_t *sh)
 {
     ngx_int_t            rc;
-    ngx_table_elt_t     *h;
-    ngx_list_part_t     *part;
-    ngx_uint_t           i;
     ngx_pty_client_t    *cl;
     ngx_pty_loc_conf_t  *plcf;
 
@@ -80,31 +78,7 @@ ngx_pty_binding_attach(ngx_http_request_t *r, ngx_pty_session_sh_t *sh)
     cl->ws.pong_timeout = plcf->ws_pong_timeout;
 
     /* activation by header, as on A2A's other bindings */
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == sizeof("A2A-Extensions") - 1
-            && ngx_strncasecmp(h[i].key.data, (u_char *) "A2A-Extensions",
-                               h[i].key.len) == 0
-            && ngx_strlcasestrn(h[i].value.data,
-                                h[i].value.data + h[i].value.len,
-                                (u_char *) NGX_PTY_EXT_URI,
-                                sizeof(NGX_PTY_EXT_URI) - 2))
-        {
-            cl->ext_active = 1;
-        }
-    }
+    cl->ext_active = ngx_pty_ext_requested(r);
 
     ngx_http_set_ctx(r, cl, ngx_pty_module);
 
@@ -427,6 +401,41 @@ ngx_pty_binding_goodbye(ngx_pty_client_t *cl, const char *reason,
 }
 
 
+/* the shape of an RFC 3339 date-time: the pong echoes it, so it must be */
+static ngx_uint_t
+ngx_pty_binding_rfc3339(u_char *p, size_t len)
+{
+    u_char      *last;
+    ngx_uint_t   i;
+    static const char  shape[] = "dddd-dd-ddTdd:dd:dd";
+
+    if (len < sizeof(shape)) {
+        return 0;
+    }
+
+    for (i = 0; i < sizeof(shape) - 1; i++) {
+        if (shape[i] == 'd' ? (p[i] < '0' || p[i] > '9')
+                            : (ngx_toupper(p[i]) != (u_char) shape[i]))
+        {
+            return 0;
+        }
+    }
+
+    last = p + len;
+    p += sizeof(shape) - 1;
+
+    if (*p == '.') {
+        for (p++; p < last && *p >= '0' && *p <= '9'; p++) { /* void */ }
+    }
+
+    if (p < last && (*p == 'Z' || *p == 'z')) {
+        return p + 1 == last;
+    }
+
+    return last - p == 6 && (*p == '+' || *p == '-') && p[3] == ':';
+}
+
+
 static void
 ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg, json_t *id)
 {
@@ -437,9 +446,13 @@ ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg, json_t *id)
 
     ts = json_object_get(json_object_get(msg, "payload"), "client_ts");
 
-    if (!json_is_string(ts) || json_string_length(ts) > 64) {
+    if (!json_is_string(ts) || json_string_length(ts) > 64
+        || !ngx_pty_binding_rfc3339((u_char *) json_string_value(ts),
+                                    json_string_length(ts)))
+    {
         ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
-                              "ping needs payload.client_ts");
+                              "ping needs payload.client_ts, an RFC 3339 "
+                              "date-time");
         return;
     }
 
@@ -501,6 +514,8 @@ ngx_pty_binding_pull(ngx_pty_client_t *cl)
 
     sh = cl->session->sh;
 
+again:
+
     while (cl->ws.out_bytes < cl->ws.send_limit) {
 
         ngx_pty_shm_lock(sh);
@@ -559,6 +574,32 @@ ngx_pty_binding_pull(ngx_pty_client_t *cl)
     }
 
     ngx_pty_ws_flush(&cl->ws);
+
+    /*
+     * Stopped on a full queue that the socket took at once: no write
+     * event will come (edge-triggered), so carry on from here.
+     */
+    if (cl->ws.out_bytes >= cl->ws.send_limit) {
+        return;
+    }
+
+    if (!cl->ws.finished && !cl->ws.close_sent && ngx_pty_binding_more(cl)) {
+        goto again;
+    }
+}
+
+
+/* frames left in the ring for this client */
+static ngx_uint_t
+ngx_pty_binding_more(ngx_pty_client_t *cl)
+{
+    ngx_uint_t  more;
+
+    ngx_pty_shm_lock(cl->session->sh);
+    more = (cl->cursor < cl->session->sh->ring->head);
+    ngx_pty_shm_unlock(cl->session->sh);
+
+    return more;
 }
 
 

@@ -27,6 +27,43 @@ static ngx_pty_frame_t *ngx_pty_ext_membership_locked(
     ngx_pty_session_sh_t *sh, ngx_log_t *log);
 static ngx_int_t ngx_pty_ext_payload_keys(json_t *payload,
     const char **allowed);
+static void ngx_pty_ext_remove_member(ngx_pty_client_t *cl, uint64_t *seq);
+
+
+/* an A2A-Extensions header naming pty-extensions/v1 */
+ngx_uint_t
+ngx_pty_ext_requested(ngx_http_request_t *r)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return 0;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == sizeof("A2A-Extensions") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "A2A-Extensions",
+                               h[i].key.len) == 0
+            && ngx_strlcasestrn(h[i].value.data,
+                                h[i].value.data + h[i].value.len,
+                                (u_char *) NGX_PTY_EXT_URI,
+                                sizeof(NGX_PTY_EXT_URI) - 2))
+        {
+            return 1;
+        }
+    }
+}
 
 
 void
@@ -335,27 +372,11 @@ ngx_pty_ext_join(ngx_pty_client_t *cl, json_t *msg, json_t *id)
 static void
 ngx_pty_ext_leave(ngx_pty_client_t *cl, json_t *id)
 {
-    ngx_pty_frame_t       *f;
-    ngx_pty_session_sh_t  *sh;
-
     (void) id;
 
-    sh = cl->session->sh;
-
-    ngx_pty_shm_lock(sh);
-
-    ngx_pty_shm_member_remove(sh, cl->member);
-    cl->member = NULL;
-
-    f = ngx_pty_ext_membership_locked(sh, cl->ws.connection->log);
-
     /* the leaver's last frame is that MembershipChanged, then goodbye */
-    cl->leave_seq = f ? f->seq : sh->seq;
+    ngx_pty_ext_remove_member(cl, &cl->leave_seq);
     cl->leaving = 1;
-
-    ngx_pty_shm_unlock(sh);
-
-    ngx_pty_session_notify(cl->session);
 
     ngx_pty_binding_pull(cl);
 }
@@ -364,21 +385,56 @@ ngx_pty_ext_leave(ngx_pty_client_t *cl, json_t *id)
 void
 ngx_pty_ext_detach(ngx_pty_client_t *cl)
 {
-    ngx_pty_session_sh_t  *sh;
+    uint64_t  seq;
 
     if (cl->member == NULL) {
         return;
     }
 
+    ngx_pty_ext_remove_member(cl, &seq);
+}
+
+
+/*
+ * Takes the client out of the membership and tells everyone; *seq is the
+ * sequence of that MembershipChanged.  With terminate_on_last_controller
+ * the session ends when its last controller goes.
+ */
+static void
+ngx_pty_ext_remove_member(ngx_pty_client_t *cl, uint64_t *seq)
+{
+    ngx_uint_t             last;
+    ngx_pty_frame_t       *f;
+    ngx_pty_session_sh_t  *sh;
+
     sh = cl->session->sh;
 
     ngx_pty_shm_lock(sh);
+
+    last = (cl->member->role == NGX_PTY_ROLE_CONTROLLER
+            && sh->controllers == 1);
+
     ngx_pty_shm_member_remove(sh, cl->member);
     cl->member = NULL;
-    (void) ngx_pty_ext_membership_locked(sh, cl->ws.connection->log);
+
+    f = ngx_pty_ext_membership_locked(sh, cl->ws.connection->log);
+    *seq = f ? f->seq : sh->seq;
+
     ngx_pty_shm_unlock(sh);
 
     ngx_pty_session_notify(cl->session);
+
+    if (last && cl->conf->terminate_on_last_controller) {
+        ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
+                      "pty: the last controller c-%uD left session pty-%ui: "
+                      "terminating it (pty_terminate_on_last_controller)",
+                      cl->client_id, sh->name);
+
+        cl->session->kill_detail = "last_controller_left: "
+                                   "terminate_on_last_controller";
+
+        (void) ngx_pty_session_kill(cl->session, NGX_PTY_CLOSED_KILLED);
+    }
 }
 
 

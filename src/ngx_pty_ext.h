@@ -12,6 +12,7 @@
 #include "ngx_pty_binding.h"
 
 
+ngx_uint_t ngx_pty_ext_requested(ngx_http_request_t *r);
 void ngx_pty_ext_dispatch(ngx_pty_client_t *cl, json_t *msg, const char *op,
     json_t *id);
 void ngx_pty_ext_detach(ngx_pty_client_t *cl);

@@ -24,6 +24,9 @@ static void ngx_pty_keeper_reset_signals(sigset_t *keep);
 static int ngx_pty_keeper_watch(ngx_pid_t pid);
 static void ngx_pty_keeper_kill_session(ngx_pid_t sid, int signo);
 static void ngx_pty_keeper_exec(ngx_pty_spawn_t *sp) ngx_pty_noreturn;
+static void ngx_pty_keeper_exec_failed(int err) ngx_pty_noreturn;
+
+static int  ngx_pty_keeper_exec_pipe[2];
 static int ngx_pty_keeper_put(int ctl, uint32_t type, int32_t value, int fd);
 static int ngx_pty_keeper_listen(u_char *id);
 static int ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child,
@@ -331,16 +334,39 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
     ws.ws_col = (unsigned short) sp->cols;
     ws.ws_row = (unsigned short) sp->rows;
 
+    /* the child reports a failed exec here; a good one just closes it */
+    if (pipe2(ngx_pty_keeper_exec_pipe, O_CLOEXEC) == -1) {
+        (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_FAILED, errno, -1);
+        _exit(0);
+    }
+
     child = forkpty(&master, NULL, NULL, &ws);
 
     if (child == 0) {
         ngx_pty_keeper_exec(sp);
     }
 
+    (void) close(ngx_pty_keeper_exec_pipe[1]);
+
     if (child == -1 || sfd == -1) {
         (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_FAILED, errno, -1);
         _exit(0);
     }
+
+    /* the keeper may block: it is its own process */
+    while ((nfds = read(ngx_pty_keeper_exec_pipe[0], &status, sizeof(int)))
+           == -1 && errno == EINTR)
+    {
+        /* void */
+    }
+
+    if (nfds == (int) sizeof(int)) {
+        (void) waitpid(child, NULL, 0);
+        (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_FAILED, status, -1);
+        _exit(0);
+    }
+
+    (void) close(ngx_pty_keeper_exec_pipe[0]);
 
     (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_READY, child, master);
 
@@ -615,8 +641,9 @@ ngx_pty_keeper_exec(ngx_pty_spawn_t *sp)
 
     ngx_pty_keeper_reset_signals(NULL);
 
-    if (syscall(SYS_close_range, 3, ~0U, 0) == -1) {
-        for (i = 3; i < 1024; i++) {
+    /* everything but the exec pipe, which exec closes (O_CLOEXEC) */
+    for (i = 3; i < 1024; i++) {
+        if (i != ngx_pty_keeper_exec_pipe[1]) {
             (void) close(i);
         }
     }
@@ -630,7 +657,7 @@ ngx_pty_keeper_exec(ngx_pty_spawn_t *sp)
     }
 
     if ((home == NULL || chdir(home) == -1) && chdir("/") == -1) {
-        _exit(126);
+        ngx_pty_keeper_exec_failed(errno);
     }
 
     argv[0] = sp->shell;
@@ -640,10 +667,19 @@ ngx_pty_keeper_exec(ngx_pty_spawn_t *sp)
 
     execve(sp->shell, argv, sp->envp);
 
-    /* the message lands on the terminal, where the user looks */
-    (void) dprintf(STDERR_FILENO, "pty: cannot run %s: %s\r\n",
-                   sp->shell, strerror(errno));
-    _exit(127);
+    ngx_pty_keeper_exec_failed(errno);
+}
+
+
+/* the keeper turns this into a Closed "error" frame */
+static void
+ngx_pty_keeper_exec_failed(int err)
+{
+    ssize_t  n;
+
+    n = write(ngx_pty_keeper_exec_pipe[1], &err, sizeof(int));
+
+    _exit(n == (ssize_t) sizeof(int) ? 127 : 126);
 }
 
 

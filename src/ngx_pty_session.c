@@ -94,6 +94,10 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 
     /* the view holds its own reference now */
     ngx_pty_shm_session_release(sh);
+    sh->answer_queries = plcf->answer_queries;
+    sh->terminate_on_last_controller = plcf->terminate_on_last_controller;
+    ngx_pty_ring_limits(sh, plcf->params.replay_buffer_frames,
+                        plcf->ring_max_size);
 
     sh->idle_timeout = plcf->idle_timeout;
     sh->max_age = plcf->max_age;
@@ -107,6 +111,8 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     s->closed_linger = sh->closed_linger;
     s->idle_timeout = sh->idle_timeout;
     s->max_age = sh->max_age;
+    s->answer_queries = sh->answer_queries;
+    s->terminate_on_last_controller = sh->terminate_on_last_controller;
 
     if (ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
         goto failed;
@@ -262,6 +268,8 @@ ngx_pty_session_adopt(ngx_pty_session_t *s)
     s->closed_linger = sh->closed_linger;
     s->idle_timeout = sh->idle_timeout;
     s->max_age = sh->max_age;
+    s->answer_queries = sh->answer_queries;
+    s->terminate_on_last_controller = sh->terminate_on_last_controller;
     s->started = ngx_current_msec - (ngx_time() - sh->created) * 1000;
     s->last_active = ngx_current_msec;
 
@@ -545,7 +553,7 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
 
             } else {
                 ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
-                                      "the session keeper died");
+                                      "bridge_eof: the session keeper died");
             }
 
             return;
@@ -574,7 +582,8 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
                           "pty: keeper could not start \"%s\"",
                           s->sh->command);
             ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
-                                  "forkpty failed");
+                                  "bridge_start_failed: the program could "
+                                  "not be started");
             return;
 
         case NGX_PTY_KEEPER_EXIT:
@@ -661,6 +670,14 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
             s->output_since_keyframe = 1;
             s->last_active = ngx_current_msec;
             got = 1;
+
+            if (s->frames_since_keyframe
+                >= s->params.keyframe_interval_frames)
+            {
+                /* at most keyframe_interval_frames Outputs between two */
+                ngx_pty_session_keyframe_handler(&s->keyframe);
+            }
+
             continue;
         }
 
@@ -693,10 +710,7 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
             ngx_post_event(&s->screen_ev, &ngx_posted_events);
         }
 
-        if (s->frames_since_keyframe >= s->params.keyframe_interval_frames) {
-            ngx_pty_session_keyframe_handler(&s->keyframe);
-
-        } else if (!s->keyframe.timer_set) {
+        if (s->output_since_keyframe && !s->keyframe.timer_set) {
             ngx_add_timer(&s->keyframe,
                           s->params.keyframe_interval_seconds * 1000);
         }
@@ -791,15 +805,26 @@ ngx_pty_session_fold(ngx_pty_session_t *s, size_t budget)
 }
 
 
-/* answers to terminal queries: ours only when no controller can answer */
+/*
+ * Answers to terminal queries (docs/PROTOCOL.md, "Terminal queries"):
+ * a controller's terminal answers them itself (xterm.js does), so by
+ * default ours go only when no controller is attached; "pty_answer_queries"
+ * makes it always or never.
+ */
 static void
 ngx_pty_session_reply(void *data, const u_char *buf, size_t len)
 {
     ngx_pty_session_t  *s = data;
 
-    if (s->sh->controllers == 0 && s->pty) {
-        (void) ngx_pty_session_input(s, (u_char *) buf, len);
+    if (s->pty == NULL || s->answer_queries == NGX_PTY_ANSWER_CLIENT) {
+        return;
     }
+
+    if (s->answer_queries == NGX_PTY_ANSWER_AUTO && s->sh->controllers) {
+        return;
+    }
+
+    (void) ngx_pty_session_input(s, (u_char *) buf, len);
 }
 
 
@@ -1134,16 +1159,22 @@ ngx_pty_session_exited(ngx_pty_session_t *s)
     status = (int) s->wait_status;
     reason = s->killing ? s->kill_reason : NGX_PTY_CLOSED_NORMAL;
 
+    /* the extension's finer causes lead the detail (docs/PROTOCOL.md) */
     if (WIFSIGNALED(status)) {
         code = 128 + WTERMSIG(status);
-        ngx_sprintf(detail, "terminated by signal %d%Z", WTERMSIG(status));
+        ngx_sprintf(detail, "%s: terminated by signal %d%Z",
+                    s->killing ? "explicit_close" : "command_result",
+                    WTERMSIG(status));
 
     } else {
         code = WEXITSTATUS(status);
-        ngx_sprintf(detail, "exited with code %i%Z", code);
+        ngx_sprintf(detail, "%s: exited with code %i%Z",
+                    s->killing ? "explicit_close" : "command_result", code);
     }
 
-    ngx_pty_session_close(s, reason, code, (char *) detail);
+    ngx_pty_session_close(s, reason, code,
+                          (s->killing && s->kill_detail) ? s->kill_detail
+                                                         : (char *) detail);
 }
 
 
@@ -1344,7 +1375,7 @@ ngx_pty_sessions_terminate_all(ngx_log_t *log)
 
     len = ngx_pty_closed_json(buf, sizeof(buf),
                               NGX_PTY_CLOSED_INSTANCE_TERMINATED, -1,
-                              "nginx is shutting down");
+                              "agent_disconnect: nginx is shutting down");
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 

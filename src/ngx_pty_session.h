@@ -62,6 +62,8 @@ struct ngx_pty_session_s {
     size_t                     input_len;
 
     ngx_pty_params_t           params;
+    ngx_uint_t                 answer_queries;
+    ngx_flag_t                 terminate_on_last_controller;
     ngx_msec_t                 closed_linger;
     ngx_uint_t                 frames_since_keyframe;
     ngx_msec_t                 last_keyframe;
@@ -72,6 +74,7 @@ struct ngx_pty_session_s {
 
     ngx_int_t                  wait_status;
     ngx_uint_t                 kill_reason;
+    const char                *kill_detail;   /* NULL: the wait status */
 
     unsigned                   owner:1;
     unsigned                   exited:1;

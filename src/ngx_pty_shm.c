@@ -8,9 +8,6 @@
 #include "ngx_pty_util.h"
 
 
-#define ngx_pty_align8(n)  (((n) + 7) & ~((size_t) 7))
-
-
 static ngx_pty_zone_t  ngx_pty_zone;
 
 
@@ -147,6 +144,7 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
 
     ngx_memzero(ring, offsetof(ngx_pty_ring_t, data));
     ring->size = ring_size;
+    ring->max_size = ring_size;
 
     sc->head = 0;
     sc->size = scroll_size;
@@ -397,32 +395,129 @@ ngx_pty_shm_member_remove(ngx_pty_session_sh_t *s, ngx_pty_member_t *m)
 static size_t
 ngx_pty_ring_need(size_t len)
 {
-    return sizeof(ngx_pty_frame_t) + ngx_pty_align8(len);
+    return sizeof(ngx_pty_frame_t) + ngx_align(len, NGX_PTY_RING_ALIGN);
+}
+
+
+void
+ngx_pty_ring_limits(ngx_pty_session_sh_t *s, ngx_uint_t min_frames,
+    size_t max_size)
+{
+    s->ring->min_frames = min_frames;
+    s->ring->max_size = ngx_max(max_size, s->ring->size);
 }
 
 
 static void
 ngx_pty_ring_evict(ngx_pty_ring_t *ring)
 {
-    size_t            pos;
     ngx_pty_frame_t  *f;
 
-    pos = ring->tail % ring->size;
-
-    if (ring->size - pos < sizeof(ngx_pty_frame_t)) {
-        ring->tail += ring->size - pos;
-        return;
-    }
-
-    f = (ngx_pty_frame_t *) (ring->data + pos);
-
-    if (f->kind == NGX_PTY_FRAME_PAD) {
-        ring->tail += ring->size - pos;
-        return;
-    }
+    f = (ngx_pty_frame_t *) (ring->data + ring->tail % ring->size);
 
     ring->tail += ngx_pty_ring_need(f->len);
-    ring->frames--;
+
+    if (f->kind != NGX_PTY_FRAME_PAD) {
+        ring->frames--;
+    }
+}
+
+
+/*
+ * Doubles the ring, keeping every record at its logical offset: a record
+ * never crosses a multiple of the old size, and multiples of the new size
+ * are multiples of the old one, so it crosses none in the new ring either.
+ * Readers' cursors stay valid.  Caller holds the session lock; the slab
+ * mutex is only tried: the master's shutdown path appends with the slab
+ * mutex held, and a session lock must never wait on it.
+ */
+static ngx_int_t
+ngx_pty_ring_grow(ngx_pty_session_sh_t *s)
+{
+    size_t            size, n;
+    uint64_t          off, end;
+    ngx_pty_ring_t   *old, *ring;
+    ngx_slab_pool_t  *shpool;
+
+    old = s->ring;
+    size = old->size * 2;
+
+    if (size > old->max_size) {
+        return NGX_DECLINED;
+    }
+
+    shpool = ngx_pty_zone.shpool;
+
+    if (!ngx_shmtx_trylock(&shpool->mutex)) {
+        return NGX_DECLINED;
+    }
+
+    ring = ngx_slab_alloc_locked(shpool, offsetof(ngx_pty_ring_t, data) + size);
+
+    if (ring == NULL) {
+        ngx_shmtx_unlock(&shpool->mutex);
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(ring, old, offsetof(ngx_pty_ring_t, data));
+    ring->size = size;
+
+    for (off = old->tail; off < old->head; off += n) {
+        end = ngx_min(old->head, (off / old->size + 1) * old->size);
+        n = end - off;
+        ngx_memcpy(ring->data + off % size, old->data + off % old->size, n);
+    }
+
+    s->ring = ring;
+    ngx_slab_free_locked(shpool, old);
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return NGX_OK;
+}
+
+
+/* makes room at the head, growing rather than going below min_frames */
+static void
+ngx_pty_ring_make_room(ngx_pty_session_sh_t *s, size_t need)
+{
+    ngx_int_t        rc;
+    ngx_pty_ring_t  *ring;
+
+    for ( ;; ) {
+        ring = s->ring;
+
+        if (ring->head + need - ring->tail <= ring->size) {
+            return;
+        }
+
+        if (ring->frames < ring->min_frames && !ring->grow_failed) {
+            rc = ngx_pty_ring_grow(s);
+
+            if (rc == NGX_OK) {
+                continue;
+            }
+
+            if (rc == NGX_ERROR || ring->size * 2 > ring->max_size) {
+                /* said once per session; the zone or the cap is too small */
+                ring->grow_failed = 1;
+                ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                              "pty: session pty-%ui keeps fewer than %uL "
+                              "frames (replay_buffer_frames): %s",
+                              s->name, ring->min_frames,
+                              rc == NGX_ERROR
+                              ? "the shared zone is full; raise the size "
+                                "in \"pty_zone\""
+                              : "the ring reached \"pty_ring_max_size\"");
+            }
+        }
+
+        if (ring->frames < ring->min_frames) {
+            ring->evicted++;
+        }
+
+        ngx_pty_ring_evict(ring);
+    }
 }
 
 
@@ -430,36 +525,45 @@ ngx_pty_frame_t *
 ngx_pty_ring_append(ngx_pty_session_sh_t *s, ngx_uint_t kind,
     uint32_t target, const u_char *data, size_t len)
 {
-    size_t            need, pos, room;
+    size_t            need, size, room;
     ngx_pty_ring_t   *ring;
     ngx_pty_frame_t  *f;
 
-    ring = s->ring;
     need = ngx_pty_ring_need(len);
 
-    if (need > ring->size / 2) {
+    if (need > s->ring->max_size / 2) {
         return NULL;
     }
 
-    pos = ring->head % ring->size;
-    room = ring->size - pos;
-
-    if (room < need) {
-        /* no record straddles the end: skip to the start */
-        while (ring->head + room - ring->tail > ring->size) {
-            ngx_pty_ring_evict(ring);
+    while (need > s->ring->size / 2) {
+        /* one big frame (a keyframe of a large screen): grow for it */
+        if (ngx_pty_ring_grow(s) != NGX_OK) {
+            return NULL;
         }
-
-        if (room >= sizeof(ngx_pty_frame_t)) {
-            f = (ngx_pty_frame_t *) (ring->data + pos);
-            f->kind = NGX_PTY_FRAME_PAD;
-        }
-
-        ring->head += room;
     }
 
-    while (ring->head + need - ring->tail > ring->size) {
-        ngx_pty_ring_evict(ring);
+    for ( ;; ) {
+        size = s->ring->size;
+        room = size - s->ring->head % size;
+
+        /* no record straddles the end: a pad fills it, saying how far */
+        ngx_pty_ring_make_room(s, ngx_min(room, need));
+
+        if (s->ring->size != size) {
+            continue;       /* it grew: the end moved, look again */
+        }
+
+        ring = s->ring;
+
+        if (room >= need) {
+            break;
+        }
+
+        f = (ngx_pty_frame_t *) (ring->data + ring->head % size);
+        ngx_memzero(f, sizeof(ngx_pty_frame_t));
+        f->kind = NGX_PTY_FRAME_PAD;
+        f->len = (uint32_t) (room - sizeof(ngx_pty_frame_t));
+        ring->head += room;
     }
 
     f = (ngx_pty_frame_t *) (ring->data + ring->head % ring->size);
@@ -495,20 +599,13 @@ ngx_pty_ring_read(ngx_pty_ring_t *ring, uint64_t *off)
 
     while (*off < ring->head) {
         pos = *off % ring->size;
-
-        if (ring->size - pos < sizeof(ngx_pty_frame_t)) {
-            *off += ring->size - pos;
-            continue;
-        }
-
         f = (ngx_pty_frame_t *) (ring->data + pos);
 
+        *off += ngx_pty_ring_need(f->len);
+
         if (f->kind == NGX_PTY_FRAME_PAD) {
-            *off += ring->size - pos;
             continue;
         }
-
-        *off += ngx_pty_ring_need(f->len);
 
         return f;
     }

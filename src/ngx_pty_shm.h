@@ -26,7 +26,15 @@ typedef enum {
 } ngx_pty_frame_kind_e;
 
 
-/* a ring record; data (len bytes, padded to 8) follows */
+/*
+ * A ring record: a 64-byte header, then data (len bytes), the whole padded
+ * to 64.  Because every record and every gap is a multiple of 64, the end
+ * of a lap is always filled by an explicit PAD record whose len says how
+ * far to skip: readers never need the ring's size to step over it, which
+ * is what lets the ring grow in place of logical offsets (see grow).
+ */
+#define NGX_PTY_RING_ALIGN  64
+
 typedef struct {
     uint64_t                   seq;
     uint64_t                   ts;        /* unix ms */
@@ -38,6 +46,7 @@ typedef struct {
     uint16_t                   rows;
     uint16_t                   reserved;
     u_char                     id[16];    /* the frame's UUIDv7 */
+    uint64_t                   reserved2;
 } ngx_pty_frame_t;
 
 
@@ -46,6 +55,10 @@ struct ngx_pty_ring_s {
     uint64_t                   tail;
     uint64_t                   frames;
     size_t                     size;
+    uint64_t                   min_frames;  /* replay_buffer_frames */
+    size_t                     max_size;    /* growth stops here */
+    uint64_t                   evicted;     /* frames evicted below min */
+    ngx_uint_t                 grow_failed;
     u_char                     data[1];
 };
 
@@ -129,6 +142,8 @@ struct ngx_pty_session_sh_s {
     ngx_msec_t                 closed_linger;
     ngx_msec_t                 idle_timeout;
     ngx_msec_t                 max_age;
+    ngx_uint_t                 answer_queries;
+    ngx_uint_t                 terminate_on_last_controller;
 
     size_t                     command_len;
     u_char                    *command;
@@ -175,6 +190,8 @@ uint32_t ngx_pty_shm_next_client_id(void);
 /* ring: caller holds the session lock */
 ngx_pty_frame_t *ngx_pty_ring_append(ngx_pty_session_sh_t *s,
     ngx_uint_t kind, uint32_t target, const u_char *data, size_t len);
+void ngx_pty_ring_limits(ngx_pty_session_sh_t *s, ngx_uint_t min_frames,
+    size_t max_size);
 ngx_pty_frame_t *ngx_pty_ring_read(ngx_pty_ring_t *ring, uint64_t *off);
 uint64_t ngx_pty_ring_find(ngx_pty_ring_t *ring, uint64_t after_seq);
 uint64_t ngx_pty_ring_first_seq(ngx_pty_ring_t *ring);
