@@ -174,6 +174,27 @@ ngx_pty_ext_size(json_t *payload, const char *name, ngx_uint_t *v,
 
 
 static ngx_int_t
+ngx_pty_ext_role(ngx_pty_client_t *cl, json_t *role, json_t *id,
+    ngx_uint_t *want)
+{
+    if (ngx_strcmp(json_string_value(role), "controller") == 0) {
+        *want = NGX_PTY_ROLE_CONTROLLER;
+        return NGX_OK;
+    }
+
+    if (ngx_strcmp(json_string_value(role), "observer") == 0) {
+        *want = NGX_PTY_ROLE_OBSERVER;
+        return NGX_OK;
+    }
+
+    ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
+                          "role is \"controller\" or \"observer\"");
+
+    return NGX_ERROR;
+}
+
+
+static ngx_int_t
 ngx_pty_ext_label(json_t *j, u_char **label, size_t *len)
 {
     u_char      *p;
@@ -252,15 +273,7 @@ ngx_pty_ext_join(ngx_pty_client_t *cl, json_t *msg, json_t *id)
         return;
     }
 
-    if (ngx_strcmp(json_string_value(role), "controller") == 0) {
-        want = NGX_PTY_ROLE_CONTROLLER;
-
-    } else if (ngx_strcmp(json_string_value(role), "observer") == 0) {
-        want = NGX_PTY_ROLE_OBSERVER;
-
-    } else {
-        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
-                              "role is \"controller\" or \"observer\"");
+    if (ngx_pty_ext_role(cl, role, id, &want) != NGX_OK) {
         return;
     }
 
@@ -563,15 +576,7 @@ ngx_pty_ext_request_role(ngx_pty_client_t *cl, json_t *payload, json_t *id)
         return;
     }
 
-    if (ngx_strcmp(json_string_value(role), "controller") == 0) {
-        want = NGX_PTY_ROLE_CONTROLLER;
-
-    } else if (ngx_strcmp(json_string_value(role), "observer") == 0) {
-        want = NGX_PTY_ROLE_OBSERVER;
-
-    } else {
-        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
-                              "role is \"controller\" or \"observer\"");
+    if (ngx_pty_ext_role(cl, role, id, &want) != NGX_OK) {
         return;
     }
 

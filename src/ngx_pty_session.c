@@ -34,6 +34,7 @@ static ngx_int_t ngx_pty_session_watch_keeper(ngx_pty_session_t *s,
     ngx_socket_t ctl);
 static ngx_int_t ngx_pty_session_screen_init(ngx_pty_session_t *s,
     ngx_pty_ring_t *ring);
+static void ngx_pty_session_own(ngx_pty_session_t *s);
 static ngx_int_t ngx_pty_session_adopt(ngx_pty_session_t *s);
 static void ngx_pty_session_ctl_handler(ngx_event_t *rev);
 static ngx_int_t ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd,
@@ -104,15 +105,9 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     s->started = ngx_current_msec;
     s->last_active = ngx_current_msec;
 
-    s->owner = 1;
     sh->params = plcf->params;
     sh->closed_linger = plcf->closed_linger;
-    s->params = sh->params;
-    s->closed_linger = sh->closed_linger;
-    s->idle_timeout = sh->idle_timeout;
-    s->max_age = sh->max_age;
-    s->answer_queries = sh->answer_queries;
-    s->terminate_on_last_controller = sh->terminate_on_last_controller;
+    ngx_pty_session_own(s);
 
     if (ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
         goto failed;
@@ -238,6 +233,24 @@ ngx_pty_session_screen_init(ngx_pty_session_t *s, ngx_pty_ring_t *ring)
 }
 
 
+/* this worker runs the session now, by the settings of its start */
+static void
+ngx_pty_session_own(ngx_pty_session_t *s)
+{
+    ngx_pty_session_sh_t  *sh;
+
+    sh = s->sh;
+
+    s->owner = 1;
+    s->params = sh->params;
+    s->closed_linger = sh->closed_linger;
+    s->idle_timeout = sh->idle_timeout;
+    s->max_age = sh->max_age;
+    s->answer_queries = sh->answer_queries;
+    s->terminate_on_last_controller = sh->terminate_on_last_controller;
+}
+
+
 /* a session whose owner is gone: this worker takes its terminal over */
 static ngx_int_t
 ngx_pty_session_adopt(ngx_pty_session_t *s)
@@ -263,13 +276,7 @@ ngx_pty_session_adopt(ngx_pty_session_t *s)
 
     ngx_pty_shm_unlock(sh);
 
-    s->owner = 1;
-    s->params = sh->params;
-    s->closed_linger = sh->closed_linger;
-    s->idle_timeout = sh->idle_timeout;
-    s->max_age = sh->max_age;
-    s->answer_queries = sh->answer_queries;
-    s->terminate_on_last_controller = sh->terminate_on_last_controller;
+    ngx_pty_session_own(s);
     s->started = ngx_current_msec - (ngx_time() - sh->created) * 1000;
     s->last_active = ngx_current_msec;
 
