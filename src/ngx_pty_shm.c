@@ -574,7 +574,7 @@ ngx_pty_ring_append(ngx_pty_session_sh_t *s, ngx_uint_t kind,
     f->kind = (uint16_t) kind;
     f->target = target;
     f->len = (uint32_t) len;
-    ngx_pty_uuid7(f->id, f->ts);
+    ngx_pty_uuid7_fast(f->id, f->ts);
 
     if (len) {
         ngx_memcpy(ngx_pty_frame_data(f), data, len);

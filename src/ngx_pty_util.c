@@ -9,6 +9,9 @@
 #include <sys/random.h>
 
 
+static void ngx_pty_uuid7_stamp(u_char *raw, uint64_t ms);
+
+
 ngx_int_t
 ngx_pty_random(void *buf, size_t len)
 {
@@ -18,6 +21,40 @@ ngx_pty_random(void *buf, size_t len)
     n = getrandom(buf, len, GRND_NONBLOCK);
 
     return (n == (ssize_t) len) ? NGX_OK : NGX_ERROR;
+}
+
+
+/*
+ * Frame ids need uniqueness, not secrecy, and one is made per frame under
+ * the session lock: a per-process xorshift seeded from the kernel once
+ * (again after a fork) instead of a system call each time.
+ */
+void
+ngx_pty_uuid7_fast(u_char *raw, uint64_t ms)
+{
+    uint64_t          x;
+    static uint64_t   state;
+    static ngx_pid_t  seeded;
+
+    if (seeded != ngx_pid || state == 0) {
+        if (ngx_pty_random(&state, sizeof(state)) != NGX_OK || state == 0) {
+            state = ((uint64_t) ngx_pid << 32) ^ ms ^ 0x9e3779b97f4a7c15ULL;
+        }
+
+        seeded = ngx_pid;
+    }
+
+    x = state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    state = x;
+
+    ngx_memcpy(raw + 6, &x, 8);
+    raw[14] = (u_char) (x >> 24) ^ (u_char) ngx_pid;
+    raw[15] = (u_char) (x >> 40) ^ (u_char) (ngx_pid >> 8);
+
+    ngx_pty_uuid7_stamp(raw, ms);
 }
 
 
@@ -35,6 +72,14 @@ ngx_pty_uuid7(u_char *raw, uint64_t ms)
         ngx_memcpy(raw + 14, &r, 2);
     }
 
+    ngx_pty_uuid7_stamp(raw, ms);
+}
+
+
+/* the time, version and variant bits over 16 random bytes */
+static void
+ngx_pty_uuid7_stamp(u_char *raw, uint64_t ms)
+{
     raw[0] = (u_char) (ms >> 40);
     raw[1] = (u_char) (ms >> 32);
     raw[2] = (u_char) (ms >> 24);

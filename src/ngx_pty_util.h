@@ -19,6 +19,8 @@
 
 /* 16 raw bytes of a UUIDv7 for the given unix time in milliseconds */
 void ngx_pty_uuid7(u_char *raw, uint64_t ms);
+/* the same, from a per-process generator: unique, not unguessable */
+void ngx_pty_uuid7_fast(u_char *raw, uint64_t ms);
 /* text form, NGX_PTY_ID_LEN bytes, not terminated; returns the end */
 u_char *ngx_pty_uuid_format(u_char *dst, const u_char *raw);
 u_char *ngx_pty_uuid7_text(u_char *dst);
