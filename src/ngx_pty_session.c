@@ -35,6 +35,7 @@ static ngx_int_t ngx_pty_session_watch_keeper(ngx_pty_session_t *s,
 static ngx_int_t ngx_pty_session_screen_init(ngx_pty_session_t *s,
     ngx_pty_ring_t *ring);
 static void ngx_pty_session_own(ngx_pty_session_t *s);
+static ngx_uint_t ngx_pty_session_coming(ngx_pty_session_t *s);
 static ngx_int_t ngx_pty_session_adopt(ngx_pty_session_t *s);
 static void ngx_pty_session_ctl_handler(ngx_event_t *rev);
 static ngx_int_t ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd,
@@ -606,6 +607,7 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
 static ngx_int_t
 ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd, ngx_pid_t child)
 {
+    struct winsize     ws;
     ngx_connection_t  *c;
 
     if (ngx_nonblocking(fd) == -1) {
@@ -627,10 +629,26 @@ ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd, ngx_pid_t child)
     ngx_pty_shm_lock(s->sh);
     s->sh->child = child;
     s->sh->state = NGX_PTY_STATE_RUNNING;
+    ws.ws_col = (unsigned short) s->sh->cols;
+    ws.ws_row = (unsigned short) s->sh->rows;
     ngx_pty_shm_unlock(s->sh);
+
+    /* a resize may have come while the terminal was on its way */
+    ws.ws_xpixel = 0;
+    ws.ws_ypixel = 0;
+
+    if (ioctl(fd, TIOCSWINSZ, &ws) == -1) {
+        ngx_log_error(NGX_LOG_ERR, s->log, ngx_errno,
+                      "pty: ioctl(TIOCSWINSZ) on session pty-%ui failed",
+                      s->sh->name);
+    }
 
     if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
         return NGX_ERROR;
+    }
+
+    if (s->input_len) {
+        ngx_post_event(c->write, &ngx_posted_events);
     }
 
     ngx_pty_session_notify(s);
@@ -841,13 +859,16 @@ ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
     ssize_t  n;
     u_char  *p;
 
-    if (!s->owner || s->pty == NULL || s->closed) {
+    if (!s->owner || s->closed
+        || (s->pty == NULL && !ngx_pty_session_coming(s)))
+    {
         return NGX_DECLINED;
     }
 
     s->last_active = ngx_current_msec;
 
-    if (s->input_len == 0) {
+    /* before the terminal arrives from the keeper, input waits in order */
+    if (s->input_len == 0 && s->pty) {
         n = write(s->pty->fd, data, len);
 
         if (n == (ssize_t) len) {
@@ -889,11 +910,19 @@ ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
     s->input = p;
     s->input_len += len;
 
-    if (ngx_handle_write_event(s->pty->write, 0) != NGX_OK) {
+    if (s->pty && ngx_handle_write_event(s->pty->write, 0) != NGX_OK) {
         return NGX_ERROR;
     }
 
     return NGX_OK;
+}
+
+
+/* the keeper has not handed the terminal over yet, but will */
+static ngx_uint_t
+ngx_pty_session_coming(ngx_pty_session_t *s)
+{
+    return s->ctl != NULL && !s->exited && !s->closed;
 }
 
 
@@ -941,7 +970,9 @@ ngx_pty_session_resize(ngx_pty_session_t *s, ngx_uint_t cols, ngx_uint_t rows)
     ngx_pty_frame_t       *f;
     ngx_pty_session_sh_t  *sh;
 
-    if (!s->owner || s->pty == NULL || s->closed) {
+    if (!s->owner || s->closed
+        || (s->pty == NULL && !ngx_pty_session_coming(s)))
+    {
         return NGX_DECLINED;
     }
 
@@ -951,8 +982,9 @@ ngx_pty_session_resize(ngx_pty_session_t *s, ngx_uint_t cols, ngx_uint_t rows)
     ws.ws_col = (unsigned short) cols;
     ws.ws_row = (unsigned short) rows;
 
-    /* the kernel sends SIGWINCH to the foreground process group */
-    if (ioctl(s->pty->fd, TIOCSWINSZ, &ws) == -1) {
+    /* the kernel sends SIGWINCH to the foreground process group; a
+     * terminal still on its way gets the size when it arrives */
+    if (s->pty && ioctl(s->pty->fd, TIOCSWINSZ, &ws) == -1) {
         ngx_log_error(NGX_LOG_ERR, s->log, ngx_errno,
                       "pty: ioctl(TIOCSWINSZ) on session pty-%ui failed",
                       sh->name);
