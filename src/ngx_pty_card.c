@@ -5,9 +5,9 @@
  * attach location agree (docs/PROTOCOL.md, "AgentCard").
  */
 
-#include <jansson.h>
-
 #include "ngx_pty.h"
+
+#include <jansson.h>
 #include "ngx_pty_card.h"
 #include "ngx_pty_api.h"
 
