@@ -25,6 +25,7 @@ static int ngx_pty_keeper_watch(ngx_pid_t pid);
 static void ngx_pty_keeper_kill_session(ngx_pid_t sid, int signo);
 static void ngx_pty_keeper_exec(ngx_pty_spawn_t *sp) ngx_pty_noreturn;
 static void ngx_pty_keeper_exec_failed(int err) ngx_pty_noreturn;
+static void ngx_pty_keeper_close_from(int from, int keep);
 
 static int  ngx_pty_keeper_exec_pipe[2];
 static int ngx_pty_keeper_put(int ctl, uint32_t type, int32_t value, int fd);
@@ -310,11 +311,7 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
     ngx_setproctitle("pty session keeper");
 
     /* nothing of the worker's but the control socket and the zone */
-    if (syscall(SYS_close_range, NGX_PTY_KEEPER_FD + 1, ~0U, 0) == -1) {
-        for (sfd = NGX_PTY_KEEPER_FD + 1; sfd < 1024; sfd++) {
-            (void) close(sfd);
-        }
-    }
+    ngx_pty_keeper_close_from(NGX_PTY_KEEPER_FD + 1, -1);
 
     (void) setsid();
 
@@ -641,12 +638,11 @@ ngx_pty_keeper_exec(ngx_pty_spawn_t *sp)
 
     ngx_pty_keeper_reset_signals(NULL);
 
-    /* everything but the exec pipe, which exec closes (O_CLOEXEC) */
-    for (i = 3; i < 1024; i++) {
-        if (i != ngx_pty_keeper_exec_pipe[1]) {
-            (void) close(i);
-        }
-    }
+    /*
+     * Everything but the exec pipe, which exec closes (O_CLOEXEC): no
+     * descriptor of nginx's may reach the user's program, however high.
+     */
+    ngx_pty_keeper_close_from(3, ngx_pty_keeper_exec_pipe[1]);
 
     home = NULL;
 
@@ -668,6 +664,33 @@ ngx_pty_keeper_exec(ngx_pty_spawn_t *sp)
     execve(sp->shell, argv, sp->envp);
 
     ngx_pty_keeper_exec_failed(errno);
+}
+
+
+/* closes every descriptor from "from" up, except "keep" */
+static void
+ngx_pty_keeper_close_from(int from, int keep)
+{
+    int  fd;
+
+    if (keep >= from) {
+        if (keep > from
+            && syscall(SYS_close_range, from, keep - 1, 0) == -1)
+        {
+            for (fd = from; fd < keep; fd++) {
+                (void) close(fd);
+            }
+        }
+
+        from = keep + 1;
+    }
+
+    if (syscall(SYS_close_range, from, ~0U, 0) == -1) {
+        /* pre-5.9 kernels: as far as the descriptor limit goes */
+        for (fd = from; fd < (int) sysconf(_SC_OPEN_MAX); fd++) {
+            (void) close(fd);
+        }
+    }
 }
 
 
