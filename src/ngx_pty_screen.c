@@ -33,6 +33,7 @@
 #define NGX_PTY_WRITE_MAX     4096        /* libvterm puts len*4 on stack */
 #define NGX_PTY_CSI_ARGS      16          /* libvterm's CSI_ARGS_MAX */
 #define NGX_PTY_TITLE_MAX     256
+#define NGX_PTY_FAST_MIN      4           /* glyphs worth a CUF to skip */
 
 #define NGX_PTY_ARG_MORE      (1UL << 31)
 #define NGX_PTY_ARG_MISSING   ((1UL << 31) - 1)
@@ -162,6 +163,10 @@ struct ngx_pty_screen_s {
     unsigned                      newline:1;
     unsigned                      lrmm:1;
     unsigned                      protect:1;
+
+    /* G0-G3 not known to map ASCII to itself (SCS), and which is GL */
+    u_char                        charset[4];
+    unsigned                      gl;
 
     /* scanner */
     unsigned                      ps;
@@ -1123,6 +1128,8 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     s->right = -1;
     s->phantom = 0;
     s->pen.attr &= ~NGX_PTY_A_CONCEAL;
+    memset(s->charset, 0, sizeof(s->charset));
+    s->gl = 0;
 }
 
 
@@ -1415,11 +1422,25 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         return;
     }
 
+    if (s->intermedlen == 1 && s->intermed >= '(' && s->intermed <= '+') {
+        /* SCS: anything but ASCII may change what the text fast path sees */
+        s->charset[s->intermed - '('] = (c != 'B');
+        return;
+    }
+
     if (s->intermedlen) {
         return;
     }
 
     switch (c) {
+
+    case 'n':
+        s->gl = 2;
+        break;
+
+    case 'o':
+        s->gl = 3;
+        break;
 
     case '7':
         ngx_pty_feed_final(s, p, start, i);
@@ -1456,6 +1477,146 @@ ngx_pty_drop(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
 }
 
 
+/* "CSI n C" */
+static size_t
+ngx_pty_cuf(u_char *buf, unsigned n)
+{
+    u_char  *p, tmp[10];
+    size_t   len;
+
+    len = 0;
+
+    do {
+        tmp[len++] = (u_char) ('0' + n % 10);
+        n /= 10;
+    } while (n);
+
+    p = buf;
+    *p++ = 0x1b;
+    *p++ = '[';
+
+    while (len) {
+        *p++ = tmp[--len];
+    }
+
+    *p++ = 'C';
+
+    return p - buf;
+}
+
+
+/*
+ * A run of printable ASCII p[a..b) in the ground state.  libvterm costs a
+ * decode, two table walks and a callback per glyph; the middle of the run
+ * goes straight into the grid instead, and libvterm sees the first glyph
+ * (which settles a pending wrap, single shift or broken UTF-8 before it),
+ * a CUF over the middle, and the rest from the last glyph of the row on.
+ * So its cursor, pending wrap and combining state stay its own, and every
+ * cell written here is one putglyph would have written the same way.
+ */
+static void
+ngx_pty_text_run(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t a, size_t b)
+{
+    u_char           cuf[16];
+    size_t           k;
+    unsigned         w, j;
+    VTermPos         pos;
+    ngx_pty_pen_t    pen;
+    ngx_pty_row_t   *row;
+    ngx_pty_cell_t  *c;
+
+    /* these make text do more than land on the cursor and move it right */
+    if (s->insert || s->origin || s->charset[s->gl]) {
+        return;
+    }
+
+    ngx_pty_flush(s, p, start, a + 1);
+    vterm_state_get_cursorpos(s->state, &pos);
+
+    /* the first glyph must have landed just left of the cursor, mid-row */
+    if (s->edge || s->edge_pos.row != pos.row
+        || s->edge_pos.col + 1 != pos.col || pos.col < 1)
+    {
+        return;
+    }
+
+    w = ngx_pty_row_width(s, pos.row);
+    row = s->cur->rows[pos.row];
+    c = &row->cells[pos.col - 1];
+
+    if ((unsigned) pos.col >= w || c->ch != p[a] || c->width != 1) {
+        return;
+    }
+
+    /* leave the last glyph of the run and of the row to libvterm */
+    k = b - a - 2;
+    k = k < w - 1 - pos.col ? k : w - 1 - pos.col;
+
+    if (k < NGX_PTY_FAST_MIN) {
+        return;
+    }
+
+    pen = c->pen;
+    ngx_pty_row_materialize(row, pos.col + k);
+    c = &row->cells[pos.col];
+
+    for (j = 0; j < k; j++, c++) {
+        c->ch = p[a + 1 + j];
+        c->ncomb = 0;
+        c->width = 1;
+        c->pen = pen;
+    }
+
+    vterm_input_write(s->vt, (const char *) cuf, ngx_pty_cuf(cuf, k));
+    *start = a + 1 + k;
+}
+
+
+/* ground-state bytes from p[i]: returns where the next ESC is, or n */
+static size_t
+ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
+    size_t n)
+{
+    u_char  c;
+    size_t  a;
+
+    while (i < n) {
+        c = p[i];
+
+        if (c >= 0x20 && c < 0x7f) {
+            a = i;
+
+            while (++i < n && p[i] >= 0x20 && p[i] < 0x7f) {
+                /* void */
+            }
+
+            if (i - a >= NGX_PTY_FAST_MIN + 2) {
+                ngx_pty_text_run(s, p, start, a, i);
+            }
+
+            continue;
+        }
+
+        if (c == 0x1b) {
+            return i;
+        }
+
+        /* LS1, LS0: which of G0-G3 the text uses */
+        if (c == 0x0e) {
+            s->gl = 1;
+
+        } else if (c == 0x0f) {
+            s->gl = 0;
+        }
+
+        i++;
+    }
+
+    return n;
+}
+
+
 /*
  * Walks the bytes in step with libvterm's parser (parser.c), hands them to
  * libvterm in segments, and acts on the few sequences we track.
@@ -1463,9 +1624,8 @@ ngx_pty_drop(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
 static void
 ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
 {
-    u_char         c;
-    size_t         i, start, normal;
-    const u_char  *q;
+    u_char  c;
+    size_t  i, start, normal;
 
     if (n == 0) {
         return;
@@ -1477,12 +1637,10 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
     for (i = 0; i < n; i++) {
 
         if (s->ps == NGX_PTY_PS_NORMAL) {
-            q = memchr(p + i, 0x1b, n - i);
-            if (q == NULL) {
+            i = ngx_pty_text(s, p, &start, i, n);
+            if (i == n) {
                 break;
             }
-
-            i = q - p;
         }
 
         c = p[i];
