@@ -33,7 +33,7 @@
 #define NGX_PTY_WRITE_MAX     4096        /* libvterm puts len*4 on stack */
 #define NGX_PTY_CSI_ARGS      16          /* libvterm's CSI_ARGS_MAX */
 #define NGX_PTY_TITLE_MAX     256
-#define NGX_PTY_FAST_MIN      4           /* glyphs worth a CUF to skip */
+#define NGX_PTY_FAST_MIN      8           /* bytes worth a CUP to skip */
 
 #define NGX_PTY_ARG_MORE      (1UL << 31)
 #define NGX_PTY_ARG_MISSING   ((1UL << 31) - 1)
@@ -167,6 +167,7 @@ struct ngx_pty_screen_s {
     /* G0-G3 not known to map ASCII to itself (SCS), and which is GL */
     u_char                        charset[4];
     unsigned                      gl;
+    unsigned                      vt_text;  /* libvterm must decode text */
 
     /* scanner */
     unsigned                      ps;
@@ -1130,6 +1131,7 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     s->pen.attr &= ~NGX_PTY_A_CONCEAL;
     memset(s->charset, 0, sizeof(s->charset));
     s->gl = 0;
+    s->vt_text = 0;
 }
 
 
@@ -1425,6 +1427,7 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     if (s->intermedlen == 1 && s->intermed >= '(' && s->intermed <= '+') {
         /* SCS: anything but ASCII may change what the text fast path sees */
         s->charset[s->intermed - '('] = (c != 'B');
+        s->vt_text = 1;
         return;
     }
 
@@ -1435,11 +1438,9 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     switch (c) {
 
     case 'n':
-        s->gl = 2;
-        break;
-
     case 'o':
-        s->gl = 3;
+        s->gl = (c == 'n') ? 2 : 3;
+        s->vt_text = 1;
         break;
 
     case '7':
@@ -1477,99 +1478,168 @@ ngx_pty_drop(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
 }
 
 
-/* "CSI n C" */
+/* "CSI row;col H", 1-based */
 static size_t
-ngx_pty_cuf(u_char *buf, unsigned n)
+ngx_pty_cup(u_char *buf, int row, int col)
 {
-    u_char  *p, tmp[10];
-    size_t   len;
+    return (size_t) snprintf((char *) buf, 32, "\x1b[%d;%dH", row + 1, col + 1);
+}
 
-    len = 0;
 
-    do {
-        tmp[len++] = (u_char) ('0' + n % 10);
-        n /= 10;
-    } while (n);
+/* libvterm's linefeed(): scroll at the region's bottom, else move down */
+static void
+ngx_pty_fast_lf(ngx_pty_screen_t *s, int *row)
+{
+    int        bottom;
+    VTermRect  rect;
 
-    p = buf;
-    *p++ = 0x1b;
-    *p++ = '[';
+    bottom = s->bottom < 0 ? (int) s->rows : s->bottom;
 
-    while (len) {
-        *p++ = tmp[--len];
+    if (*row == bottom - 1 && bottom - s->top > 1) {
+        /* what ngx_pty_cb_scrollrect() does for it, minus the checks */
+        ngx_pty_scroll_rows(s, s->cur, s->top, bottom, 1);
+
+    } else if (*row == bottom - 1) {
+        rect.start_row = s->top;
+        rect.end_row = bottom;
+        rect.start_col = 0;
+        rect.end_col = s->cols;
+        ngx_pty_cb_scrollrect(rect, 1, 0, s);
+
+    } else if (*row < (int) s->rows - 1) {
+        (*row)++;
     }
-
-    *p++ = 'C';
-
-    return p - buf;
 }
 
 
 /*
- * A run of printable ASCII p[a..b) in the ground state.  libvterm costs a
- * decode, two table walks and a callback per glyph; the middle of the run
- * goes straight into the grid instead, and libvterm sees the first glyph
- * (which settles a pending wrap, single shift or broken UTF-8 before it),
- * a CUF over the middle, and the rest from the last glyph of the row on.
- * So its cursor, pending wrap and combining state stay its own, and every
- * cell written here is one putglyph would have written the same way.
+ * Printable ASCII, CR and LF from p[i] on, in the ground state.  libvterm
+ * costs a decode, two table walks and a callback per glyph, and a state
+ * update per control; here they go straight into the grid, doing what
+ * libvterm's on_text() and on_control() do in the plain case (no insert,
+ * origin, newline or left/right margin mode, no line attributes, GL
+ * ASCII, no pending wrap on entry).  libvterm is then moved to our cursor
+ * with CUP and fed the last glyph and the controls after it itself, so
+ * its pending wrap, combining state and cursor stay its own.  Returns
+ * where the stretch ends.
  */
-static void
-ngx_pty_text_run(ngx_pty_screen_t *s, const u_char *p, size_t *start,
-    size_t a, size_t b)
+static size_t
+ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t n)
 {
-    u_char           cuf[16];
-    size_t           k;
-    unsigned         w, j;
+    u_char           c, buf[32];
+    size_t           e, last, end, j, k;
+    int              row, col, r;
+    unsigned         ph;
     VTermPos         pos;
     ngx_pty_pen_t    pen;
-    ngx_pty_row_t   *row;
-    ngx_pty_cell_t  *c;
+    ngx_pty_row_t   *line;
+    ngx_pty_cell_t  *cell;
 
-    /* these make text do more than land on the cursor and move it right */
-    if (s->insert || s->origin || s->charset[s->gl]) {
-        return;
+    last = n;
+
+    for (e = i; e < n; e++) {
+        c = p[e];
+
+        if (c >= 0x20 && c < 0x7f) {
+            last = e;
+
+        } else if (c < 0x0a || c > 0x0d) {
+            break;
+        }
     }
 
-    ngx_pty_flush(s, p, start, a + 1);
+    if (e - i < NGX_PTY_FAST_MIN) {
+        return e;
+    }
+
+    /* libvterm may set these only now, on the bytes before */
+    ngx_pty_flush(s, p, start, i);
+
+    if (s->phantom || s->lines) {
+        return e;
+    }
+
     vterm_state_get_cursorpos(s->state, &pos);
+    row = pos.row;
+    col = pos.col;
+    ph = 0;
 
-    /* the first glyph must have landed just left of the cursor, mid-row */
-    if (s->edge || s->edge_pos.row != pos.row
-        || s->edge_pos.col + 1 != pos.col || pos.col < 1)
-    {
-        return;
+    pen = s->pen;
+    pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT);
+    pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
+
+    end = last < e ? last : e;
+
+    for (j = i; j < end; j++) {
+        c = p[j];
+
+        if (c == '\r') {
+            if (col) {
+                col = 0;
+                ph = 0;
+            }
+
+            continue;
+        }
+
+        if (c < 0x20) {
+            r = row;
+            ngx_pty_fast_lf(s, &row);
+
+            if (row != r) {
+                ph = 0;
+            }
+
+            continue;
+        }
+
+        if (ph) {
+            ngx_pty_fast_lf(s, &row);
+            col = 0;
+            ph = 0;
+        }
+
+        /* the glyphs up to the end of the row at once */
+        for (k = j + 1; k < end && k - j < s->cols - col
+                        && p[k] >= 0x20 && p[k] < 0x7f; k++)
+        {
+            /* void */
+        }
+
+        line = s->cur->rows[row];
+        ngx_pty_row_materialize(line, col + (k - j));
+        cell = &line->cells[col];
+        col += k - j;
+
+        for ( /* void */ ; j < k; j++, cell++) {
+            cell->ch = p[j];
+            cell->ncomb = 0;
+            cell->width = 1;
+            cell->pen = pen;
+        }
+
+        j--;
+
+        if ((unsigned) col >= s->cols) {
+            col = s->cols - 1;
+            ph = s->autowrap;
+        }
     }
 
-    w = ngx_pty_row_width(s, pos.row);
-    row = s->cur->rows[pos.row];
-    c = &row->cells[pos.col - 1];
-
-    if ((unsigned) pos.col >= w || c->ch != p[a] || c->width != 1) {
-        return;
+    /* the last glyph: libvterm cannot be told of a pending wrap, so wrap */
+    if (ph) {
+        ngx_pty_fast_lf(s, &row);
+        col = 0;
     }
 
-    /* leave the last glyph of the run and of the row to libvterm */
-    k = b - a - 2;
-    k = k < w - 1 - pos.col ? k : w - 1 - pos.col;
-
-    if (k < NGX_PTY_FAST_MIN) {
-        return;
+    if (row != pos.row || col != pos.col) {
+        vterm_input_write(s->vt, (const char *) buf, ngx_pty_cup(buf, row, col));
     }
 
-    pen = c->pen;
-    ngx_pty_row_materialize(row, pos.col + k);
-    c = &row->cells[pos.col];
+    *start = end;
 
-    for (j = 0; j < k; j++, c++) {
-        c->ch = p[a + 1 + j];
-        c->ncomb = 0;
-        c->width = 1;
-        c->pen = pen;
-    }
-
-    vterm_input_write(s->vt, (const char *) cuf, ngx_pty_cuf(cuf, k));
-    *start = a + 1 + k;
+    return e;
 }
 
 
@@ -1578,36 +1648,58 @@ static size_t
 ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     size_t n)
 {
-    u_char  c;
-    size_t  a;
+    u_char    c;
+    unsigned  len, k;
 
     while (i < n) {
         c = p[i];
-
-        if (c >= 0x20 && c < 0x7f) {
-            a = i;
-
-            while (++i < n && p[i] >= 0x20 && p[i] < 0x7f) {
-                /* void */
-            }
-
-            if (i - a >= NGX_PTY_FAST_MIN + 2) {
-                ngx_pty_text_run(s, p, start, a, i);
-            }
-
-            continue;
-        }
 
         if (c == 0x1b) {
             return i;
         }
 
-        /* LS1, LS0: which of G0-G3 the text uses */
-        if (c == 0x0e) {
-            s->gl = 1;
+        if (((c >= 0x20 && c < 0x7f) || (c >= 0x0a && c <= 0x0d))
+            && !s->vt_text && !s->insert && !s->origin && !s->lrmm
+            && !s->lines && !s->newline && !s->charset[s->gl])
+        {
+            i = ngx_pty_fast_text(s, p, start, i, n);
+            continue;
+        }
 
-        } else if (c == 0x0f) {
-            s->gl = 0;
+        if (c >= 0x80) {
+            /* a broken sequence leaves libvterm's decoder mid-character */
+            len = ngx_pty_utf8_len(c);
+
+            for (k = 1; k < len && i + k < n && (p[i + k] & 0xc0) == 0x80; k++) {
+                /* void */
+            }
+
+            if (len == 0 || k < len) {
+                s->vt_text = 1;
+            }
+
+            i += k;
+            continue;
+        }
+
+        /* LS1, LS0: which of G0-G3 the text uses */
+        if (c == 0x0e || c == 0x0f) {
+            s->gl = (c == 0x0e);
+            s->vt_text = 1;
+        }
+
+        if (c < 0x20 && s->vt_text && i + 2 < n
+            && p[i + 1] >= 0x20 && p[i + 1] < 0x7f
+            && p[i + 2] >= 0x20 && p[i + 2] < 0x7f)
+        {
+            /*
+             * two ASCII glyphs starting a text run: libvterm decodes the
+             * second (the first may take a single shift) with GL's decoder,
+             * which is clean after it
+             */
+            s->vt_text = 0;
+            i += 3;
+            continue;
         }
 
         i++;
@@ -1695,6 +1787,10 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
             } else if (s->intermedlen == 0 && c >= 0x40 && c < 0x60) {
                 s->ps = NGX_PTY_PS_NORMAL;      /* a C1 control */
                 normal = i + 1;
+
+                if (c == 'N' || c == 'O') {
+                    s->vt_text = 1;             /* SS2, SS3 */
+                }
 
             } else if (c >= 0x30 && c < 0x7f) {
                 s->ps = NGX_PTY_PS_NORMAL;
