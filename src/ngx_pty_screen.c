@@ -33,6 +33,7 @@
 #define NGX_PTY_WRITE_MAX     4096        /* libvterm puts len*4 on stack */
 #define NGX_PTY_CSI_ARGS      16          /* libvterm's CSI_ARGS_MAX */
 #define NGX_PTY_TITLE_MAX     256
+#define NGX_PTY_FAST_MIN      8           /* bytes worth a CUP to skip */
 
 #define NGX_PTY_ARG_MORE      (1UL << 31)
 #define NGX_PTY_ARG_MISSING   ((1UL << 31) - 1)
@@ -162,6 +163,11 @@ struct ngx_pty_screen_s {
     unsigned                      newline:1;
     unsigned                      lrmm:1;
     unsigned                      protect:1;
+
+    /* G0-G3 not known to map ASCII to itself (SCS), and which is GL */
+    u_char                        charset[4];
+    unsigned                      gl;
+    unsigned                      vt_text;  /* libvterm must decode text */
 
     /* scanner */
     unsigned                      ps;
@@ -1123,6 +1129,9 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     s->right = -1;
     s->phantom = 0;
     s->pen.attr &= ~NGX_PTY_A_CONCEAL;
+    memset(s->charset, 0, sizeof(s->charset));
+    s->gl = 0;
+    s->vt_text = 0;
 }
 
 
@@ -1415,11 +1424,24 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         return;
     }
 
+    if (s->intermedlen == 1 && s->intermed >= '(' && s->intermed <= '+') {
+        /* SCS: anything but ASCII may change what the text fast path sees */
+        s->charset[s->intermed - '('] = (c != 'B');
+        s->vt_text = 1;
+        return;
+    }
+
     if (s->intermedlen) {
         return;
     }
 
     switch (c) {
+
+    case 'n':
+    case 'o':
+        s->gl = (c == 'n') ? 2 : 3;
+        s->vt_text = 1;
+        break;
 
     case '7':
         ngx_pty_feed_final(s, p, start, i);
@@ -1456,6 +1478,237 @@ ngx_pty_drop(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
 }
 
 
+/* "CSI row;col H", 1-based */
+static size_t
+ngx_pty_cup(u_char *buf, int row, int col)
+{
+    return (size_t) snprintf((char *) buf, 32, "\x1b[%d;%dH", row + 1, col + 1);
+}
+
+
+/* libvterm's linefeed(): scroll at the region's bottom, else move down */
+static void
+ngx_pty_fast_lf(ngx_pty_screen_t *s, int *row)
+{
+    int        bottom;
+    VTermRect  rect;
+
+    bottom = s->bottom < 0 ? (int) s->rows : s->bottom;
+
+    if (*row == bottom - 1 && bottom - s->top > 1) {
+        /* what ngx_pty_cb_scrollrect() does for it, minus the checks */
+        ngx_pty_scroll_rows(s, s->cur, s->top, bottom, 1);
+
+    } else if (*row == bottom - 1) {
+        rect.start_row = s->top;
+        rect.end_row = bottom;
+        rect.start_col = 0;
+        rect.end_col = s->cols;
+        ngx_pty_cb_scrollrect(rect, 1, 0, s);
+
+    } else if (*row < (int) s->rows - 1) {
+        (*row)++;
+    }
+}
+
+
+/*
+ * Printable ASCII, CR and LF from p[i] on, in the ground state.  libvterm
+ * costs a decode, two table walks and a callback per glyph, and a state
+ * update per control; here they go straight into the grid, doing what
+ * libvterm's on_text() and on_control() do in the plain case (no insert,
+ * origin, newline or left/right margin mode, no line attributes, GL
+ * ASCII, no pending wrap on entry).  libvterm is then moved to our cursor
+ * with CUP and fed the last glyph and the controls after it itself, so
+ * its pending wrap, combining state and cursor stay its own.  Returns
+ * where the stretch ends.
+ */
+static size_t
+ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t n)
+{
+    u_char           c, buf[32];
+    size_t           e, last, end, j, k;
+    int              row, col, r;
+    unsigned         ph;
+    VTermPos         pos;
+    ngx_pty_pen_t    pen;
+    ngx_pty_row_t   *line;
+    ngx_pty_cell_t  *cell;
+
+    last = n;
+
+    for (e = i; e < n; e++) {
+        c = p[e];
+
+        if (c >= 0x20 && c < 0x7f) {
+            last = e;
+
+        } else if (c < 0x0a || c > 0x0d) {
+            break;
+        }
+    }
+
+    if (e - i < NGX_PTY_FAST_MIN) {
+        return e;
+    }
+
+    /* libvterm may set these only now, on the bytes before */
+    ngx_pty_flush(s, p, start, i);
+
+    if (s->phantom || s->lines) {
+        return e;
+    }
+
+    vterm_state_get_cursorpos(s->state, &pos);
+    row = pos.row;
+    col = pos.col;
+    ph = 0;
+
+    pen = s->pen;
+    pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT);
+    pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
+
+    end = last < e ? last : e;
+
+    for (j = i; j < end; j++) {
+        c = p[j];
+
+        if (c == '\r') {
+            if (col) {
+                col = 0;
+                ph = 0;
+            }
+
+            continue;
+        }
+
+        if (c < 0x20) {
+            r = row;
+            ngx_pty_fast_lf(s, &row);
+
+            if (row != r) {
+                ph = 0;
+            }
+
+            continue;
+        }
+
+        if (ph) {
+            ngx_pty_fast_lf(s, &row);
+            col = 0;
+            ph = 0;
+        }
+
+        /* the glyphs up to the end of the row at once */
+        for (k = j + 1; k < end && k - j < s->cols - col
+                        && p[k] >= 0x20 && p[k] < 0x7f; k++)
+        {
+            /* void */
+        }
+
+        line = s->cur->rows[row];
+        ngx_pty_row_materialize(line, col + (k - j));
+        cell = &line->cells[col];
+        col += k - j;
+
+        for ( /* void */ ; j < k; j++, cell++) {
+            cell->ch = p[j];
+            cell->ncomb = 0;
+            cell->width = 1;
+            cell->pen = pen;
+        }
+
+        j--;
+
+        if ((unsigned) col >= s->cols) {
+            col = s->cols - 1;
+            ph = s->autowrap;
+        }
+    }
+
+    /* the last glyph: libvterm cannot be told of a pending wrap, so wrap */
+    if (ph) {
+        ngx_pty_fast_lf(s, &row);
+        col = 0;
+    }
+
+    if (row != pos.row || col != pos.col) {
+        vterm_input_write(s->vt, (const char *) buf, ngx_pty_cup(buf, row, col));
+    }
+
+    *start = end;
+
+    return e;
+}
+
+
+/* ground-state bytes from p[i]: returns where the next ESC is, or n */
+static size_t
+ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
+    size_t n)
+{
+    u_char    c;
+    unsigned  len, k;
+
+    while (i < n) {
+        c = p[i];
+
+        if (c == 0x1b) {
+            return i;
+        }
+
+        if (((c >= 0x20 && c < 0x7f) || (c >= 0x0a && c <= 0x0d))
+            && !s->vt_text && !s->insert && !s->origin && !s->lrmm
+            && !s->lines && !s->newline && !s->charset[s->gl])
+        {
+            i = ngx_pty_fast_text(s, p, start, i, n);
+            continue;
+        }
+
+        if (c >= 0x80) {
+            /* a broken sequence leaves libvterm's decoder mid-character */
+            len = ngx_pty_utf8_len(c);
+
+            for (k = 1; k < len && i + k < n && (p[i + k] & 0xc0) == 0x80; k++) {
+                /* void */
+            }
+
+            if (len == 0 || k < len) {
+                s->vt_text = 1;
+            }
+
+            i += k;
+            continue;
+        }
+
+        /* LS1, LS0: which of G0-G3 the text uses */
+        if (c == 0x0e || c == 0x0f) {
+            s->gl = (c == 0x0e);
+            s->vt_text = 1;
+        }
+
+        if (c < 0x20 && s->vt_text && i + 2 < n
+            && p[i + 1] >= 0x20 && p[i + 1] < 0x7f
+            && p[i + 2] >= 0x20 && p[i + 2] < 0x7f)
+        {
+            /*
+             * two ASCII glyphs starting a text run: libvterm decodes the
+             * second (the first may take a single shift) with GL's decoder,
+             * which is clean after it
+             */
+            s->vt_text = 0;
+            i += 3;
+            continue;
+        }
+
+        i++;
+    }
+
+    return n;
+}
+
+
 /*
  * Walks the bytes in step with libvterm's parser (parser.c), hands them to
  * libvterm in segments, and acts on the few sequences we track.
@@ -1463,9 +1716,8 @@ ngx_pty_drop(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
 static void
 ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
 {
-    u_char         c;
-    size_t         i, start, normal;
-    const u_char  *q;
+    u_char  c;
+    size_t  i, start, normal;
 
     if (n == 0) {
         return;
@@ -1477,12 +1729,10 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
     for (i = 0; i < n; i++) {
 
         if (s->ps == NGX_PTY_PS_NORMAL) {
-            q = memchr(p + i, 0x1b, n - i);
-            if (q == NULL) {
+            i = ngx_pty_text(s, p, &start, i, n);
+            if (i == n) {
                 break;
             }
-
-            i = q - p;
         }
 
         c = p[i];
@@ -1537,6 +1787,10 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
             } else if (s->intermedlen == 0 && c >= 0x40 && c < 0x60) {
                 s->ps = NGX_PTY_PS_NORMAL;      /* a C1 control */
                 normal = i + 1;
+
+                if (c == 'N' || c == 'O') {
+                    s->vt_text = 1;             /* SS2, SS3 */
+                }
 
             } else if (c >= 0x30 && c < 0x7f) {
                 s->ps = NGX_PTY_PS_NORMAL;
