@@ -52,8 +52,6 @@ static void ngx_pty_session_exited(ngx_pty_session_t *s);
 static void ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
     ngx_int_t exit_code, const char *detail);
 static void ngx_pty_session_release_io(ngx_pty_session_t *s);
-static size_t ngx_pty_closed_json(u_char *buf, size_t size,
-    ngx_uint_t reason, ngx_int_t exit_code, const char *detail);
 
 
 static void
@@ -1196,7 +1194,7 @@ static void
 ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
     ngx_int_t exit_code, const char *detail)
 {
-    u_char                 buf[1200];
+    u_char                 buf[NGX_PTY_CLOSED_MAX];
     size_t                 len;
     ngx_pty_session_sh_t  *sh;
 
@@ -1243,7 +1241,7 @@ ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
 }
 
 
-static size_t
+size_t
 ngx_pty_closed_json(u_char *buf, size_t size, ngx_uint_t reason,
     ngx_int_t exit_code, const char *detail)
 {
