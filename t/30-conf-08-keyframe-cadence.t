@@ -59,12 +59,11 @@ sub anchors_ok {
 ###############################################################################
 # by time: a line every 50 ms for about 3 s
 
-my $s = start_session($t, 'read x; for i in $(seq 1 60); do echo line$i; '
+my $s = start_session($t, 'read -p go? x; for i in $(seq 1 60); do echo line$i; '
     . 'sleep 0.05; done; echo DO""NE; read y');
 my $ws = attach($t, $s);
 $ws->recv_json(5);
-join_flush($ws);
-send_input($ws, "\r");
+go($ws, join_flush($ws, replay_from => 0));
 
 my $out = '';
 my @f = $ws->recv_until(sub { $out .= decode_output($_[0]);
@@ -108,12 +107,12 @@ is($kf[-1]{payload}{anchor_sequence}, $out[-1]{sequence},
 # by count: a burst, at most 10 Outputs between two keyframes
 
 my (undef, $s2) = api_call($t->port(8081), '/pty/start',
-    { command => 'read x; seq 1 30000; echo DO""NE; read y', wait_ms => 0 });
+    { command => 'read -p go? x; seq 1 30000; echo DO""NE; read y',
+      wait_ms => 0 });
 $ws = Test::Nginx::PtyWS->connect(port => $t->port(8081),
     path => $s2->{attach_path});
 $ws->recv_json(5);
-join_flush($ws);
-send_input($ws, "\r");
+go($ws, join_flush($ws, replay_from => 0));
 
 $out = '';
 @f = $ws->recv_until(sub { $out .= decode_output($_[0]);

@@ -41,12 +41,9 @@ sub roundtrip {
     $ws->recv_json(5);
     # replay_from 0: whatever the session wrote before the join comes too
     my @f = join_flush($ws, replay_from => 0);
-    my $out = decode_output(@f);
-    push @f, $ws->recv_until(sub { $out .= decode_output($_[0]);
-        $out =~ /go\?$/ }, 5, "$name: the prompt") unless $out =~ /go\?$/;
-    send_input($ws, "\r");
+    push @f, go($ws, @f);
 
-    $out = '';
+    my $out = '';
     push @f, $ws->recv_until(sub { $out .= decode_output($_[0]);
         $out =~ $re }, 10, "$name: the output reaches its marker");
 

@@ -33,10 +33,7 @@ my $s = start_session($t, "read -p go? x; seq 1 $lines; echo DO\"\"NE");
 
 my $fast = attach($t, $s);
 $fast->recv_json(5);
-join_flush($fast, replay_from => 0);
-my $out = decode_output($fast->json_seen);
-$fast->recv_until(sub { $out .= decode_output($_[0]); $out =~ /go\?$/ },
-    5, 'the prompt') unless $out =~ /go\?$/;
+my @seen = join_flush($fast, replay_from => 0);
 
 # the slow one joins, then stops reading, with a small receive buffer
 my $slow = Test::Nginx::PtyWS->connect(port => $t->port(8081),
@@ -44,9 +41,9 @@ my $slow = Test::Nginx::PtyWS->connect(port => $t->port(8081),
 $slow->recv_json(5);
 join_flush($slow, role => 'observer');
 
-send_input($fast, "\r");
+go($fast, @seen);
 my $start = time;
-$out = '';
+my $out = '';
 my @f = $fast->recv_until(sub { $out .= decode_output($_[0]);
     kind($_[0]) eq 'Closed' }, 30, 'the reading client gets to Closed');
 my $took = time - $start;
