@@ -49,6 +49,7 @@ static void ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg,
     json_t *id);
 static u_char *ngx_pty_binding_head(u_char *p, const char *op, json_t *id);
 static ngx_int_t ngx_pty_binding_lagged(ngx_pty_client_t *cl);
+static ngx_int_t ngx_pty_binding_closed_copy(ngx_pty_client_t *cl);
 static ngx_uint_t ngx_pty_binding_more(ngx_pty_client_t *cl);
 
 
@@ -606,11 +607,17 @@ ngx_pty_binding_more(ngx_pty_client_t *cl)
 static ngx_int_t
 ngx_pty_binding_lagged(ngx_pty_client_t *cl)
 {
+    ngx_uint_t        closed;
     ngx_pty_frame_t  *f;
 
     ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
                   "pty: client c-%uD fell behind session pty-%ui",
                   cl->client_id, cl->session->sh->name);
+
+    /* a lagged client has not had the Closed yet: it is among the skipped */
+    ngx_pty_shm_lock(cl->session->sh);
+    closed = (cl->session->sh->state >= NGX_PTY_STATE_CLOSED);
+    ngx_pty_shm_unlock(cl->session->sh);
 
     /* PTY_OUTPUT_LAGGED, then a Keyframe: the client starts over there */
     f = ngx_pty_ext_error_frame(cl, "PTY_OUTPUT_LAGGED",
@@ -631,7 +638,59 @@ ngx_pty_binding_lagged(ngx_pty_client_t *cl)
                       cl->client_id);
     }
 
+    if (closed && ngx_pty_binding_closed_copy(cl) != NGX_OK) {
+        ngx_pty_ws_finalize(&cl->ws);
+        return NGX_ERROR;
+    }
+
     return NGX_OK;
+}
+
+
+/*
+ * The session's Closed was among the frames a lagged client skipped: a
+ * copy targeted at it follows its Keyframe, so that it too gets exactly
+ * one Closed, and its sequences only grow.
+ */
+static ngx_int_t
+ngx_pty_binding_closed_copy(ngx_pty_client_t *cl)
+{
+    u_char                 buf[NGX_PTY_CLOSED_MAX];
+    size_t                 len;
+    uint64_t               off;
+    ngx_pty_frame_t       *f;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = cl->session->sh;
+    len = 0;
+
+    ngx_pty_shm_lock(sh);
+
+    off = sh->ring->tail;
+
+    while ((f = ngx_pty_ring_read(sh->ring, &off)) != NULL) {
+        if (f->kind == NGX_PTY_FRAME_CLOSED && f->target == 0
+            && f->len <= sizeof(buf))
+        {
+            len = f->len;
+            ngx_memcpy(buf, ngx_pty_frame_data(f), len);
+            break;
+        }
+    }
+
+    ngx_pty_shm_unlock(sh);
+
+    if (len == 0) {
+        /* evicted since by targeted frames: what the session record says */
+        len = ngx_pty_closed_json(buf, sizeof(buf), sh->closed_reason,
+                                  sh->exit_code,
+                                  "output_lagged: the session had ended");
+    }
+
+    f = ngx_pty_session_append(cl->session, NGX_PTY_FRAME_CLOSED,
+                               cl->client_id, buf, len);
+
+    return (f == NULL) ? NGX_ERROR : NGX_OK;
 }
 
 

@@ -54,8 +54,6 @@ static void ngx_pty_session_exited(ngx_pty_session_t *s);
 static void ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
     ngx_int_t exit_code, const char *detail);
 static void ngx_pty_session_release_io(ngx_pty_session_t *s);
-static size_t ngx_pty_closed_json(u_char *buf, size_t size,
-    ngx_uint_t reason, ngx_int_t exit_code, const char *detail);
 
 
 static void
@@ -1123,6 +1121,7 @@ static void
 ngx_pty_session_limits_handler(ngx_event_t *ev)
 {
     ngx_msec_t          now;
+    ngx_uint_t          aged;
     ngx_pty_session_t  *s;
 
     s = ev->data;
@@ -1132,14 +1131,19 @@ ngx_pty_session_limits_handler(ngx_event_t *ev)
         return;
     }
 
-    if ((s->max_age && now - s->started >= s->max_age)
+    aged = (s->max_age && now - s->started >= s->max_age);
+
+    if (aged
         || (s->idle_timeout && now - s->last_active >= s->idle_timeout))
     {
         ngx_log_error(NGX_LOG_INFO, s->log, 0,
                       "pty: session pty-%ui reached its %s, ending it",
-                      s->sh->name,
-                      (s->max_age && now - s->started >= s->max_age)
-                      ? "pty_max_age" : "pty_idle_timeout");
+                      s->sh->name, aged ? "pty_max_age" : "pty_idle_timeout");
+
+        /* the Closed detail names the limit, not the signal that ended it */
+        s->kill_detail = aged ? "max_age: the session reached pty_max_age"
+                              : "idle_timeout: no input or output for "
+                                "pty_idle_timeout";
 
         (void) ngx_pty_session_kill(s, NGX_PTY_CLOSED_TIMEOUT);
         return;
@@ -1235,7 +1239,7 @@ static void
 ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
     ngx_int_t exit_code, const char *detail)
 {
-    u_char                 buf[1200];
+    u_char                 buf[NGX_PTY_CLOSED_MAX];
     size_t                 len;
     ngx_pty_session_sh_t  *sh;
 
@@ -1282,7 +1286,7 @@ ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
 }
 
 
-static size_t
+size_t
 ngx_pty_closed_json(u_char *buf, size_t size, ngx_uint_t reason,
     ngx_int_t exit_code, const char *detail)
 {

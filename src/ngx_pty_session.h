@@ -118,6 +118,12 @@ ngx_pty_frame_t *ngx_pty_session_append(ngx_pty_session_t *s,
 
 u_char *ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len);
 
+/* a Closed payload; buf holds at least NGX_PTY_CLOSED_MAX bytes */
+#define NGX_PTY_CLOSED_MAX  1200
+
+size_t ngx_pty_closed_json(u_char *buf, size_t size, ngx_uint_t reason,
+    ngx_int_t exit_code, const char *detail);
+
 void ngx_pty_sessions_shutdown(ngx_cycle_t *cycle);
 void ngx_pty_sessions_terminate_all(ngx_log_t *log);
 

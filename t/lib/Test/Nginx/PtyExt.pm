@@ -10,6 +10,10 @@ package Test::Nginx::PtyExt;
 #   without_output(@f)   the frames that are not Output
 #   drain($ws, $secs)    every frame until none came for $secs
 #   SHELL                bash with the prompt "ready$ " and no rc files
+#   go($ws, @seen)       for a program started as "read -p go? x; ...":
+#                        waits for the prompt (input sent earlier than the
+#                        session runs is refused), sends Enter; returns
+#                        the frames it read
 
 use strict;
 use warnings;
@@ -18,10 +22,10 @@ use Exporter qw(import);
 use Test::More ();
 
 use Test::Nginx::PtyWS qw(session_frame_kind);
-use Test::Nginx::Pty qw(EXT_URI);
+use Test::Nginx::Pty qw(EXT_URI send_input);
 
 our @EXPORT = qw(join_flush kind without_output drain seqs SHELL
-    ready_shell);
+    ready_shell go);
 
 use constant SHELL => 'PS1="ready\$ " exec bash --norc --noprofile -i';
 
@@ -74,6 +78,18 @@ sub ready_shell {
         $out =~ /ready\$ $/;
     }, 10, 'the shell prompt');
     return $out;
+}
+
+sub go {
+    my ($ws, @seen) = @_;
+    my $out = Test::Nginx::PtyWS::decode_output(@seen);
+    my @f;
+    @f = $ws->recv_until(sub {
+        $out .= Test::Nginx::PtyWS::decode_output($_[0]);
+        $out =~ /go\?$/;
+    }, 10, 'the go? prompt') unless $out =~ /go\?$/;
+    send_input($ws, "\r");
+    return @f;
 }
 
 1;

@@ -33,6 +33,7 @@ use MIME::Base64 qw(encode_base64 decode_base64);
 use Errno qw(EINTR EAGAIN EWOULDBLOCK);
 use IO::Select;
 use IO::Socket::INET;
+use Socket ();
 use Time::HiRes qw(time);
 use File::Spec;
 use Test::More ();
@@ -203,7 +204,7 @@ sub handshake {
 # connect(port =>, host => '127.0.0.1', path => '/', protocols => ['pty-ws.v1'],
 #   headers => { Name => value|undef }, timeout => 5, key => ..., version => 13,
 #   request => $raw_request, auto_pong => 1, auto_close_reply => 1,
-#   validate => 1)
+#   validate => 1, rcvbuf => bytes (SO_RCVBUF before connect))
 sub connect {
     my ($class, %args) = @_;
     my $host = $args{host} // '127.0.0.1';
@@ -220,9 +221,21 @@ sub connect {
         status => undef, headers => {}, body => '',
     }, $class;
 
-    my $sock = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port,
-        Proto => 'tcp', Timeout => $timeout)
-        or die "PtyWS: connect to $host:$port failed: $!\n";
+    my $sock;
+    if ($args{rcvbuf}) {
+        # a small receive buffer set before connect: the window stays small
+        $sock = IO::Socket::INET->new(Proto => 'tcp')
+            or die "PtyWS: socket failed: $!\n";
+        setsockopt($sock, Socket::SOL_SOCKET(), Socket::SO_RCVBUF(),
+            $args{rcvbuf}) or die "PtyWS: SO_RCVBUF failed: $!\n";
+        $sock->connect(Socket::pack_sockaddr_in($port,
+            Socket::inet_aton($host)))
+            or die "PtyWS: connect to $host:$port failed: $!\n";
+    } else {
+        $sock = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port,
+            Proto => 'tcp', Timeout => $timeout)
+            or die "PtyWS: connect to $host:$port failed: $!\n";
+    }
     $sock->autoflush(1);
     binmode $sock;
     $sock->blocking(0);
