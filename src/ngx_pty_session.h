@@ -110,7 +110,12 @@ ngx_int_t ngx_pty_session_resize(ngx_pty_session_t *s, ngx_uint_t cols,
     ngx_uint_t rows);
 ngx_pty_frame_t *ngx_pty_session_keyframe(ngx_pty_session_t *s,
     uint32_t target);
+ngx_int_t ngx_pty_session_request_keyframe(ngx_pty_session_t *s,
+    uint32_t target);
 ngx_int_t ngx_pty_session_kill(ngx_pty_session_t *s, ngx_uint_t reason);
+
+#define NGX_PTY_DETAIL_LAST_CONTROLLER                                        \
+    "last_controller_left: terminate_on_last_controller"
 
 /* appends a frame whose payload is JSON text; takes the session lock */
 ngx_pty_frame_t *ngx_pty_session_append(ngx_pty_session_t *s,
@@ -119,6 +124,8 @@ ngx_pty_frame_t *ngx_pty_session_append(ngx_pty_session_t *s,
 u_char *ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len);
 
 void ngx_pty_sessions_shutdown(ngx_cycle_t *cycle);
+void ngx_pty_sessions_wake(ngx_atomic_uint_t bit);
+void ngx_pty_sessions_adopt_orphans(void);
 void ngx_pty_sessions_terminate_all(ngx_log_t *log);
 
 extern const char  *ngx_pty_closed_reasons[];
