@@ -17,6 +17,7 @@
 #include "ngx_pty_binding.h"
 #include "ngx_pty_api.h"
 #include "ngx_pty_card.h"
+#include "ngx_pty_doorbell.h"
 
 
 static ngx_int_t ngx_pty_attach_handler(ngx_http_request_t *r);
@@ -32,6 +33,7 @@ static char *ngx_pty_handler_set(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_pty_env(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_pty_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static ngx_int_t ngx_pty_init_process(ngx_cycle_t *cycle);
 static void ngx_pty_exit_process(ngx_cycle_t *cycle);
 static void ngx_pty_exit_master(ngx_cycle_t *cycle);
 
@@ -368,7 +370,7 @@ ngx_module_t  ngx_pty_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    NULL,                                  /* init process */
+    ngx_pty_init_process,                  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     ngx_pty_exit_process,                  /* exit process */
@@ -869,10 +871,20 @@ ngx_pty_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+static ngx_int_t
+ngx_pty_init_process(ngx_cycle_t *cycle)
+{
+    return ngx_pty_doorbell_init(cycle);
+}
+
+
+/* the sessions this worker owned are rung over to the live workers */
 static void
 ngx_pty_exit_process(ngx_cycle_t *cycle)
 {
     ngx_pty_sessions_shutdown(cycle);
+    ngx_pty_doorbell_orphans();
+    ngx_pty_doorbell_exit();
 }
 
 

@@ -21,6 +21,7 @@
 #include "ngx_pty_escape.h"
 #include "ngx_pty_text.h"
 #include "ngx_pty_ext.h"
+#include "ngx_pty_ws.h"
 #include "ngx_pty_util.h"
 
 
@@ -1728,6 +1729,10 @@ ngx_pty_api_send(ngx_http_request_t *r, ngx_uint_t status, json_t *obj)
     r->headers_out.content_length_n = b->last - b->pos;
     ngx_str_set(&r->headers_out.content_type, "application/json");
     r->headers_out.content_type_len = r->headers_out.content_type.len;
+
+    if (ngx_pty_worker_header(r) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     rc = ngx_http_send_header(r);
 

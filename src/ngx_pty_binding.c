@@ -631,8 +631,9 @@ ngx_pty_binding_lagged(ngx_pty_client_t *cl)
     cl->cursor = ngx_pty_ring_find(cl->session->sh->ring, f->seq - 1);
     ngx_pty_shm_unlock(cl->session->sh);
 
-    if (ngx_pty_session_keyframe(cl->session, cl->client_id) == NULL) {
-        /* not the owner here: the lagged client waits for a periodic one */
+    if (ngx_pty_session_request_keyframe(cl->session, cl->client_id)
+        != NGX_OK)
+    {
         ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
                       "pty: no keyframe for lagged client c-%uD",
                       cl->client_id);

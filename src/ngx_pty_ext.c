@@ -371,7 +371,7 @@ ngx_pty_ext_join(ngx_pty_client_t *cl, json_t *msg, json_t *id)
         (void) ngx_pty_session_resize(s, cols, rows);
     }
 
-    if (ngx_pty_session_keyframe(s, cl->client_id) == NULL) {
+    if (ngx_pty_session_request_keyframe(s, cl->client_id) != NGX_OK) {
         (void) ngx_pty_ext_error_frame(cl, "KEYFRAME_UNAVAILABLE",
                                        "no screen snapshot available");
     }
@@ -443,8 +443,7 @@ ngx_pty_ext_remove_member(ngx_pty_client_t *cl, uint64_t *seq)
                       "terminating it (pty_terminate_on_last_controller)",
                       cl->client_id, sh->name);
 
-        cl->session->kill_detail = "last_controller_left: "
-                                   "terminate_on_last_controller";
+        cl->session->kill_detail = NGX_PTY_DETAIL_LAST_CONTROLLER;
 
         (void) ngx_pty_session_kill(cl->session, NGX_PTY_CLOSED_KILLED);
     }
@@ -659,7 +658,9 @@ ngx_pty_ext_keyframe_handler(ngx_event_t *ev)
 
     cl->last_keyframe_request = ngx_current_msec;
 
-    if (ngx_pty_session_keyframe(cl->session, cl->client_id) == NULL) {
+    if (ngx_pty_session_request_keyframe(cl->session, cl->client_id)
+        != NGX_OK)
+    {
         (void) ngx_pty_ext_error_frame(cl, "KEYFRAME_UNAVAILABLE",
                                        "no screen snapshot available");
     }

@@ -7,6 +7,8 @@
 #include "ngx_pty.h"
 #include "ngx_pty_session.h"
 #include "ngx_pty_keeper.h"
+#include "ngx_pty_doorbell.h"
+#include "ngx_pty_ext.h"
 #include "ngx_pty_util.h"
 
 #include <sys/ioctl.h>
@@ -25,6 +27,8 @@ const char  *ngx_pty_closed_reasons[] = {
 
 static ngx_rbtree_t       ngx_pty_local;
 static ngx_rbtree_node_t  ngx_pty_local_sentinel;
+static ngx_uint_t         ngx_pty_adopting;
+static ngx_uint_t         ngx_pty_adopt_again;
 
 
 static ngx_pty_session_t *ngx_pty_session_new(ngx_pty_session_sh_t *sh,
@@ -54,6 +58,12 @@ static void ngx_pty_session_exited(ngx_pty_session_t *s);
 static void ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
     ngx_int_t exit_code, const char *detail);
 static void ngx_pty_session_release_io(ngx_pty_session_t *s);
+static void ngx_pty_session_interest(ngx_pty_session_t *s);
+static void ngx_pty_session_notify_local(ngx_pty_session_t *s);
+static ngx_int_t ngx_pty_session_forward(ngx_pty_session_t *s,
+    ngx_pty_inbox_t *rec, u_char *data);
+static void ngx_pty_session_drain_inbox(ngx_pty_session_t *s);
+static void ngx_pty_session_sweep_members(ngx_pty_session_t *s);
 
 
 static void
@@ -80,7 +90,9 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 
     sh = ngx_pty_shm_session_create(log, st->command, st->command_len,
                                     st->cols, st->rows, plcf->ring_size,
-                                    plcf->scroll_size);
+                                    plcf->scroll_size,
+                                    ngx_max(2 * plcf->input_max + 1024,
+                                            64 * 1024));
     if (sh == NULL) {
         return NULL;
     }
@@ -132,6 +144,7 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 
     sh->keeper = keeper;
     sh->owner = ngx_pid;
+    ngx_pty_session_interest(s);
 
     if (ngx_pty_session_watch_keeper(s, ctl) != NGX_OK) {
         kill(keeper, SIGKILL);
@@ -241,6 +254,7 @@ ngx_pty_session_own(ngx_pty_session_t *s)
     sh = s->sh;
 
     s->owner = 1;
+    ngx_pty_session_interest(s);
     s->params = sh->params;
     s->closed_linger = sh->closed_linger;
     s->idle_timeout = sh->idle_timeout;
@@ -282,6 +296,9 @@ ngx_pty_session_adopt(ngx_pty_session_t *s)
     ngx_log_error(NGX_LOG_INFO, s->log, 0,
                   "pty: taking over session pty-%ui from worker %P",
                   sh->name, owner);
+
+    /* the clients of a killed worker are gone with it */
+    ngx_pty_session_sweep_members(s);
 
     if (ngx_pty_session_screen_init(s, sh->ring) != NGX_OK) {
         ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1, "out of memory");
@@ -405,7 +422,9 @@ ngx_pty_session_get(ngx_pty_session_sh_t *sh)
 
 found:
 
-    if (!s->owner && sh->state == NGX_PTY_STATE_RUNNING) {
+    if (!s->owner && sh->state < NGX_PTY_STATE_CLOSED && sh->keeper > 0
+        && !ngx_exiting && !ngx_quit && !ngx_terminate)
+    {
         (void) ngx_pty_session_adopt(s);
     }
 
@@ -459,6 +478,9 @@ ngx_pty_session_free(ngx_pty_session_t *s)
         ngx_del_timer(&s->limits);
     }
 
+    (void) __sync_fetch_and_and(&s->sh->listen_mask,
+                                ~ngx_pty_doorbell_bit());
+
     ngx_rbtree_delete(&ngx_pty_local, &s->node);
     ngx_pty_shm_session_release(s->sh);
     ngx_destroy_pool(s->pool);
@@ -469,6 +491,7 @@ void
 ngx_pty_session_listen(ngx_pty_session_t *s, ngx_pty_listener_t *l)
 {
     ngx_queue_insert_tail(&s->listeners, &l->queue);
+    ngx_pty_session_interest(s);
 }
 
 
@@ -476,12 +499,39 @@ void
 ngx_pty_session_unlisten(ngx_pty_session_t *s, ngx_pty_listener_t *l)
 {
     ngx_queue_remove(&l->queue);
+    ngx_pty_session_interest(s);
     ngx_pty_session_put(s);
 }
 
 
+/* this worker wants the session's doorbell while it owns it or serves it */
+static void
+ngx_pty_session_interest(ngx_pty_session_t *s)
+{
+    ngx_atomic_uint_t  bit;
+
+    bit = ngx_pty_doorbell_bit();
+
+    if (s->owner || !ngx_queue_empty(&s->listeners)) {
+        (void) __sync_fetch_and_or(&s->sh->listen_mask, bit);
+
+    } else {
+        (void) __sync_fetch_and_and(&s->sh->listen_mask, ~bit);
+    }
+}
+
+
+/* new frames: this worker's listeners, then every other interested one */
 void
 ngx_pty_session_notify(ngx_pty_session_t *s)
+{
+    ngx_pty_session_notify_local(s);
+    ngx_pty_doorbell_wake(s->sh, s->sh->listen_mask);
+}
+
+
+static void
+ngx_pty_session_notify_local(ngx_pty_session_t *s)
 {
     ngx_queue_t         *q, *next;
     ngx_pty_listener_t  *l;
@@ -650,6 +700,9 @@ ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd, ngx_pid_t child)
     }
 
     ngx_pty_session_notify(s);
+
+    /* what other workers asked for while the terminal was not open */
+    ngx_pty_session_drain_inbox(s);
 
     return NGX_OK;
 }
@@ -854,12 +907,18 @@ ngx_pty_session_reply(void *data, const u_char *buf, size_t len)
 ngx_int_t
 ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
 {
-    ssize_t  n;
-    u_char  *p;
+    ssize_t           n;
+    u_char           *p;
+    ngx_pty_inbox_t   rec;
 
-    if (!s->owner || s->closed
-        || (s->pty == NULL && !ngx_pty_session_coming(s)))
-    {
+    if (!s->owner) {
+        ngx_memzero(&rec, sizeof(ngx_pty_inbox_t));
+        rec.type = NGX_PTY_INBOX_INPUT;
+        rec.len = (uint32_t) len;
+        return ngx_pty_session_forward(s, &rec, data);
+    }
+
+    if (s->closed || (s->pty == NULL && !ngx_pty_session_coming(s))) {
         return NGX_DECLINED;
     }
 
@@ -965,12 +1024,19 @@ ngx_int_t
 ngx_pty_session_resize(ngx_pty_session_t *s, ngx_uint_t cols, ngx_uint_t rows)
 {
     struct winsize         ws;
+    ngx_pty_inbox_t        rec;
     ngx_pty_frame_t       *f;
     ngx_pty_session_sh_t  *sh;
 
-    if (!s->owner || s->closed
-        || (s->pty == NULL && !ngx_pty_session_coming(s)))
-    {
+    if (!s->owner) {
+        ngx_memzero(&rec, sizeof(ngx_pty_inbox_t));
+        rec.type = NGX_PTY_INBOX_RESIZE;
+        rec.cols = (uint16_t) cols;
+        rec.rows = (uint16_t) rows;
+        return ngx_pty_session_forward(s, &rec, NULL);
+    }
+
+    if (s->closed || (s->pty == NULL && !ngx_pty_session_coming(s))) {
         return NGX_DECLINED;
     }
 
@@ -1072,6 +1138,27 @@ ngx_pty_session_keyframe(ngx_pty_session_t *s, uint32_t target)
 }
 
 
+/*
+ * A Keyframe for one client (or all): made here by the owner, or asked of
+ * the owner through the inbox; it reaches the client through the ring.
+ */
+ngx_int_t
+ngx_pty_session_request_keyframe(ngx_pty_session_t *s, uint32_t target)
+{
+    ngx_pty_inbox_t  rec;
+
+    if (s->owner) {
+        return ngx_pty_session_keyframe(s, target) ? NGX_OK : NGX_ERROR;
+    }
+
+    ngx_memzero(&rec, sizeof(ngx_pty_inbox_t));
+    rec.type = NGX_PTY_INBOX_KEYFRAME;
+    rec.target = target;
+
+    return ngx_pty_session_forward(s, &rec, NULL);
+}
+
+
 /* the periodic Keyframe: only while output flows */
 static void
 ngx_pty_session_keyframe_handler(ngx_event_t *ev)
@@ -1156,10 +1243,22 @@ ngx_pty_session_limits_handler(ngx_event_t *ev)
 ngx_int_t
 ngx_pty_session_kill(ngx_pty_session_t *s, ngx_uint_t reason)
 {
-    ngx_pid_t  keeper;
+    ngx_pid_t        keeper;
+    ngx_pty_inbox_t  rec;
 
     if (s->closed || s->sh->state >= NGX_PTY_STATE_CLOSED) {
         return NGX_DECLINED;
+    }
+
+    if (!s->owner && ngx_pty_doorbell_bit_of(s->sh->owner)) {
+        /* the owner must know why the child ends: the Closed frame says */
+        ngx_memzero(&rec, sizeof(ngx_pty_inbox_t));
+        rec.type = NGX_PTY_INBOX_KILL;
+        rec.arg = (uint16_t) (reason | (s->kill_detail ? 0x100 : 0));
+
+        if (ngx_pty_session_forward(s, &rec, NULL) == NGX_OK) {
+            return NGX_OK;
+        }
     }
 
     keeper = s->sh->keeper;
@@ -1461,4 +1560,280 @@ ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len)
     ngx_pty_session_fold(s, (size_t) -1);
 
     return ngx_pty_screen_text(s->screen, len);
+}
+
+
+/*
+ * A request of a non-owner worker: queued in the session's inbox in the
+ * zone, in order, and the owner's doorbell rung.  With no live owner this
+ * worker takes the session over and serves the request itself.
+ */
+static ngx_int_t
+ngx_pty_session_forward(ngx_pty_session_t *s, ngx_pty_inbox_t *rec,
+    u_char *data)
+{
+    ngx_int_t              rc;
+    ngx_pid_t              owner;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = s->sh;
+
+    ngx_pty_shm_lock(sh);
+
+    if (sh->state >= NGX_PTY_STATE_CLOSED) {
+        ngx_pty_shm_unlock(sh);
+        return NGX_DECLINED;
+    }
+
+    rc = ngx_pty_inbox_put(sh, rec, data);
+    owner = sh->owner;
+
+    ngx_pty_shm_unlock(sh);
+
+    if (rc != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, s->log, 0,
+                      "pty: the inbox of session pty-%ui is full "
+                      "(%uz bytes): its owner, worker %P, is not taking "
+                      "requests; raise \"pty_input_max\" to enlarge it",
+                      sh->name, sh->inbox_size, owner);
+        return NGX_ERROR;
+    }
+
+    if (owner == 0 || !ngx_pty_pid_alive(owner)) {
+        if (ngx_pty_session_adopt(s) == NGX_OK) {
+            ngx_pty_session_drain_inbox(s);
+        }
+
+        return NGX_OK;
+    }
+
+    ngx_pty_doorbell_wake(sh, ngx_pty_doorbell_bit_of(owner));
+
+    return NGX_OK;
+}
+
+
+/* the owner serves what other workers queued, in their order */
+static void
+ngx_pty_session_drain_inbox(ngx_pty_session_t *s)
+{
+    u_char                *buf, *p, *last;
+    size_t                 len;
+    ngx_pty_inbox_t        rec;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = s->sh;
+
+    if (!s->owner || (s->pty == NULL && !s->closed)) {
+        /* the terminal is not open yet: ready() drains */
+        return;
+    }
+
+    ngx_pty_shm_lock(sh);
+
+    len = sh->inbox_len;
+
+    if (len == 0) {
+        ngx_pty_shm_unlock(sh);
+        return;
+    }
+
+    buf = ngx_alloc(len, s->log);
+    if (buf == NULL) {
+        ngx_pty_shm_unlock(sh);
+        return;
+    }
+
+    ngx_memcpy(buf, sh->inbox, len);
+    sh->inbox_len = 0;
+
+    ngx_pty_shm_unlock(sh);
+
+    last = buf + len;
+
+    for (p = buf; p < last; p += sizeof(ngx_pty_inbox_t)
+                                 + ngx_align(rec.len, 8))
+    {
+        ngx_memcpy(&rec, p, sizeof(ngx_pty_inbox_t));
+
+        switch (rec.type) {
+
+        case NGX_PTY_INBOX_INPUT:
+            (void) ngx_pty_session_input(s, p + sizeof(ngx_pty_inbox_t),
+                                         rec.len);
+            break;
+
+        case NGX_PTY_INBOX_RESIZE:
+            (void) ngx_pty_session_resize(s, rec.cols, rec.rows);
+            break;
+
+        case NGX_PTY_INBOX_KEYFRAME:
+            (void) ngx_pty_session_keyframe(s, rec.target);
+            break;
+
+        case NGX_PTY_INBOX_KILL:
+            if (rec.arg & 0x100) {
+                s->kill_detail = NGX_PTY_DETAIL_LAST_CONTROLLER;
+            }
+
+            (void) ngx_pty_session_kill(s, rec.arg & 0xff);
+            break;
+        }
+    }
+
+    ngx_free(buf);
+}
+
+
+/* members whose worker is gone (killed) leave, and everyone is told */
+static void
+ngx_pty_session_sweep_members(ngx_pty_session_t *s)
+{
+    ngx_uint_t             gone;
+    ngx_queue_t           *q, *next;
+    ngx_pty_member_t      *m;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = s->sh;
+    gone = 0;
+
+    ngx_pty_shm_lock(sh);
+
+    for (q = ngx_queue_head(&sh->members);
+         q != ngx_queue_sentinel(&sh->members);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        m = ngx_queue_data(q, ngx_pty_member_t, queue);
+
+        if (m->worker != ngx_pid && !ngx_pty_pid_alive(m->worker)) {
+            ngx_pty_shm_member_remove(sh, m);
+            gone++;
+        }
+    }
+
+    ngx_pty_shm_unlock(sh);
+
+    if (gone) {
+        ngx_log_error(NGX_LOG_INFO, s->log, 0,
+                      "pty: %ui member(s) of session pty-%ui left with "
+                      "their worker", gone, sh->name);
+        (void) ngx_pty_ext_membership(s);
+    }
+}
+
+
+/* our doorbell rang: every session marked for us gets looked at */
+void
+ngx_pty_sessions_wake(ngx_atomic_uint_t bit)
+{
+    ngx_rbtree_node_t  *node, *next;
+    ngx_pty_session_t  *s;
+
+    if (ngx_pty_local.root == NULL
+        || ngx_pty_local.root == ngx_pty_local.sentinel)
+    {
+        return;
+    }
+
+    node = ngx_rbtree_min(ngx_pty_local.root, ngx_pty_local.sentinel);
+
+    while (node) {
+        next = ngx_rbtree_next(&ngx_pty_local, node);
+        s = (ngx_pty_session_t *) node;
+
+        if (__sync_fetch_and_and(&s->sh->wake_mask, ~bit) & bit) {
+            if (s->owner) {
+                ngx_pty_session_drain_inbox(s);
+            }
+
+            ngx_pty_session_notify_local(s);
+        }
+
+        node = next;
+    }
+}
+
+
+/*
+ * Sessions whose owner is gone (killed, or an old worker that exited on
+ * reload) are taken over by the first worker to look: the owner field is
+ * claimed under the session lock, so only one does.  Sessions we own lose
+ * the members of workers that died.  Exiting workers take nothing.
+ */
+void
+ngx_pty_sessions_adopt_orphans(void)
+{
+    ngx_uint_t             i, n;
+    ngx_pid_t              owner;
+    ngx_queue_t           *q;
+    ngx_pty_zone_t        *zone;
+    ngx_pty_session_t     *s;
+    ngx_pty_session_sh_t  *sh, **list;
+
+    zone = ngx_pty_shm_zone();
+
+    if (zone == NULL || ngx_exiting || ngx_quit || ngx_terminate) {
+        return;
+    }
+
+    if (ngx_pty_adopting) {
+        ngx_pty_adopt_again = 1;
+        return;
+    }
+
+    ngx_pty_adopting = 1;
+
+    do {
+        ngx_pty_adopt_again = 0;
+
+        ngx_shmtx_lock(&zone->shpool->mutex);
+
+        list = ngx_alloc((zone->sh->live + 1) * sizeof(void *),
+                         ngx_cycle->log);
+        n = 0;
+
+        for (q = ngx_queue_head(&zone->sh->sessions);
+             list && q != ngx_queue_sentinel(&zone->sh->sessions);
+             q = ngx_queue_next(q))
+        {
+            sh = ngx_queue_data(q, ngx_pty_session_sh_t, queue);
+            owner = sh->owner;
+
+            if (sh->state >= NGX_PTY_STATE_CLOSED || sh->keeper <= 0) {
+                continue;
+            }
+
+            /* ours: a worker may have died with members of it */
+            if (owner != ngx_pid && owner && ngx_pty_pid_alive(owner)) {
+                continue;
+            }
+
+            (void) ngx_atomic_fetch_add(&sh->refs, 1);
+            list[n++] = sh;
+        }
+
+        ngx_shmtx_unlock(&zone->shpool->mutex);
+
+        for (i = 0; i < n; i++) {
+            s = ngx_pty_session_get(list[i]);
+
+            if (s) {
+                if (s->owner) {
+                    ngx_pty_session_sweep_members(s);
+                }
+
+                ngx_pty_session_put(s);
+            }
+
+            ngx_pty_shm_session_release(list[i]);
+        }
+
+        if (list) {
+            ngx_free(list);
+        }
+
+    } while (ngx_pty_adopt_again);
+
+    ngx_pty_adopting = 0;
 }

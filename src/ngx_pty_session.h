@@ -110,7 +110,12 @@ ngx_int_t ngx_pty_session_resize(ngx_pty_session_t *s, ngx_uint_t cols,
     ngx_uint_t rows);
 ngx_pty_frame_t *ngx_pty_session_keyframe(ngx_pty_session_t *s,
     uint32_t target);
+ngx_int_t ngx_pty_session_request_keyframe(ngx_pty_session_t *s,
+    uint32_t target);
 ngx_int_t ngx_pty_session_kill(ngx_pty_session_t *s, ngx_uint_t reason);
+
+#define NGX_PTY_DETAIL_LAST_CONTROLLER                                        \
+    "last_controller_left: terminate_on_last_controller"
 
 /* appends a frame whose payload is JSON text; takes the session lock */
 ngx_pty_frame_t *ngx_pty_session_append(ngx_pty_session_t *s,
@@ -125,6 +130,8 @@ size_t ngx_pty_closed_json(u_char *buf, size_t size, ngx_uint_t reason,
     ngx_int_t exit_code, const char *detail);
 
 void ngx_pty_sessions_shutdown(ngx_cycle_t *cycle);
+void ngx_pty_sessions_wake(ngx_atomic_uint_t bit);
+void ngx_pty_sessions_adopt_orphans(void);
 void ngx_pty_sessions_terminate_all(ngx_log_t *log);
 
 extern const char  *ngx_pty_closed_reasons[];

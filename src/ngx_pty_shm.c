@@ -76,6 +76,10 @@ ngx_pty_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     sh->next_name = 1;
     sh->next_client = 1;
 
+    /* two nginx instances on one host must not ring each other's workers */
+    sh->nonce = ((uint64_t) ngx_random() << 32) ^ (uint64_t) ngx_random()
+                ^ ((uint64_t) ngx_pid << 16) ^ (uint64_t) ngx_time();
+
     shpool->data = sh;
     shm_zone->data = sh;
     ngx_pty_zone.sh = sh;
@@ -95,9 +99,10 @@ ngx_pty_shm_zone(void)
 
 ngx_pty_session_sh_t *
 ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
-    ngx_uint_t cols, ngx_uint_t rows, size_t ring_size, size_t scroll_size)
+    ngx_uint_t cols, ngx_uint_t rows, size_t ring_size, size_t scroll_size,
+    size_t inbox_size)
 {
-    u_char                *p;
+    u_char                *p, *inbox;
     ngx_slab_pool_t       *shpool;
     ngx_pty_shm_t         *sh;
     ngx_pty_ring_t        *ring;
@@ -115,8 +120,11 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
     sc = ngx_slab_alloc_locked(shpool,
                                offsetof(ngx_pty_scroll_t, data) + scroll_size);
     p = ngx_slab_alloc_locked(shpool, len + 1);
+    inbox = ngx_slab_alloc_locked(shpool, inbox_size);
 
-    if (s == NULL || ring == NULL || sc == NULL || p == NULL) {
+    if (s == NULL || ring == NULL || sc == NULL || p == NULL
+        || inbox == NULL)
+    {
         if (s) {
             ngx_slab_free_locked(shpool, s);
         }
@@ -131,6 +139,10 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
 
         if (p) {
             ngx_slab_free_locked(shpool, p);
+        }
+
+        if (inbox) {
+            ngx_slab_free_locked(shpool, inbox);
         }
 
         ngx_shmtx_unlock(&shpool->mutex);
@@ -166,6 +178,8 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
     s->scroll = sc;
     s->command = p;
     s->command_len = len;
+    s->inbox = inbox;
+    s->inbox_size = inbox_size;
     ngx_queue_init(&s->members);
 
     s->node.key = ngx_murmur_hash2(s->id, NGX_PTY_ID_LEN);
@@ -334,7 +348,93 @@ ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool, ngx_pty_session_sh_t *s)
     ngx_slab_free_locked(shpool, s->ring);
     ngx_slab_free_locked(shpool, s->scroll);
     ngx_slab_free_locked(shpool, s->command);
+    ngx_slab_free_locked(shpool, s->inbox);
     ngx_slab_free_locked(shpool, s);
+}
+
+
+ngx_uint_t
+ngx_pty_pid_alive(ngx_pid_t pid)
+{
+    if (pid <= 0) {
+        return 0;
+    }
+
+    /* EPERM: alive, someone else's; a reaped worker gives ESRCH */
+    return kill(pid, 0) == 0 || ngx_errno != NGX_ESRCH;
+}
+
+
+/*
+ * ngx_spinlock() with a way out: after a while of spinning the waiter
+ * looks at the holder, and if that process is gone (killed while holding
+ * the lock) it takes the lock over with a compare-and-swap on the dead
+ * pid, so two waiters cannot both take it.  The session it protects may
+ * be half-updated; every update under it is a few stores that leave the
+ * ring and members consistent at each step, which is what makes this
+ * acceptable.
+ */
+void
+ngx_pty_shm_lock_recover(ngx_atomic_t *lock)
+{
+    ngx_uint_t         i, n;
+    ngx_atomic_uint_t  holder;
+
+    for ( ;; ) {
+
+        for (n = 0; n < 64; n++) {
+            holder = *lock;
+
+            if (holder == 0 && ngx_atomic_cmp_set(lock, 0, ngx_pid)) {
+                return;
+            }
+
+            if (ngx_ncpu > 1) {
+                for (i = 0; i < 1024; i++) {
+                    ngx_cpu_pause();
+                }
+            }
+
+            ngx_sched_yield();
+        }
+
+        holder = *lock;
+
+        if (holder != 0 && holder != (ngx_atomic_uint_t) ngx_pid
+            && !ngx_pty_pid_alive((ngx_pid_t) holder)
+            && ngx_atomic_cmp_set(lock, holder, ngx_pid))
+        {
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "pty: took over a session lock held by process "
+                          "%P, which is gone", (ngx_pid_t) holder);
+            return;
+        }
+    }
+}
+
+
+ngx_int_t
+ngx_pty_inbox_put(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
+    const u_char *data)
+{
+    size_t  need;
+
+    need = sizeof(ngx_pty_inbox_t) + ngx_align(rec->len, 8);
+
+    if (s->inbox_len + need > s->inbox_size) {
+        return NGX_DECLINED;
+    }
+
+    ngx_memcpy(s->inbox + s->inbox_len, rec, sizeof(ngx_pty_inbox_t));
+
+    if (rec->len) {
+        ngx_memcpy(s->inbox + s->inbox_len + sizeof(ngx_pty_inbox_t), data,
+                   rec->len);
+    }
+
+    s->inbox_len += need;
+
+    return NGX_OK;
 }
 
 

@@ -130,6 +130,19 @@ struct ngx_pty_session_sh_s {
     ngx_uint_t                 observers;
     ngx_queue_t                members;
 
+    /*
+     * Doorbells (ngx_pty_doorbell.h): bit n stands for the worker in slot
+     * n of the worker table.  listen: workers with listeners here or the
+     * terminal; wake: workers that have something new here to look at.
+     */
+    ngx_atomic_t               listen_mask;
+    ngx_atomic_t               wake_mask;
+
+    /* requests of other workers for the owner, in order (ngx_pty_inbox_t) */
+    u_char                    *inbox;
+    size_t                     inbox_size;
+    size_t                     inbox_len;
+
     uint64_t                   api_cursor;    /* scrollback offset */
     uint32_t                   loc_tag;       /* API location that started
                                                  it (pty_max_sessions) */
@@ -150,6 +163,34 @@ struct ngx_pty_session_sh_s {
 };
 
 
+/* a worker that can be woken: its doorbell is named by nonce and pid */
+#define NGX_PTY_WORKERS_MAX  64
+
+typedef struct {
+    ngx_atomic_t               pid;       /* 0: a free slot */
+    ngx_atomic_t               rung;      /* a wake is on its way: coalesce */
+} ngx_pty_worker_sh_t;
+
+
+/* one request of a non-owner worker to the owner, then len bytes */
+typedef struct {
+    uint32_t                   len;
+    uint16_t                   type;      /* ngx_pty_inbox_type_e */
+    uint16_t                   cols;
+    uint16_t                   rows;
+    uint16_t                   arg;       /* kill: reason | detail << 8 */
+    uint32_t                   target;    /* keyframe: client id */
+} ngx_pty_inbox_t;
+
+
+typedef enum {
+    NGX_PTY_INBOX_INPUT = 1,
+    NGX_PTY_INBOX_RESIZE,
+    NGX_PTY_INBOX_KEYFRAME,
+    NGX_PTY_INBOX_KILL
+} ngx_pty_inbox_type_e;
+
+
 struct ngx_pty_shm_s {
     ngx_rbtree_t               rbtree;
     ngx_rbtree_node_t          sentinel;
@@ -159,6 +200,8 @@ struct ngx_pty_shm_s {
     ngx_uint_t                 next_name;
     ngx_atomic_t               next_client;
     ngx_uint_t                 live;
+    uint64_t                   nonce;     /* names this zone's doorbells */
+    ngx_pty_worker_sh_t        workers[NGX_PTY_WORKERS_MAX];
 };
 
 
@@ -173,14 +216,27 @@ ngx_pty_zone_t *ngx_pty_shm_zone(void);
 
 ngx_pty_session_sh_t *ngx_pty_shm_session_create(ngx_log_t *log,
     u_char *command, size_t len, ngx_uint_t cols, ngx_uint_t rows,
-    size_t ring_size, size_t scroll_size);
+    size_t ring_size, size_t scroll_size, size_t inbox_size);
 ngx_pty_session_sh_t *ngx_pty_shm_session_find(ngx_str_t *id);
 void ngx_pty_shm_session_retain(ngx_pty_session_sh_t *s);
 void ngx_pty_shm_session_release(ngx_pty_session_sh_t *s);
 void ngx_pty_shm_session_unlink(ngx_pty_session_sh_t *s);
 
-#define ngx_pty_shm_lock(s)    ngx_spinlock(&(s)->lock, ngx_pid, 1024)
+/*
+ * The session spinlock holds its holder's pid: a worker killed while
+ * holding it (SIGKILL, OOM) must not stall every other worker, so a
+ * waiter that spun long checks the holder and takes the lock over from
+ * a dead one.
+ */
+#define ngx_pty_shm_lock(s)    ngx_pty_shm_lock_recover(&(s)->lock)
 #define ngx_pty_shm_unlock(s)  ngx_unlock(&(s)->lock)
+
+void ngx_pty_shm_lock_recover(ngx_atomic_t *lock);
+ngx_uint_t ngx_pty_pid_alive(ngx_pid_t pid);
+
+/* appends a request for the owner; NGX_DECLINED: full; caller locks */
+ngx_int_t ngx_pty_inbox_put(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
+    const u_char *data);
 
 ngx_pty_member_t *ngx_pty_shm_member_add(ngx_pty_session_sh_t *s,
     uint32_t client_id, ngx_uint_t role, u_char *label, size_t len);

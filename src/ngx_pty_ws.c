@@ -106,7 +106,8 @@ ngx_pty_ws_handshake(ngx_http_request_t *r, ngx_pty_ws_t *ws)
                                  (char *) dst.data, dst.len) != NGX_OK
         || ngx_pty_ws_add_header(r, "Sec-WebSocket-Protocol",
                                  NGX_PTY_SUBPROTOCOL,
-                                 sizeof(NGX_PTY_SUBPROTOCOL) - 1) != NGX_OK)
+                                 sizeof(NGX_PTY_SUBPROTOCOL) - 1) != NGX_OK
+        || ngx_pty_worker_header(r) != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -137,6 +138,23 @@ ngx_pty_ws_handshake(ngx_http_request_t *r, ngx_pty_ws_t *ws)
     }
 
     return NGX_OK;
+}
+
+
+/* which worker serves a connection: tests pin clients to workers by it */
+ngx_int_t
+ngx_pty_worker_header(ngx_http_request_t *r)
+{
+    u_char  *p, *last;
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    last = ngx_sprintf(p, "%P", ngx_pid);
+
+    return ngx_pty_ws_add_header(r, "X-Pty-Worker", (char *) p, last - p);
 }
 
 

@@ -80,6 +80,8 @@ struct ngx_pty_ws_s {
 ngx_int_t ngx_pty_ws_handshake(ngx_http_request_t *r, ngx_pty_ws_t *ws);
 void ngx_pty_ws_start(ngx_pty_ws_t *ws);
 
+/* X-Pty-Worker: the pid of the worker that answers (docs/API.md) */
+ngx_int_t ngx_pty_worker_header(ngx_http_request_t *r);
 ngx_int_t ngx_pty_ws_add_header(ngx_http_request_t *r, const char *name,
     const char *value, size_t len);
 

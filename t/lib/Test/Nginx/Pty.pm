@@ -21,7 +21,8 @@ use Test::Nginx::PtyWS qw(decode_output session_frame_kind);
 use Test::Nginx::PtyAPI qw(api_call);
 
 our @EXPORT = qw(pty_nginx start_session attach attach_join send_input
-    read_output kinds wait_kind EXT_URI);
+    read_output kinds wait_kind EXT_URI attach_workers join_session
+    worker_of);
 
 use constant EXT_URI =>
     'https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1';
@@ -34,6 +35,8 @@ sub pty_nginx {
 
     my $loc = $opts{extra_loc} // '';
     my $http = $opts{extra_http} // '';
+    # reuseport: the kernel spreads connections over every worker
+    my $listen = $opts{reuseport} ? ' reuseport' : '';
     my $conf = <<'CONF';
 %%TEST_GLOBALS%%
 
@@ -47,7 +50,7 @@ http {
     @HTTP@
 
     server {
-        listen 127.0.0.1:%%PORT_8080%%;
+        listen 127.0.0.1:%%PORT_8080%%@LISTEN@;
         client_body_buffer_size 1m;
 
         location /agents/ {
@@ -64,6 +67,7 @@ http {
 CONF
     $conf =~ s/\@HTTP\@/$http/g;
     $conf =~ s/\@LOC\@/$loc/g;
+    $conf =~ s/\@LISTEN\@/$listen/g;
     $t->write_file_expand('nginx.conf', $conf);
     return $t;
 }
@@ -104,6 +108,48 @@ sub attach_join {
     my @flush = $ws->recv_until(sub {
         (session_frame_kind($_[0]) // '') eq 'Keyframe' }, 10);
     return ($ws, $hello, @flush);
+}
+
+# The pid of the worker that answered (X-Pty-Worker), of a socket or an
+# API answer's headers.
+sub worker_of {
+    my ($x) = @_;
+    return ref $x eq 'HASH' ? $x->{'x-pty-worker'}
+        : $x->response_header('X-Pty-Worker');
+}
+
+# Attaches until $n connections are served by $n different workers (the
+# config must use reuseport); returns [ws, hello, worker pid] for each.
+sub attach_workers {
+    my ($t, $s, $n, %opts) = @_;
+    my (%by, @spare);
+    for (1 .. 400) {
+        last if keys %by >= $n;
+        my $ws = attach($t, $s);
+        die "attach failed: " . ($ws->status // 'none') . "\n"
+            unless $ws->upgraded;
+        my $pid = worker_of($ws);
+        if ($by{$pid} || ($opts{not} && $opts{not}{$pid})) {
+            push @spare, $ws;
+            next;
+        }
+        $by{$pid} = [$ws, $ws->recv_json(5), $pid];
+    }
+    $_->close for @spare;
+    return map { $by{$_} } sort keys %by;
+}
+
+# join on an attached socket; returns the frames up to the Keyframe
+sub join_session {
+    my ($ws, %opts) = @_;
+    my %env = (extensions => [EXT_URI]);
+    $env{replay_from} = 0 + $opts{replay_from} if defined $opts{replay_from};
+    my %payload = (role => $opts{role} // 'observer');
+    $payload{client_label} = $opts{label} if defined $opts{label};
+    $ws->send_json({ op => 'pty.join_session', payload => \%payload, %env });
+    return if $opts{no_wait};
+    return $ws->recv_until(sub {
+        (session_frame_kind($_[0]) // '') eq 'Keyframe' }, 10);
 }
 
 sub send_input {

@@ -1,0 +1,355 @@
+
+/*
+ * Doorbells: abstract unix datagram sockets, one per worker, and the
+ * worker table in the zone that says who can be rung.
+ */
+
+#include "ngx_pty.h"
+#include "ngx_pty_doorbell.h"
+#include "ngx_pty_session.h"
+
+#include <sys/un.h>
+
+
+static socklen_t ngx_pty_doorbell_address(struct sockaddr_un *sa,
+    ngx_pid_t pid);
+static ngx_int_t ngx_pty_doorbell_claim(ngx_pty_shm_t *sh);
+static void ngx_pty_doorbell_handler(ngx_event_t *rev);
+static void ngx_pty_doorbell_send(ngx_uint_t slot, ngx_pid_t pid,
+    u_char what);
+
+
+static ngx_connection_t  *ngx_pty_bell;
+static ngx_int_t          ngx_pty_bell_slot = -1;
+
+
+static socklen_t
+ngx_pty_doorbell_address(struct sockaddr_un *sa, ngx_pid_t pid)
+{
+    u_char  *p;
+
+    ngx_memzero(sa, sizeof(struct sockaddr_un));
+    sa->sun_family = AF_UNIX;
+
+    /* sun_path[0] == '\0': the abstract namespace, nothing on disk */
+    p = ngx_snprintf((u_char *) sa->sun_path + 1, sizeof(sa->sun_path) - 1,
+                     "ngx_pty_bell/%016xL/%P",
+                     ngx_pty_shm_zone()->sh->nonce, pid);
+
+    return (socklen_t) (offsetof(struct sockaddr_un, sun_path)
+                        + (p - (u_char *) sa->sun_path));
+}
+
+
+/*
+ * Binds this worker's doorbell, takes a slot in the worker table, and
+ * takes over sessions a dead worker left behind (this may be the worker
+ * the master started in place of one that was killed).
+ */
+ngx_int_t
+ngx_pty_doorbell_init(ngx_cycle_t *cycle)
+{
+    socklen_t            len;
+    ngx_socket_t         fd;
+    ngx_connection_t    *c;
+    ngx_pty_zone_t      *zone;
+    struct sockaddr_un   sa;
+
+    zone = ngx_pty_shm_zone();
+    if (zone == NULL) {
+        return NGX_OK;
+    }
+
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd == (ngx_socket_t) -1) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_socket_errno,
+                      "pty: socket() for the doorbell failed");
+        return NGX_ERROR;
+    }
+
+    len = ngx_pty_doorbell_address(&sa, ngx_pid);
+
+    if (bind(fd, (struct sockaddr *) &sa, len) == -1) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_socket_errno,
+                      "pty: bind() of the doorbell \"@%s\" failed",
+                      sa.sun_path + 1);
+        close(fd);
+        return NGX_ERROR;
+    }
+
+    c = ngx_get_connection(fd, cycle->log);
+    if (c == NULL) {
+        close(fd);
+        return NGX_ERROR;
+    }
+
+    c->read->handler = ngx_pty_doorbell_handler;
+    c->read->log = cycle->log;
+    c->write->log = cycle->log;
+    ngx_pty_bell = c;
+
+    if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
+        ngx_close_connection(c);
+        ngx_pty_bell = NULL;
+        return NGX_ERROR;
+    }
+
+    ngx_pty_bell_slot = ngx_pty_doorbell_claim(zone->sh);
+
+    if (ngx_pty_bell_slot == -1) {
+        ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
+                      "pty: more than %d workers: this one cannot be woken "
+                      "by others and serves only sessions it owns",
+                      NGX_PTY_WORKERS_MAX);
+    }
+
+    /* we may replace a killed worker: its sessions and members are ours */
+    ngx_pty_sessions_adopt_orphans();
+    ngx_pty_doorbell_orphans();
+
+    return NGX_OK;
+}
+
+
+/* a free slot, or one whose worker is gone */
+static ngx_int_t
+ngx_pty_doorbell_claim(ngx_pty_shm_t *sh)
+{
+    ngx_uint_t            i;
+    ngx_atomic_uint_t     pid;
+    ngx_pty_worker_sh_t  *w;
+
+    for (i = 0; i < NGX_PTY_WORKERS_MAX; i++) {
+        w = &sh->workers[i];
+        pid = w->pid;
+
+        if (pid != 0 && ngx_pty_pid_alive((ngx_pid_t) pid)) {
+            continue;
+        }
+
+        if (ngx_atomic_cmp_set(&w->pid, pid, ngx_pid)) {
+            w->rung = 0;
+            return i;
+        }
+    }
+
+    return -1;
+}
+
+
+/* worker exit: no more rings for us */
+void
+ngx_pty_doorbell_exit(void)
+{
+    ngx_pty_zone_t  *zone;
+
+    zone = ngx_pty_shm_zone();
+
+    if (zone && ngx_pty_bell_slot != -1) {
+        (void) ngx_atomic_cmp_set(&zone->sh->workers[ngx_pty_bell_slot].pid,
+                                  ngx_pid, 0);
+        ngx_pty_bell_slot = -1;
+    }
+
+    if (ngx_pty_bell) {
+        ngx_close_connection(ngx_pty_bell);
+        ngx_pty_bell = NULL;
+    }
+}
+
+
+ngx_atomic_uint_t
+ngx_pty_doorbell_bit(void)
+{
+    return ngx_pty_bell_slot == -1
+           ? 0 : (ngx_atomic_uint_t) 1 << ngx_pty_bell_slot;
+}
+
+
+ngx_atomic_uint_t
+ngx_pty_doorbell_bit_of(ngx_pid_t pid)
+{
+    ngx_uint_t       i;
+    ngx_pty_zone_t  *zone;
+
+    zone = ngx_pty_shm_zone();
+
+    if (zone == NULL || pid <= 0) {
+        return 0;
+    }
+
+    for (i = 0; i < NGX_PTY_WORKERS_MAX; i++) {
+        if (zone->sh->workers[i].pid == (ngx_atomic_uint_t) pid) {
+            return (ngx_atomic_uint_t) 1 << i;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * The wake bits are set before the rung flags are tested, and a woken
+ * worker clears its rung flag before it looks at the wake bits: either
+ * it sees our bit, or we see its flag clear and ring again.
+ */
+void
+ngx_pty_doorbell_wake(ngx_pty_session_sh_t *sh, ngx_atomic_uint_t mask)
+{
+    ngx_uint_t            i;
+    ngx_atomic_uint_t     pid;
+    ngx_pty_zone_t       *zone;
+    ngx_pty_worker_sh_t  *w;
+
+    mask &= ~ngx_pty_doorbell_bit();
+
+    if (mask == 0 || ngx_pty_bell == NULL) {
+        return;
+    }
+
+    zone = ngx_pty_shm_zone();
+
+    (void) __sync_fetch_and_or(&sh->wake_mask, mask);
+
+    for (i = 0; mask; i++, mask >>= 1) {
+        if (!(mask & 1)) {
+            continue;
+        }
+
+        w = &zone->sh->workers[i];
+        pid = w->pid;
+
+        if (pid != 0 && ngx_atomic_cmp_set(&w->rung, 0, 1)) {
+            ngx_pty_doorbell_send(i, (ngx_pid_t) pid, NGX_PTY_BELL_WAKE);
+        }
+    }
+}
+
+
+void
+ngx_pty_doorbell_orphans(void)
+{
+    ngx_uint_t         i;
+    ngx_pty_zone_t    *zone;
+    ngx_atomic_uint_t  pid;
+
+    zone = ngx_pty_shm_zone();
+
+    if (zone == NULL || ngx_pty_bell == NULL) {
+        return;
+    }
+
+    for (i = 0; i < NGX_PTY_WORKERS_MAX; i++) {
+        pid = zone->sh->workers[i].pid;
+
+        if (pid != 0 && pid != (ngx_atomic_uint_t) ngx_pid) {
+            ngx_pty_doorbell_send(i, (ngx_pid_t) pid, NGX_PTY_BELL_ORPHANS);
+        }
+    }
+}
+
+
+static void
+ngx_pty_doorbell_send(ngx_uint_t slot, ngx_pid_t pid, u_char what)
+{
+    ngx_err_t             err;
+    socklen_t             len;
+    ngx_pty_worker_sh_t  *w;
+    struct sockaddr_un    sa;
+
+    len = ngx_pty_doorbell_address(&sa, pid);
+
+    if (sendto(ngx_pty_bell->fd, &what, 1, 0, (struct sockaddr *) &sa, len)
+        == 1)
+    {
+        return;
+    }
+
+    err = ngx_socket_errno;
+    w = &ngx_pty_shm_zone()->sh->workers[slot];
+
+    if (err == NGX_EAGAIN) {
+        /* its queue is full of rings: it will look anyway */
+        return;
+    }
+
+    w->rung = 0;
+
+    if (err == NGX_ECONNREFUSED && !ngx_pty_pid_alive(pid)) {
+        /* killed without a word: free its slot, adopt its sessions */
+        if (ngx_atomic_cmp_set(&w->pid, pid, 0)) {
+            ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                          "pty: worker %P is gone; taking over its sessions",
+                          pid);
+            ngx_pty_sessions_adopt_orphans();
+        }
+
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, err,
+                  "pty: ringing the doorbell of worker %P failed", pid);
+}
+
+
+static void
+ngx_pty_doorbell_handler(ngx_event_t *rev)
+{
+    u_char             buf[64];
+    ssize_t            n;
+    ngx_err_t          err;
+    ngx_uint_t         wake, orphans;
+    ngx_pty_zone_t    *zone;
+    ngx_connection_t  *c;
+
+    c = rev->data;
+    wake = 0;
+    orphans = 0;
+
+    for ( ;; ) {
+        n = recv(c->fd, buf, sizeof(buf), 0);
+
+        if (n > 0) {
+            if (buf[0] == NGX_PTY_BELL_ORPHANS) {
+                orphans = 1;
+
+            } else {
+                wake = 1;
+            }
+
+            continue;
+        }
+
+        err = ngx_socket_errno;
+
+        if (n == -1 && err == NGX_EINTR) {
+            continue;
+        }
+
+        if (n == -1 && err != NGX_EAGAIN) {
+            ngx_log_error(NGX_LOG_ERR, rev->log, err,
+                          "pty: recv() on the doorbell failed");
+        }
+
+        break;
+    }
+
+    if (ngx_handle_read_event(rev, 0) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, rev->log, 0,
+                      "pty: cannot watch the doorbell");
+    }
+
+    zone = ngx_pty_shm_zone();
+
+    if (wake && ngx_pty_bell_slot != -1) {
+        /* before the walk: a ring after this point comes through */
+        zone->sh->workers[ngx_pty_bell_slot].rung = 0;
+        ngx_memory_barrier();
+
+        ngx_pty_sessions_wake(ngx_pty_doorbell_bit());
+    }
+
+    if (orphans) {
+        ngx_pty_sessions_adopt_orphans();
+    }
+}

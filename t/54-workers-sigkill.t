@@ -1,0 +1,125 @@
+#!/usr/bin/perl
+
+# Four workers; the one that owns a session is killed with SIGKILL.  The
+# session survives: another worker takes the terminal over, the sequence
+# goes on without a gap or a repeat, input still reaches the program, the
+# dead worker's client leaves the membership, and the worker the master
+# starts in its place serves the session too.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use Test::More;
+use Test::Nginx;
+use Test::Nginx::Pty;
+use Test::Nginx::PtyWS qw(session_frame_kind decode_output);
+use Test::Nginx::PtyAPI qw(api_call);
+use Time::HiRes qw(sleep time);
+
+my $t = pty_nginx(workers => 4, reuseport => 1);
+$t->allow_log(qr/exited on signal 9/);
+my $conf = $t->read_file('nginx.conf');
+my $dir = $t->testdir();
+$conf =~ s/^(events)/error_log $dir\/info.log info;\n\n$1/m;
+$t->write_file('nginx.conf', $conf);
+$t->run();
+
+my ($st, $s, $body, $h) = api_call($t->port(8080), '/pty/start', {
+    command => 'stty -echo; (i=0; while :; do echo "tick $i"; '
+        . 'i=$((i+1)); sleep 0.03; done) & '
+        . 'while read l; do echo "got $l"; done',
+    wait_ms => 0 });
+is($st, 200, 'started');
+my $owner = worker_of($h);
+
+my @c = attach_workers($t, $s, 4);
+is(scalar @c, 4, 'clients on four workers');
+my @live = grep { $_->[2] != $owner } @c;
+my ($dead) = grep { $_->[2] == $owner } @c;
+is(scalar @live, 3, "three clients off the owner $owner");
+
+join_session($live[0][0], role => 'controller', label => 'ctl');
+join_session($_->[0], label => 'obs') for @live[1, 2], $dead;
+
+# a little output everywhere first
+my (@text, @frames);
+for my $k (0 .. 2) {
+    my $txt = '';
+    push @{$frames[$k]}, $live[$k][0]->recv_until(sub {
+        ($txt .= decode_output($_[0])) =~ /(?:tick \d+\r\n.*){3}/s }, 10);
+}
+
+kill 'KILL', $owner;
+my $t0 = time;
+
+# the master starts another worker; the session is taken over
+my $deadline = time + 10;
+my @now;
+while (time < $deadline) {
+    @now = $t->worker_pids;
+    last if @now == 4 && !grep { $_ == $owner } @now;
+    sleep 0.05;
+}
+my ($respawned) = grep { my $p = $_; !grep { $_->[2] == $p } @c } @now;
+ok($respawned, "worker $owner replaced by $respawned");
+
+# output goes on: each live client sees ticks continue
+for my $k (0 .. 2) {
+    my $txt = join '', map { decode_output($_) } @{$frames[$k]};
+    my $want = (($txt =~ /tick (\d+)\r\n(?!.*tick)/s)[0] // 0) + 40;
+    push @{$frames[$k]}, $live[$k][0]->recv_until(sub {
+        ($txt .= decode_output($_[0])) =~ /tick $want\r/ }, 15);
+}
+diag(sprintf 'output resumed %.2fs after the kill', time - $t0);
+
+my $log = join '', map { $_ } $t->grep_error_log(
+    qr/taking over session pty-\d+ from worker $owner/, 'info.log');
+ok($log, 'another worker took the session over');
+
+for my $k (0 .. 2) {
+    my @out = grep { (session_frame_kind($_) // '') eq 'Output' }
+        @{$frames[$k]};
+    my @seq = map { $_->{sequence} } @out;
+    ok(!(grep { $seq[$_] <= $seq[$_ - 1] } 1 .. $#seq),
+        "worker $live[$k][2]: sequence strictly increasing");
+    my @n = (join '', map { decode_output($_) } @out) =~ /^tick (\d+)\r$/mg;
+    ok(@n > 40 && !(grep { $n[$_] != $n[$_ - 1] + 1 } 1 .. $#n),
+        "worker $live[$k][2]: ticks $n[0]..$n[-1] without a gap or repeat");
+}
+
+# input from a live worker reaches the program under its new owner
+send_input($live[0][0], "after the kill\r");
+like(read_output($live[0][0], qr/got after the kill\r\n/),
+    qr/got after the kill/, 'input reaches the program');
+
+# the dead worker's client is gone from the membership
+my $m;
+my $three = sub {
+    return 0 unless (session_frame_kind($_[0]) // '') eq 'MembershipChanged';
+    $m = $_[0]{payload};
+    return @{$m->{controllers}} + @{$m->{observers}} == 3;
+};
+$live[1][0]->recv_until($three, 10)
+    unless grep { $three->($_) } @{$frames[1]};
+is(scalar(@{$m->{controllers}}) + scalar(@{$m->{observers}}), 3,
+    'the killed worker\'s member left the membership');
+
+# the dead worker's client reconnects, now to any worker
+my $last = (grep { defined } map { $_->{sequence} }
+    @{$frames[1]})[-1];
+my @n = $t->worker_pids;
+my ($fresh) = attach_workers($t, $s, 1, not => { map { $_ => 1 }
+    grep { $_ != $respawned } @n });
+ok($fresh && $fresh->[2] == $respawned, 'attached to the new worker');
+my @f = join_session($fresh->[0], replay_from => $last);
+my $txt = join '', map { decode_output($_) } @f;
+my $want = (($txt =~ /tick (\d+)\r\n(?!.*tick)/s)[0] // 0) + 10;
+$fresh->[0]->recv_until(sub {
+    ($txt .= decode_output($_[0])) =~ /tick $want\r/ }, 10)
+    unless $txt =~ /tick $want\r/;
+like($txt, qr/tick $want\r/, 'the new worker serves the session');
+
+$t->done_testing();
