@@ -28,7 +28,7 @@ join_flush($ctl);
 
 # ~3 MB of output: far more than 64k and than 300 frames
 send_input($ctl, "seq 1 400000; echo DONE\r");
-read_output($ctl, qr/DONE\r\n.*ready\$ $/s, 20);
+read_output($ctl, qr/\nDONE\r\n.*ready\$ $/s, 20);
 my @seen = seqs($ctl->json_seen);
 my $last = $seen[-1];
 cmp_ok($last, '>', 600, "many frames ($last)");
