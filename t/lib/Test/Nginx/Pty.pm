@@ -32,6 +32,8 @@ sub pty_nginx {
     my (%opts) = @_;
     my $t = Test::Nginx->new()->has(qw/http/);
     $t->workers($opts{workers}) if $opts{workers};
+    # several workers need a master, whatever TEST_NGINX_MASTER_PROCESS says
+    $t->master_process('on') if ($opts{workers} // 0) > 1;
 
     my $loc = $opts{extra_loc} // '';
     my $http = $opts{extra_http} // '';
