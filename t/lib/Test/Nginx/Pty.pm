@@ -47,7 +47,7 @@ events {}
 http {
     %%TEST_GLOBALS_HTTP%%
 
-    pty_zone pty:32m;
+    pty_zone pty:@ZONE@;
     pty_instance_id test;
     @HTTP@
 
@@ -70,6 +70,7 @@ CONF
     $conf =~ s/\@HTTP\@/$http/g;
     $conf =~ s/\@LOC\@/$loc/g;
     $conf =~ s/\@LISTEN\@/$listen/g;
+    $conf =~ s/\@ZONE\@/$opts{zone} \/\/ '32m'/ge;
     $t->write_file_expand('nginx.conf', $conf);
     return $t;
 }
