@@ -9,9 +9,13 @@
  * whichever of them sees its condition first.
  *
  * Output is settled text (docs/SETTLED_TEXT.md) of the raw scrollback ring
- * in the zone, read from sh->api_cursor on.  The converter lives in the
- * owner's local view of the session, so only the owning worker serves
- * write, start's screen and read.
+ * in the zone, read from sh->api_cursor on.  Any worker serves any call:
+ * the reader's position, counters and undelivered text are in the zone,
+ * one worker uses them at a time (sh->api_busy), and a worker whose own
+ * converter is not the one used last rebuilds it from the start of the
+ * unfinished line (ngx_pty_api_sync).  Input from a worker that does not
+ * own the terminal goes through the session's inbox; read's screen is
+ * rebuilt from the ring there (ngx_pty_session_screen_text).
  */
 
 #include "ngx_pty.h"
@@ -31,14 +35,10 @@
 #define NGX_PTY_API_KILL_WAIT    (NGX_PTY_KILL_GRACE + 1000)
 
 
-/* a session's agent-side reader, in the owner's local view */
+/* a worker's settled-text converter for a session, in its local view */
 typedef struct {
     ngx_pty_text_t            *text;
-    u_char                    *spill;      /* taken, not yet delivered */
-    size_t                     spill_len;
-    size_t                     spill_size;
-    uint64_t                   delivered;  /* settled bytes so far: cursor */
-    uint64_t                   missed;     /* lost bytes not yet reported */
+    ngx_atomic_uint_t          epoch;      /* sh->api_epoch it matches */
     ngx_http_request_t        *busy;       /* the call waiting on it */
 } ngx_pty_api_reader_t;
 
@@ -69,6 +69,7 @@ struct ngx_pty_api_wait_s {
     size_t                     scanned;    /* stable text searched already */
 
     unsigned                   attached:1;
+    unsigned                   claimed:1;  /* holds sh->api_busy */
     unsigned                   matched:1;
     unsigned                   timed_out:1;
     unsigned                   output:1;
@@ -88,6 +89,8 @@ static void ngx_pty_api_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_pty_api_body(ngx_http_request_t *r, ngx_buf_t **bp);
 static ngx_int_t ngx_pty_api_start(ngx_http_request_t *r, json_t *req);
 static ngx_int_t ngx_pty_api_write(ngx_http_request_t *r, json_t *req);
+static ngx_int_t ngx_pty_api_write_input(ngx_http_request_t *r,
+    ngx_pty_session_t *s, ngx_str_t *input, ngx_uint_t submit);
 static ngx_int_t ngx_pty_api_kill(ngx_http_request_t *r, json_t *req);
 static ngx_int_t ngx_pty_api_list(ngx_http_request_t *r, json_t *req);
 static ngx_int_t ngx_pty_api_read(ngx_http_request_t *r, json_t *req);
@@ -101,6 +104,11 @@ static ngx_int_t ngx_pty_api_session(ngx_http_request_t *r, json_t *req,
     ngx_pty_session_t **sp);
 static ngx_pty_api_reader_t *ngx_pty_api_reader(ngx_pty_session_t *s);
 static void ngx_pty_api_reader_cleanup(void *data);
+static ngx_int_t ngx_pty_api_claim(ngx_pty_api_reader_t *rd,
+    ngx_pty_session_sh_t *sh);
+static void ngx_pty_api_unclaim(ngx_pty_session_sh_t *sh);
+static void ngx_pty_api_sync(ngx_pty_api_reader_t *rd,
+    ngx_pty_session_sh_t *sh);
 static void ngx_pty_api_pull(ngx_pty_api_reader_t *rd,
     ngx_pty_session_sh_t *sh, size_t page);
 static ngx_int_t ngx_pty_api_deliver(ngx_pty_api_reader_t *rd,
@@ -557,6 +565,10 @@ ngx_pty_api_start(ngx_http_request_t *r, json_t *req)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* a new session: nobody else can be reading it yet */
+    (void) ngx_pty_api_claim(w->reader, s->sh);
+    w->claimed = 1;
+
     /* the initial screen: settled once output pauses, or on wait_for */
     w->quiet = wait_for.len ? 0 : NGX_PTY_API_QUIET;
     w->start = 1;
@@ -568,8 +580,6 @@ ngx_pty_api_start(ngx_http_request_t *r, json_t *req)
 static ngx_int_t
 ngx_pty_api_write(ngx_http_request_t *r, json_t *req)
 {
-    u_char                *buf;
-    size_t                 len;
     ngx_int_t              rc;
     ngx_str_t              input, wait_for;
     ngx_uint_t             submit, cursor;
@@ -618,62 +628,93 @@ ngx_pty_api_write(ngx_http_request_t *r, json_t *req)
 
     rd = ngx_pty_api_reader(s);
     if (rd == NULL) {
+        ngx_pty_session_put(s);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (rd->busy) {
+    if (ngx_pty_api_claim(rd, s->sh) != NGX_OK) {
+        ngx_pty_session_put(s);
         return ngx_pty_api_error(r, NGX_HTTP_CONFLICT, "busy",
                                  "another call is waiting on this session");
     }
 
-    if (cursor != NGX_CONF_UNSET_UINT && cursor != rd->delivered) {
+    if (cursor != NGX_CONF_UNSET_UINT && cursor != s->sh->api_delivered) {
+        ngx_pty_api_unclaim(s->sh);
+        ngx_pty_session_put(s);
         return ngx_pty_api_error(r, NGX_HTTP_CONFLICT, "cursor_mismatch",
                                  "\"cursor\" is not where this session's "
                                  "output was last read up to");
     }
 
-    buf = ngx_pnalloc(r->pool, input.len + 1);
-    if (buf == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    len = ngx_pty_escape_decode(buf, input.data, input.len);
-
-    if (submit) {
-        buf[len++] = '\r';
-    }
-
-    if (len) {
-        if (ngx_pty_api_is_closed(s->sh) || s->closed) {
-            return ngx_pty_api_error(r, NGX_HTTP_CONFLICT, "session_closed",
-                                     "the program has exited; write with "
-                                     "no input to read what is left");
-        }
-
-        rc = ngx_pty_session_input(s, buf, len);
-
-        if (rc == NGX_DECLINED) {
-            return ngx_pty_api_error(r, NGX_HTTP_CONFLICT, "not_running",
-                                     "the terminal is not open yet");
-        }
-
-        if (rc != NGX_OK) {
-            return ngx_pty_api_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                     "input_failed", "the terminal did not "
-                                     "take the input");
-        }
+    rc = ngx_pty_api_write_input(r, s, &input, submit);
+    if (rc != NGX_DECLINED) {
+        ngx_pty_api_unclaim(s->sh);
+        ngx_pty_session_put(s);
+        return rc;
     }
 
     w = ngx_pty_api_wait_create(r, s, timeout, &wait_for,
                                 ngx_pty_api_text_check,
                                 ngx_pty_api_text_answer);
     if (w == NULL) {
+        ngx_pty_api_unclaim(s->sh);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     w->reader = rd;
+    w->claimed = 1;
 
     return ngx_pty_api_wait(w);
+}
+
+
+/*
+ * The input of a write, decoded, to the terminal (or its owner's inbox).
+ * NGX_DECLINED to go on; otherwise an error was sent and this is its code.
+ */
+static ngx_int_t
+ngx_pty_api_write_input(ngx_http_request_t *r, ngx_pty_session_t *s,
+    ngx_str_t *input, ngx_uint_t submit)
+{
+    u_char     *buf;
+    size_t      len;
+    ngx_int_t   rc;
+
+    buf = ngx_pnalloc(r->pool, input->len + 1);
+    if (buf == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = ngx_pty_escape_decode(buf, input->data, input->len);
+
+    if (submit) {
+        buf[len++] = '\r';
+    }
+
+    if (len == 0) {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_pty_api_is_closed(s->sh) || s->closed) {
+        return ngx_pty_api_error(r, NGX_HTTP_CONFLICT, "session_closed",
+                                 "the program has exited; write with "
+                                 "no input to read what is left");
+    }
+
+    rc = ngx_pty_session_input(s, buf, len);
+
+    if (rc == NGX_DECLINED) {
+        return ngx_pty_api_error(r, NGX_HTTP_CONFLICT, "not_running",
+                                 "the terminal is not open yet");
+    }
+
+    if (rc != NGX_OK) {
+        return ngx_pty_api_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                 "input_failed", "the terminal did not "
+                                 "take the input");
+    }
+
+    return NGX_DECLINED;
 }
 
 
@@ -914,8 +955,7 @@ ngx_pty_api_loc_tag(ngx_http_request_t *r)
 
 /*
  * The session named by "id" (pty-N or the UUID), as this worker's view.
- * On failure *sp is NULL and the error sent is returned.  Only the owning
- * worker has the terminal, the screen and the reader; kill works anywhere.
+ * On failure *sp is NULL and the error sent is returned.
  */
 static ngx_int_t
 ngx_pty_api_session(ngx_http_request_t *r, json_t *req,
@@ -943,14 +983,6 @@ ngx_pty_api_session(ngx_http_request_t *r, json_t *req,
 
     if (s == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    if (!s->owner && ngx_pty_api_find_call(r)->handler != ngx_pty_api_kill)
-    {
-        ngx_pty_session_put(s);
-        return ngx_pty_api_error(r, NGX_HTTP_CONFLICT, "not_owner",
-                                 "another worker owns this session; "
-                                 "retry (multi-worker API is not done)");
     }
 
     *sp = s;
@@ -1001,10 +1033,93 @@ ngx_pty_api_reader_cleanup(void *data)
     ngx_pty_api_reader_t  *rd = data;
 
     ngx_pty_text_destroy(rd->text);
+}
 
-    if (rd->spill) {
-        ngx_free(rd->spill);
+
+/*
+ * The session's reader is used by one call at a time, in any worker:
+ * NGX_BUSY when another call holds it.  A holder that died (a killed
+ * worker) does not hold it.  Then this worker's converter is made the
+ * current one.
+ */
+static ngx_int_t
+ngx_pty_api_claim(ngx_pty_api_reader_t *rd, ngx_pty_session_sh_t *sh)
+{
+    ngx_atomic_uint_t  pid;
+
+    if (rd->busy) {
+        return NGX_BUSY;
     }
+
+    for ( ;; ) {
+        pid = sh->api_busy;
+
+        if (pid == (ngx_atomic_uint_t) ngx_pid) {
+            /* ours, and no call here waits: one left without letting go */
+            break;
+        }
+
+        if (pid != 0 && ngx_pty_pid_alive((ngx_pid_t) pid)) {
+            return NGX_BUSY;
+        }
+
+        if (ngx_atomic_cmp_set(&sh->api_busy, pid, ngx_pid)) {
+            break;
+        }
+    }
+
+    ngx_pty_api_sync(rd, sh);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_pty_api_unclaim(ngx_pty_session_sh_t *sh)
+{
+    (void) ngx_atomic_cmp_set(&sh->api_busy, ngx_pid, 0);
+}
+
+
+/*
+ * Another worker read last (or this view is new): the converter is
+ * rebuilt from the start of the unfinished line, up to where the last
+ * reader fed.  All of that was taken already (a call takes all it fed),
+ * so what it gives now is dropped: the next take continues the stream
+ * as the last reader's converter would have.
+ */
+static void
+ngx_pty_api_sync(ngx_pty_api_reader_t *rd, ngx_pty_session_sh_t *sh)
+{
+    u_char               buf[NGX_PTY_API_CHUNK];
+    size_t               n;
+    uint64_t             off, missed;
+    ngx_pty_text_view_t  v;
+
+    if (sh->api_reader == ngx_pid && rd->epoch == sh->api_epoch) {
+        return;
+    }
+
+    ngx_pty_text_reset(rd->text);
+
+    off = sh->api_line;
+
+    while (off < sh->api_cursor) {
+        ngx_pty_shm_lock(sh);
+        n = ngx_pty_scroll_read(sh->scroll, &off, buf,
+                                ngx_min(sizeof(buf), sh->api_cursor - off),
+                                &missed);
+        ngx_pty_shm_unlock(sh);
+
+        if (n == 0 || ngx_pty_text_feed(rd->text, buf, n) != 0) {
+            break;
+        }
+    }
+
+    (void) ngx_pty_text_take(rd->text, &v);
+
+    sh->api_reader = ngx_pid;
+    rd->epoch = ngx_atomic_fetch_add(&sh->api_epoch, 1) + 1;
 }
 
 
@@ -1012,12 +1127,13 @@ ngx_pty_api_reader_cleanup(void *data)
  * Feeds raw output from the API's cursor into the converter until a page
  * of text is waiting or the ring has no more; what is not fed stays in
  * the ring (and may be overwritten there: that is counted as missed).
+ * The offset after the last line feed is kept for a rebuild elsewhere.
  */
 static void
 ngx_pty_api_pull(ngx_pty_api_reader_t *rd, ngx_pty_session_sh_t *sh,
     size_t page)
 {
-    u_char               buf[NGX_PTY_API_CHUNK];
+    u_char               buf[NGX_PTY_API_CHUNK], *lf;
     size_t               n;
     uint64_t             missed;
     ngx_pty_text_view_t  v;
@@ -1028,11 +1144,18 @@ ngx_pty_api_pull(ngx_pty_api_reader_t *rd, ngx_pty_session_sh_t *sh,
         }
 
         ngx_pty_shm_lock(sh);
+
         n = ngx_pty_scroll_read(sh->scroll, &sh->api_cursor, buf,
                                 sizeof(buf), &missed);
-        ngx_pty_shm_unlock(sh);
+        sh->api_missed += missed;
 
-        rd->missed += missed;
+        lf = n ? memrchr(buf, '\n', n) : NULL;
+
+        if (lf) {
+            sh->api_line = sh->api_cursor - n + (lf - buf) + 1;
+        }
+
+        ngx_pty_shm_unlock(sh);
 
         if (n == 0) {
             return;
@@ -1048,31 +1171,39 @@ ngx_pty_api_pull(ngx_pty_api_reader_t *rd, ngx_pty_session_sh_t *sh,
 }
 
 
+/* text taken but not yet delivered, in the zone for whoever reads next */
 static ngx_int_t
-ngx_pty_api_spill(ngx_pty_api_reader_t *rd, const u_char *data, size_t len)
+ngx_pty_api_spill(ngx_pty_session_sh_t *sh, const u_char *data, size_t len)
 {
-    u_char  *p;
-    size_t   size;
+    u_char          *p;
+    size_t           size;
+    ngx_pty_zone_t  *zone;
 
-    if (rd->spill_len + len > rd->spill_size) {
-        size = ngx_max(rd->spill_size * 2, rd->spill_len + len);
+    zone = ngx_pty_shm_zone();
 
-        p = ngx_alloc(size, ngx_cycle->log);
+    if (sh->api_spill_len + len > sh->api_spill_size) {
+        size = ngx_max(sh->api_spill_size * 2, sh->api_spill_len + len);
+
+        p = ngx_slab_alloc(zone->shpool, size);
         if (p == NULL) {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                          "pty: shared zone is full, cannot keep %uz bytes "
+                          "of output of pty-%ui for the next read; raise "
+                          "the size in \"pty_zone\"", len, sh->name);
             return NGX_ERROR;
         }
 
-        if (rd->spill) {
-            ngx_memcpy(p, rd->spill, rd->spill_len);
-            ngx_free(rd->spill);
+        if (sh->api_spill) {
+            ngx_memcpy(p, sh->api_spill, sh->api_spill_len);
+            ngx_slab_free(zone->shpool, sh->api_spill);
         }
 
-        rd->spill = p;
-        rd->spill_size = size;
+        sh->api_spill = p;
+        sh->api_spill_size = size;
     }
 
-    ngx_memcpy(rd->spill + rd->spill_len, data, len);
-    rd->spill_len += len;
+    ngx_memcpy(sh->api_spill + sh->api_spill_len, data, len);
+    sh->api_spill_len += len;
 
     return NGX_OK;
 }
@@ -1091,27 +1222,28 @@ ngx_pty_api_deliver(ngx_pty_api_reader_t *rd, ngx_pty_session_sh_t *sh,
     const u_char         *data;
     ngx_pty_text_view_t   v;
 
-    if (rd->spill_len == 0) {
+    if (sh->api_spill_len == 0) {
         if (ngx_pty_text_take(rd->text, &v) != 0) {
             return NGX_ERROR;
         }
 
-        rd->missed += v.dropped;
+        sh->api_missed += v.dropped;
         data = v.data;
         len = v.len;
 
         if (len > page) {
-            if (ngx_pty_api_spill(rd, data, len) != NGX_OK) {
+            if (ngx_pty_api_spill(sh, data, len) != NGX_OK) {
                 return NGX_ERROR;
             }
         }
     }
 
-    if (rd->spill_len) {
-        data = rd->spill;
-        len = ngx_min(rd->spill_len, page);
+    if (sh->api_spill_len) {
+        data = sh->api_spill;
+        len = ngx_min(sh->api_spill_len, page);
 
-        while (len < rd->spill_len && len > 0 && (data[len] & 0xc0) == 0x80)
+        while (len < sh->api_spill_len && len > 0
+               && (data[len] & 0xc0) == 0x80)
         {
             len--;
         }
@@ -1121,20 +1253,28 @@ ngx_pty_api_deliver(ngx_pty_api_reader_t *rd, ngx_pty_session_sh_t *sh,
         return NGX_ERROR;
     }
 
-    if (rd->spill_len) {
-        rd->spill_len -= len;
-        ngx_memmove(rd->spill, rd->spill + len, rd->spill_len);
+    if (sh->api_spill_len) {
+        sh->api_spill_len -= len;
+        ngx_memmove(sh->api_spill, sh->api_spill + len, sh->api_spill_len);
+
+        if (sh->api_spill_len == 0) {
+            ngx_slab_free(ngx_pty_shm_zone()->shpool, sh->api_spill);
+            sh->api_spill = NULL;
+            sh->api_spill_size = 0;
+        }
     }
 
-    rd->delivered += len;
+    sh->api_delivered += len;
 
-    json_object_set_new(o, "missed", json_integer((json_int_t) rd->missed));
+    json_object_set_new(o, "missed",
+                        json_integer((json_int_t) sh->api_missed));
     json_object_set_new(o, "more",
-                        json_boolean(rd->spill_len
+                        json_boolean(sh->api_spill_len
                                      || sh->api_cursor < sh->scroll->head));
-    json_object_set_new(o, "cursor", json_integer((json_int_t) rd->delivered));
+    json_object_set_new(o, "cursor",
+                        json_integer((json_int_t) sh->api_delivered));
 
-    rd->missed = 0;
+    sh->api_missed = 0;
 
     return NGX_OK;
 }
@@ -1223,6 +1363,12 @@ ngx_pty_api_wait(ngx_pty_api_wait_t *w)
 
     if (w->check(w) == NGX_OK || w->timeout == 0) {
         rc = w->answer(w);
+
+        if (w->claimed) {
+            w->claimed = 0;
+            ngx_pty_api_unclaim(w->session->sh);
+        }
+
         ngx_pty_session_put(w->session);
         return rc;
     }
@@ -1390,6 +1536,11 @@ ngx_pty_api_wait_release(ngx_pty_api_wait_t *w)
         w->reader->busy = NULL;
     }
 
+    if (w->claimed) {
+        w->claimed = 0;
+        ngx_pty_api_unclaim(w->session->sh);
+    }
+
     /* may free this worker's view of the session */
     ngx_pty_session_unlisten(w->session, &w->listener);
 }
@@ -1443,7 +1594,7 @@ ngx_pty_api_text_check(ngx_pty_api_wait_t *w)
     rd = w->reader;
     sh = w->session->sh;
 
-    if (rd->spill_len) {
+    if (sh->api_spill_len) {
         /* the rest of a long read: no waiting while it is there */
         return NGX_OK;
     }

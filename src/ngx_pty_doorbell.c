@@ -275,9 +275,13 @@ ngx_pty_doorbell_send(ngx_uint_t slot, ngx_pid_t pid, u_char what)
 
     w->rung = 0;
 
-    if (err == NGX_ECONNREFUSED && !ngx_pty_pid_alive(pid)) {
-        /* killed without a word: free its slot, adopt its sessions */
-        if (ngx_atomic_cmp_set(&w->pid, pid, 0)) {
+    if (err == NGX_ECONNREFUSED) {
+        /*
+         * Nobody listens: the worker is exiting (it rings its orphans
+         * itself), not yet reaped, or gone.  Gone: free its slot and
+         * take its sessions over.
+         */
+        if (!ngx_pty_pid_alive(pid) && ngx_atomic_cmp_set(&w->pid, pid, 0)) {
             ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                           "pty: worker %P is gone; taking over its sessions",
                           pid);

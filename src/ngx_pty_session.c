@@ -64,6 +64,8 @@ static ngx_int_t ngx_pty_session_forward(ngx_pty_session_t *s,
     ngx_pty_inbox_t *rec, u_char *data);
 static void ngx_pty_session_drain_inbox(ngx_pty_session_t *s);
 static void ngx_pty_session_sweep_members(ngx_pty_session_t *s);
+static u_char *ngx_pty_session_screen_rebuild(ngx_pty_session_t *s,
+    size_t *len);
 
 
 static void
@@ -1553,13 +1555,108 @@ ngx_pty_sessions_terminate_all(ngx_log_t *log)
 u_char *
 ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len)
 {
-    if (!s->owner || s->screen == NULL) {
+    if (!s->owner) {
+        return ngx_pty_session_screen_rebuild(s, len);
+    }
+
+    if (s->screen == NULL) {
         return NULL;
     }
 
     ngx_pty_session_fold(s, (size_t) -1);
 
     return ngx_pty_screen_text(s->screen, len);
+}
+
+
+/*
+ * The screen as text in a worker that does not own the terminal: a
+ * screen model made for the occasion from the newest Keyframe in the ring
+ * and the Output and Resize frames after it.  The frames are copied out
+ * under the lock and folded after it, so the lock is held only for a
+ * memory copy (at most the ring).
+ */
+static u_char *
+ngx_pty_session_screen_rebuild(ngx_pty_session_t *s, size_t *len)
+{
+    u_char                *copy, *p, *last, *text;
+    size_t                 size;
+    uint64_t               off, from;
+    ngx_pty_frame_t       *f;
+    ngx_pty_screen_t      *screen;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = s->sh;
+
+    ngx_pty_shm_lock(sh);
+
+    from = sh->ring->tail;
+    off = from;
+
+    while ((f = ngx_pty_ring_read(sh->ring, &off)) != NULL) {
+        if (f->kind == NGX_PTY_FRAME_KEYFRAME && f->target == 0) {
+            from = off - sizeof(ngx_pty_frame_t) - ngx_align(f->len, 64);
+        }
+    }
+
+    size = sh->ring->head - from;
+    copy = ngx_alloc(size + 1, s->log);
+
+    p = copy;
+
+    for (off = from; copy && (f = ngx_pty_ring_read(sh->ring, &off)); ) {
+        if (f->kind == NGX_PTY_FRAME_OUTPUT || f->kind == NGX_PTY_FRAME_RESIZE
+            || (f->kind == NGX_PTY_FRAME_KEYFRAME && f->target == 0))
+        {
+            p = ngx_cpymem(p, f, sizeof(ngx_pty_frame_t) + f->len);
+        }
+    }
+
+    ngx_pty_shm_unlock(sh);
+
+    if (copy == NULL) {
+        return NULL;
+    }
+
+    screen = ngx_pty_screen_create(sh->cols, sh->rows);
+    if (screen == NULL) {
+        ngx_free(copy);
+        return NULL;
+    }
+
+    last = p;
+
+    for (p = copy; p < last; p += sizeof(ngx_pty_frame_t) + f->len) {
+        f = (ngx_pty_frame_t *) p;
+
+        if (f->kind == NGX_PTY_FRAME_OUTPUT) {
+            ngx_pty_screen_feed(screen, ngx_pty_frame_data(f), f->len);
+            continue;
+        }
+
+        if (f->kind == NGX_PTY_FRAME_KEYFRAME) {
+            /* a snapshot is for a freshly reset terminal of its size */
+            ngx_pty_screen_destroy(screen);
+
+            screen = ngx_pty_screen_create(f->cols, f->rows);
+            if (screen == NULL) {
+                ngx_free(copy);
+                return NULL;
+            }
+
+            ngx_pty_screen_feed(screen, ngx_pty_frame_data(f), f->len);
+            continue;
+        }
+
+        (void) ngx_pty_screen_resize(screen, f->cols, f->rows);
+    }
+
+    ngx_free(copy);
+
+    text = ngx_pty_screen_text(screen, len);
+    ngx_pty_screen_destroy(screen);
+
+    return text;
 }
 
 

@@ -349,6 +349,11 @@ ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool, ngx_pty_session_sh_t *s)
     ngx_slab_free_locked(shpool, s->scroll);
     ngx_slab_free_locked(shpool, s->command);
     ngx_slab_free_locked(shpool, s->inbox);
+
+    if (s->api_spill) {
+        ngx_slab_free_locked(shpool, s->api_spill);
+    }
+
     ngx_slab_free_locked(shpool, s);
 }
 

@@ -144,6 +144,22 @@ struct ngx_pty_session_sh_s {
     size_t                     inbox_len;
 
     uint64_t                   api_cursor;    /* scrollback offset */
+
+    /*
+     * The agent reader, shared so that any worker can serve the next
+     * call (ngx_pty_api.c): each worker has its own settled-text
+     * converter and rebuilds it from api_line when another worker used
+     * the reader last.  Used by one worker at a time: api_busy.
+     */
+    uint64_t                   api_line;      /* offset after the last LF fed */
+    uint64_t                   api_delivered; /* settled bytes so far */
+    uint64_t                   api_missed;    /* lost, not yet reported */
+    ngx_atomic_t               api_epoch;     /* bumped on every rebuild */
+    ngx_pid_t                  api_reader;    /* whose converter is current */
+    ngx_atomic_t               api_busy;      /* pid using the reader */
+    u_char                    *api_spill;     /* taken, not delivered */
+    size_t                     api_spill_len;
+    size_t                     api_spill_size;
     uint32_t                   loc_tag;       /* API location that started
                                                  it (pty_max_sessions) */
 

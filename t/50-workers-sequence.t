@@ -14,6 +14,7 @@ use Test::More;
 use Test::Nginx;
 use Test::Nginx::Pty;
 use Test::Nginx::PtyWS qw(session_frame_kind decode_output);
+use Time::HiRes qw(sleep);
 
 my $t = pty_nginx(workers => 4, reuseport => 1);
 $t->run();
@@ -85,4 +86,20 @@ my @n = $text =~ /^line (\d+)\r$/mg;
 is(scalar @n, 3000, 'an observer on another worker got every line');
 ok(!(grep { $n[$_] != $_ + 1 } 0 .. $#n), 'in order');
 
+# nothing polls: with the program asleep and four clients attached, the
+# workers use no CPU (clock ticks of /proc/PID/stat, 10 ms each)
+sleep 0.5;
+my %before = map { $_ => cpu($_) } $t->worker_pids;
+sleep 2;
+my $used = 0;
+$used += cpu($_) - $before{$_} for keys %before;
+ok($used <= 2, "idle: four workers used $used ticks in 2 s");
+
 $t->done_testing();
+
+sub cpu {
+    my ($pid) = @_;
+    open my $f, '<', "/proc/$pid/stat" or return 0;
+    my @f = split / /, (<$f> =~ s/^.*\) //r);
+    return $f[11] + $f[12];
+}

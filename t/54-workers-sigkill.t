@@ -52,6 +52,7 @@ for my $k (0 .. 2) {
         ($txt .= decode_output($_[0])) =~ /(?:tick \d+\r\n.*){3}/s }, 10);
 }
 
+my $kill_ts = Test::Nginx::PtyWS::rfc3339(time);
 kill 'KILL', $owner;
 my $t0 = time;
 
@@ -67,13 +68,17 @@ my ($respawned) = grep { my $p = $_; !grep { $_->[2] == $p } @c } @now;
 ok($respawned, "worker $owner replaced by $respawned");
 
 # output goes on: each live client sees ticks continue
+my $resumed;
 for my $k (0 .. 2) {
     my $txt = join '', map { decode_output($_) } @{$frames[$k]};
     my $want = (($txt =~ /tick (\d+)\r\n(?!.*tick)/s)[0] // 0) + 40;
     push @{$frames[$k]}, $live[$k][0]->recv_until(sub {
+        $resumed //= time if $k == 0 && $_[0]{ts} && $_[0]{ts} gt $kill_ts
+            && (session_frame_kind($_[0]) // '') eq 'Output';
         ($txt .= decode_output($_[0])) =~ /tick $want\r/ }, 15);
 }
-diag(sprintf 'output resumed %.2fs after the kill', time - $t0);
+diag(sprintf 'the first Output after the kill reached a client %.0f ms '
+    . 'after it (ticks every 30 ms)', 1000 * (($resumed // time) - $t0));
 
 my $log = join '', map { $_ } $t->grep_error_log(
     qr/taking over session pty-\d+ from worker $owner/, 'info.log');

@@ -29,7 +29,7 @@ package Test::Nginx;
 # Environment
 #   TEST_NGINX_BINARY          nginx binary (default /usr/sbin/nginx)
 #   TEST_NGINX_MODULE          module .so (default <repo>/build/ngx_pty_module.so)
-#   TEST_NGINX_WORKERS         default worker_processes (explicit workers() wins)
+#   TEST_NGINX_WORKERS         worker_processes (default 2; explicit workers() wins)
 #   TEST_NGINX_MASTER_PROCESS  "off" to run with master_process off
 #   TEST_NGINX_VERBOSE         error_log level debug, print commands
 #   TEST_NGINX_LEAVE           keep the test directory
@@ -226,7 +226,8 @@ sub _worker_count {
     my ($self) = @_;
     return $self->{_workers} if defined $self->{_workers};
     return $ENV{TEST_NGINX_WORKERS} if $ENV{TEST_NGINX_WORKERS};
-    return 1;
+    # any worker serves any session: tests run more than one by default
+    return 2;
 }
 
 sub _master_on {

@@ -32,6 +32,8 @@ sub pty_nginx {
     my (%opts) = @_;
     my $t = Test::Nginx->new()->has(qw/http/);
     $t->workers($opts{workers}) if $opts{workers};
+    # several workers need a master, whatever TEST_NGINX_MASTER_PROCESS says
+    $t->master_process('on') if ($opts{workers} // 0) > 1;
 
     my $loc = $opts{extra_loc} // '';
     my $http = $opts{extra_http} // '';
@@ -45,7 +47,7 @@ events {}
 http {
     %%TEST_GLOBALS_HTTP%%
 
-    pty_zone pty:32m;
+    pty_zone pty:@ZONE@;
     pty_instance_id test;
     @HTTP@
 
@@ -68,6 +70,7 @@ CONF
     $conf =~ s/\@HTTP\@/$http/g;
     $conf =~ s/\@LOC\@/$loc/g;
     $conf =~ s/\@LISTEN\@/$listen/g;
+    $conf =~ s/\@ZONE\@/$opts{zone} \/\/ '32m'/ge;
     $t->write_file_expand('nginx.conf', $conf);
     return $t;
 }
