@@ -27,13 +27,8 @@ $conf =~ s/^(events)/error_log $dir\/info.log info;\n\n$1/m;
 $t->write_file('nginx.conf', $conf);
 $t->run();
 
-my ($st, $s, $body, $h) = api_call($t->port(8080), '/pty/start', {
-    command => 'stty -echo; (i=0; while :; do echo "tick $i"; '
-        . 'i=$((i+1)); sleep 0.03; done) & '
-        . 'while read l; do echo "got $l"; done',
-    wait_ms => 0 });
-is($st, 200, 'started');
-my $owner = worker_of($h);
+my ($s, $owner) = start_ticker($t);
+ok($owner, "started, owned by worker $owner");
 
 my @c = attach_workers($t, $s, 4);
 is(scalar @c, 4, 'clients on four workers');

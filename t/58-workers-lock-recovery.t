@@ -15,7 +15,6 @@ use Test::More;
 use Test::Nginx;
 use Test::Nginx::Pty;
 use Test::Nginx::PtyWS qw(decode_output);
-use Test::Nginx::PtyAPI qw(api_call);
 use Time::HiRes qw(sleep time);
 
 my $gdb = `command -v gdb 2>/dev/null`;
@@ -26,12 +25,7 @@ my $t = pty_nginx(workers => 4, reuseport => 1);
 $t->allow_log(qr/exited on signal 9/);
 $t->run();
 
-my ($st, $s, $body, $h) = api_call($t->port(8080), '/pty/start', {
-    command => 'stty -echo; (i=0; while :; do echo "tick $i"; '
-        . 'i=$((i+1)); sleep 0.03; done) & '
-        . 'while read l; do echo "got $l"; done',
-    wait_ms => 0 });
-my $owner = worker_of($h);
+my ($s, $owner) = start_ticker($t);
 
 my ($victim, $obs) = attach_workers($t, $s, 2, not => { $owner => 1 });
 join_session($victim->[0], role => 'controller');

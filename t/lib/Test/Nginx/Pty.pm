@@ -22,7 +22,7 @@ use Test::Nginx::PtyAPI qw(api_call);
 
 our @EXPORT = qw(pty_nginx start_session attach attach_join send_input
     read_output kinds wait_kind EXT_URI attach_workers join_session
-    worker_of);
+    worker_of start_ticker);
 
 use constant EXT_URI =>
     'https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1';
@@ -111,6 +111,20 @@ sub attach_join {
     my @flush = $ws->recv_until(sub {
         (session_frame_kind($_[0]) // '') eq 'Keyframe' }, 10);
     return ($ws, $hello, @flush);
+}
+
+# A session printing "tick N" every 30 ms and answering each input line
+# with "got LINE"; returns the API answer and the pid of its owner.
+sub start_ticker {
+    my ($t) = @_;
+    my ($status, $json, $body, $h) = api_call($t->port(8080), '/pty/start', {
+        command => 'stty -echo; (i=0; while :; do echo "tick $i"; '
+            . 'i=$((i+1)); sleep 0.03; done) & '
+            . 'while read l; do echo "got $l"; done',
+        wait_ms => 0 });
+    die "start failed: " . ($status // 'no answer') . "\n"
+        unless defined $status && $status == 200;
+    return ($json, $h->{'x-pty-worker'});
 }
 
 # The pid of the worker that answered (X-Pty-Worker), of a socket or an
