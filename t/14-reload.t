@@ -16,6 +16,7 @@ use Test::Nginx::Pty;
 use Test::Nginx::PtyWS qw(session_frame_kind decode_output);
 
 my $t = pty_nginx();
+$t->master_process(1);     # a reload replaces workers: there must be some
 $t->plan(9)->run();
 
 my $s = start_session($t, 'PS1="ok\$ " exec bash --norc --noprofile -i');

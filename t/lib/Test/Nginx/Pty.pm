@@ -49,6 +49,10 @@ http {
 
     pty_zone pty:@ZONE@;
     pty_instance_id test;
+
+    # the tests must not depend on the profile of whoever runs them (with
+    # master_process off the programs run as that user, root included)
+    pty_env HOME=%%TESTDIR%%;
     @HTTP@
 
     server {
