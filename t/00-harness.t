@@ -19,7 +19,7 @@ use JSON::PP ();
 use IO::Socket::INET;
 use POSIX ();
 
-my $t = Test::Nginx->new()->has(qw/http/)->no_module->workers(2)->plan(68);
+my $t = Test::Nginx->new()->has(qw/http/)->no_module->workers(2)->master_process(1)->plan(68);
 
 ###############################################################################
 # UUIDv7 / RFC 3339

@@ -14,7 +14,8 @@ use Test::Nginx;
 use Test::Nginx::Pty;
 use Test::Nginx::PtyAPI qw(api_call);
 
-my $t = pty_nginx(extra_loc => 'pty_env LANG=C.UTF-8; pty_env PTY_TEST=yes;');
+my $t = pty_nginx(extra_loc => 'pty_env LANG=C.UTF-8; pty_env PTY_TEST=yes; '
+    . 'pty_env HOME=%%TESTDIR%%;');
 $t->plan(7)->run();
 
 # enough client connections that nginx's descriptors go beyond 3..10
@@ -32,7 +33,8 @@ my @fds = $out =~ /(\d+) -> /g;
 ok(@fds >= 3, 'fd listing read') or diag $out;
 is_deeply([grep { $_ > 3 } @fds], [], 'only 0-2 and ls\'s own directory');
 unlike($out, qr/socket:|anon_inode|\/ptmx/, 'no socket, epoll or master');
-like($out, qr/env:xterm-256color:C\.UTF-8:yes:\//, 'terminal environment');
+like($out, qr/env:xterm-256color:C\.UTF-8:yes:\Q${\ $t->testdir}\E/,
+    'terminal environment, pty_env replacing a default');
 unlike($out, qr/trap -- /, 'no signal trapped or ignored');
 
 my ($st, $list) = api_call($t->port(8080), '/pty/list', {});
