@@ -20,7 +20,9 @@ my $t = pty_nginx(workers => 4, reuseport => 1,
 $t->run();
 
 my ($st, $json, $body, $h) = Test::Nginx::PtyAPI::api_call($t->port(8080),
-    '/pty/start', { command => 'stty -echo; cat', wait_ms => 0 });
+    '/pty/start',
+    # typing must not start before the echo is off
+    { command => 'stty -echo; echo READY; exec cat', wait_for => 'READY' });
 is($st, 200, 'started');
 my $owner = worker_of($h);
 ok($owner, "owned by worker $owner");
