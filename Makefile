@@ -4,6 +4,7 @@
 #   make run        start the demo nginx on 127.0.0.1:$(PORT) in the foreground
 #   make test       build, then run the whole test suite (prove -r t/)
 #   make bench      run the benchmarks in t/bench
+#   make load       the multi-worker load test (t/bench/load.pl)
 #
 # Other nginx versions: make NGINX_SRC=/path/to/nginx-x.y.z NGINX_BIN=/path/to/nginx
 # (the module is then configured with --with-compat plus NGINX_CONFIGURE_FLAGS).
@@ -22,10 +23,10 @@ LD_OPT      ?= -Wl,-z,relro -Wl,-z,now -fPIC
 SRCS := ngx_pty_module.c $(wildcard src/*.c src/*.h) config
 UNIT_BINS := $(BUILD)/escape_test $(BUILD)/text_test $(BUILD)/screen_test
 TOOL_BINS := $(BUILD)/vtcompare $(BUILD)/screenbench
-BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench
+BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench $(BUILD)/wsload
 TOOL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Isrc
 
-.PHONY: all deps run test unit bench clean distclean
+.PHONY: all deps run test unit bench load clean distclean
 
 all: deps $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
 
@@ -62,6 +63,9 @@ $(BUILD)/rawpty: t/bench/rawpty.c
 $(BUILD)/wsbench: t/bench/wsbench.c
 	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
+$(BUILD)/wsload: t/bench/wsload.c
+	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
+
 run: all
 	@scripts/install-deps.sh demo
 	@scripts/run-demo.sh "$(NGINX_BIN)" "$(PORT)"
@@ -71,6 +75,9 @@ test: all
 
 bench: all $(BENCH_BINS)
 	perl t/bench/run.pl
+
+load: all $(BUILD)/wsload
+	perl t/bench/load.pl
 
 clean:
 	rm -rf $(BUILD)/*.so $(UNIT_BINS) $(TOOL_BINS) $(BENCH_BINS) \
