@@ -26,7 +26,10 @@ my $mib = $ENV{BENCH_MIB} // 64;
 
 -x $rawpty && -x $wsbench or die "build t/bench first (make bench)\n";
 
-my $t = pty_nginx(extra_loc => 'pty_keyframe_interval_frames 1000000;');
+# ended sessions give their memory back at once; every figure runs with
+# the replay ring's default retention (it grows to keep 1000 frames)
+my $t = pty_nginx(zone => '256m',
+    extra_loc => 'pty_closed_linger 1s;');
 $t->run();
 
 my $dir = $t->testdir;
