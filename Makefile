@@ -57,13 +57,13 @@ $(BUILD)/screenbench: t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c
 	@mkdir -p $(BUILD)
 	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c -lvterm
 
-$(BUILD)/rawpty: t/bench/rawpty.c
+$(BUILD)/rawpty: t/bench/rawpty.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lutil
 
-$(BUILD)/wsbench: t/bench/wsbench.c
+$(BUILD)/wsbench: t/bench/wsbench.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
-$(BUILD)/wsload: t/bench/wsload.c
+$(BUILD)/wsload: t/bench/wsload.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
 run: all

@@ -363,7 +363,7 @@ open my $fh, '>>', $t->testdir . '/error.log';
 print $fh "2026/11/30 12:00:00 [alert] 1#1: planted\n";
 close $fh;
 die "planned death\n" if $ARGV[0] eq 'die';
-ok(1, 'child');
+ok($t->master_pid, 'child');
 done_testing() if $ARGV[0] eq 'done';
 EOF
 $t->write_file('child.pl', $child);

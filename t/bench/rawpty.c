@@ -17,16 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 
-static double
-ngx_bench_now(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 
 int

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 
 #define NGX_BENCH_EXT                                                         \
     "https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
@@ -32,16 +34,6 @@ static int            fd;
 static unsigned char  in[4 * 1024 * 1024];
 static size_t         in_len;
 
-
-static double
-now(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 
 static void
@@ -286,7 +278,7 @@ throughput(void)
     total = 0;
     frames = 0;
     start = 0;
-    last = now();
+    last = ngx_bench_now();
 
     for ( ;; ) {
         p = next_frame(&len, &consumed);
@@ -298,11 +290,11 @@ throughput(void)
 
         if (n >= 0) {
             if (frames++ == 0) {
-                start = now();
+                start = ngx_bench_now();
             }
 
             total += n;
-            last = now();
+            last = ngx_bench_now();
 
         } else if (memmem(p, len, "\"kind\":\"Closed\"", 15)) {
             drop(consumed);
@@ -341,7 +333,7 @@ echo(int count)
     }
 
     for (i = 0; i < count; i++) {
-        t0 = now();
+        t0 = ngx_bench_now();
         send_input("eA==");     /* "x" */
 
         for ( ;; ) {
@@ -358,7 +350,7 @@ echo(int count)
             drop(consumed);
         }
 
-        lat[i] = (now() - t0) * 1e6;
+        lat[i] = (ngx_bench_now() - t0) * 1e6;
     }
 
     qsort(lat, count, sizeof(double), cmp);

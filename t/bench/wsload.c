@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 
 #define NGX_LOAD_EXT                                                          \
     "https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
@@ -78,16 +80,6 @@ static unsigned long     lines;
 static int               failures;
 static int               reported;
 
-
-static double
-now(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 
 static void
@@ -721,7 +713,7 @@ main(int argc, char **argv)
         conns[i].fd = -1;
     }
 
-    start = now();
+    start = ngx_bench_now();
     deadline = start + timeout;
 
     /* session by session, their connections one after another */
@@ -758,7 +750,7 @@ main(int argc, char **argv)
             break;
         }
 
-        if (now() > deadline) {
+        if (ngx_bench_now() > deadline) {
             for (i = 0; i < nconns; i++) {
                 if (conns[i].fd != -1 && conns[i].state != NGX_LOAD_JOINED) {
                     fail(&conns[i], "no join Keyframe before the deadline");
@@ -772,7 +764,7 @@ main(int argc, char **argv)
         (void) poll_once(pfds, idx, 100);
     }
 
-    joined = now();
+    joined = ngx_bench_now();
 
     for (i = 0; i < nconns; i++) {
         if (conns[i].controller && conns[i].fd != -1) {
@@ -793,7 +785,7 @@ main(int argc, char **argv)
             break;
         }
 
-        if (now() > deadline) {
+        if (ngx_bench_now() > deadline) {
             break;
         }
 
@@ -806,9 +798,9 @@ main(int argc, char **argv)
 
         if (pending == 0) {
             if (drain_until == 0) {
-                drain_until = now() + 2;
+                drain_until = ngx_bench_now() + 2;
 
-            } else if (now() > drain_until) {
+            } else if (ngx_bench_now() > drain_until) {
                 break;
             }
         }
@@ -849,7 +841,7 @@ main(int argc, char **argv)
 
     printf("sessions %d connections %d frames %lu gaps %lu failures %d "
            "join %.2fs elapsed %.2fs\n", nsessions, nconns, total, gaps,
-           failures, joined - start, now() - start);
+           failures, joined - start, ngx_bench_now() - start);
 
     return failures ? 1 : 0;
 }
