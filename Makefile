@@ -4,6 +4,7 @@
 #   make run        start the demo nginx on 127.0.0.1:$(PORT) in the foreground
 #   make test       build, then run the whole test suite (prove -r t/)
 #   make bench      run the benchmarks in t/bench
+#   make load       500 sessions, 2,000 clients, every frame checked
 #   make load       the multi-worker load test (t/bench/load.pl)
 #
 # Other nginx versions: make NGINX_SRC=/path/to/nginx-x.y.z NGINX_BIN=/path/to/nginx
