@@ -29,6 +29,8 @@ static void *ngx_pty_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 static char *ngx_pty_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static ngx_uint_t ngx_pty_zone_resized(ngx_conf_t *cf, ngx_str_t *name,
+    ssize_t size);
 static char *ngx_pty_handler_set(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_pty_env(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
@@ -728,6 +730,14 @@ ngx_pty_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    if (ngx_pty_zone_resized(cf, &name, size)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "the size of pty_zone \"%V\" cannot change while "
+                           "nginx runs: its sessions live in it; stop and "
+                           "start nginx to resize it", &name);
+        return NGX_CONF_ERROR;
+    }
+
     pmcf->shm_zone = ngx_shared_memory_add(cf, &name, size, &ngx_pty_module);
     if (pmcf->shm_zone == NULL) {
         return NGX_CONF_ERROR;
@@ -744,6 +754,52 @@ ngx_pty_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     (void) cmd;
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * A reload with another size would give nginx a new, empty zone, and the
+ * running sessions (their keepers, rings, sequences) would be cut loose:
+ * refuse it, so the old configuration keeps serving them.
+ */
+static ngx_uint_t
+ngx_pty_zone_resized(ngx_conf_t *cf, ngx_str_t *name, ssize_t size)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_shm_zone_t   *zone;
+    ngx_cycle_t      *old;
+
+    old = cf->cycle->old_cycle;
+
+    if (old == NULL || old->shared_memory.part.elts == NULL
+        || ngx_is_init_cycle(old))
+    {
+        return 0;
+    }
+
+    part = &old->shared_memory.part;
+    zone = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return 0;
+            }
+
+            part = part->next;
+            zone = part->elts;
+            i = 0;
+        }
+
+        if (zone[i].tag == &ngx_pty_module
+            && zone[i].shm.name.len == name->len
+            && ngx_strncmp(zone[i].shm.name.data, name->data, name->len) == 0)
+        {
+            return zone[i].shm.size != (size_t) size;
+        }
+    }
 }
 
 

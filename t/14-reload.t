@@ -17,7 +17,7 @@ use Test::Nginx::PtyWS qw(session_frame_kind decode_output);
 
 my $t = pty_nginx();
 $t->master_process(1);     # a reload replaces workers: there must be some
-$t->plan(9)->run();
+$t->plan(11)->run();
 
 my $s = start_session($t, 'PS1="ok\$ " exec bash --norc --noprofile -i');
 my ($ws) = attach_join($t, $s);
@@ -55,3 +55,16 @@ my ($st, $list) = Test::Nginx::PtyAPI::api_call($t->port(8080), '/pty/list',
     {});
 is(scalar(grep { $_->{id} eq $s->{id} && $_->{state} eq 'running' }
     @{$list->{sessions}}), 1, 'listed as running');
+
+# a reload that would resize the zone is refused; the sessions keep going
+my $conf = $t->read_file('nginx.conf');
+$conf =~ s/pty_zone pty:32m;/pty_zone pty:48m;/ or die "no zone line\n";
+$t->write_file('nginx.conf', $conf);
+$t->allow_log(qr/cannot change while nginx runs/);
+kill 'HUP', $t->master_pid;
+ok($t->wait_for_log(qr/size of pty_zone "pty" cannot change/, 5),
+    'resizing the zone on reload is refused');
+send_input($ws2, "echo still\r");
+like(read_output($ws2, qr/still\r\n/), qr/still/,
+    'the session runs on under the old configuration');
+
