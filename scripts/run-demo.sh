@@ -39,6 +39,10 @@ Attach with any WebSocket client, subprotocol pty-ws.v1, at the
 "attach_path" the start call returned, e.g.
   ws://127.0.0.1:$port/agents/demo/sessions/<session_id>/attach
 then send {"op":"pty.join_session","id":"...","extensions":["https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"],"payload":{"role":"controller"}}
+Type into it and wait for the prompt:
+  curl -s -X POST http://127.0.0.1:$port/pty/write -d '{"id":"pty-1","input":"echo hi","submit":true,"wait_for":"$ "}'
+The AgentCard:
+  curl -s http://127.0.0.1:$port/.well-known/agent-card.json
 Stop a session:
   curl -s -X POST http://127.0.0.1:$port/pty/kill -d '{"id":"pty-1"}'
 MSG
