@@ -14,19 +14,6 @@ use Test::Nginx;
 use Test::Nginx::Pty;
 use Test::Nginx::PtyAPI qw(api_call);
 
-# pids of the processes in the terminal session of a keeper's child
-sub session_pids {
-    my ($marker) = @_;
-    my @pids;
-    for my $dir (glob '/proc/[0-9]*') {
-        open my $fh, '<', "$dir/cmdline" or next;
-        my $cmd = do { local $/; <$fh> } // "";
-        $cmd =~ tr/\0/ /;
-        push @pids, $dir =~ m{(\d+)$} if $cmd =~ /\Q$marker\E/;
-    }
-    return @pids;
-}
-
 sub parent {
     open my $fh, '<', "/proc/$_[0]/stat" or return ();
     my $stat = <$fh> // '';
@@ -56,9 +43,9 @@ my ($n1, $n2) = $master eq 'on' ? (1001, 1002) : (1003, 1004);
     # kill: Closed "killed", and the program is gone
     my $s = start_session($t, "sleep $n1");
     my ($ws) = attach_join($t, $s);
-    ok($t->wait_until(sub { session_pids("sleep $n1") }, 5),
+    ok($t->wait_until(sub { procs_running("sleep $n1") }, 5),
         "$master: program running");
-    my @prog = session_pids("sleep $n1");
+    my @prog = procs_running("sleep $n1");
 
     my ($status) = api_call($t->port(8080), '/pty/kill', { id => $s->{id} });
     is($status, 200, "$master: kill answered");
@@ -68,9 +55,9 @@ my ($n1, $n2) = $master eq 'on' ? (1001, 1002) : (1003, 1004);
 
     # nginx stops: programs and keepers go with it
     my ($ws2) = attach_join($t, start_session($t, "sleep $n2"));
-    ok($t->wait_until(sub { session_pids("sleep $n2") }, 5),
+    ok($t->wait_until(sub { procs_running("sleep $n2") }, 5),
         "$master: second program running");
-    my @left = session_pids("sleep $n2");
+    my @left = procs_running("sleep $n2");
     push @left, map { parent($_) } @left;    # the keepers
 
     $t->stop();

@@ -117,26 +117,12 @@ ok($took > 1.3 && $took < 5, sprintf('at the maximum age (%.2fs)', $took));
 
 my $mark = 400000 + $$ % 10000;
 $s = agent_start($t, "sleep $mark", wait_ms => 0);
-my $deadline = time + 5;
-sleep 0.05 until pids("sleep $mark") || time > $deadline;
-ok(pids("sleep $mark"), 'a session is running');
+ok($t->wait_until(sub { procs_running("sleep $mark") }, 5),
+    'a session is running');
 $t->stop();
 
-$deadline = time + 5;
-sleep 0.05 while pids("sleep $mark") && time < $deadline;
-ok(!pids("sleep $mark"), 'nginx stopped: no process left');
+ok($t->wait_until(sub { !procs_running("sleep $mark") }, 5),
+    'nginx stopped: no process left');
 ok(scalar $t->grep_error_log(qr/pty-\d+ closed: instance_terminated/,
     'info.log'),
     'Closed instance_terminated');
-
-sub pids {
-    my ($pat) = @_;
-    my @p;
-    for my $d (glob '/proc/[0-9]*') {
-        open my $f, '<', "$d/cmdline" or next;
-        my $c = do { local $/; <$f> } // '';
-        $c =~ tr/\0/ /;
-        push @p, $d if $c =~ /^\Q$pat\E\s*$/;
-    }
-    return @p;
-}

@@ -20,7 +20,7 @@ use Test::Nginx;
 use Test::Nginx::PtyWS qw(decode_output session_frame_kind);
 use Test::Nginx::PtyAPI qw(api_call);
 
-our @EXPORT = qw(pty_nginx start_session attach attach_join send_input
+our @EXPORT = qw(procs_running pty_nginx start_session attach attach_join send_input
     read_output kinds wait_kind EXT_URI attach_workers join_session
     worker_of start_ticker);
 
@@ -199,6 +199,20 @@ sub wait_kind {
     my @f = $ws->recv_until(sub {
         (session_frame_kind($_[0]) // '') eq $kind }, $timeout // 10);
     return wantarray ? @f : $f[-1];
+}
+
+# pids of the live processes whose command line is exactly $cmd
+sub procs_running {
+    my ($cmd) = @_;
+    my @pids;
+    for my $dir (glob '/proc/[0-9]*') {
+        open my $fh, '<', "$dir/cmdline" or next;
+        my $line = do { local $/; <$fh> } // '';
+        $line =~ tr/\0/ /;
+        $line =~ s/\s+$//;
+        push @pids, $dir =~ m{(\d+)$} if $line eq $cmd;
+    }
+    return @pids;
 }
 
 1;
