@@ -178,6 +178,10 @@ struct ngx_pty_screen_s {
     int                           argi;
     unsigned long                 args[NGX_PTY_CSI_ARGS];
 
+    /* ngx_pty_skip_lines() found nothing to skip before p + noskip_end */
+    const u_char                 *noskip_p;
+    size_t                        noskip_end;
+
     u_char                        tail[4];   /* incomplete UTF-8 */
     unsigned                      tail_len;
 
@@ -1643,6 +1647,262 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 }
 
 
+/* the length of an SGR sequence (ESC [ digits ; : m) at p[k], or 0 */
+static size_t
+ngx_pty_sgr_at(const u_char *p, size_t k, size_t n)
+{
+    size_t  j;
+
+    if (k + 2 >= n || p[k] != 0x1b || p[k + 1] != '[') {
+        return 0;
+    }
+
+    for (j = k + 2; j < n; j++) {
+        if (p[j] == 'm') {
+            return j + 1 - k;
+        }
+
+        if ((p[j] < '0' || p[j] > '9') && p[j] != ';' && p[j] != ':') {
+            return 0;
+        }
+    }
+
+    return 0;
+}
+
+
+/* where the SGR sequence ending at p[e - 1] starts (>= i), or e */
+static size_t
+ngx_pty_sgr_before(const u_char *p, size_t i, size_t e)
+{
+    size_t  k;
+
+    if (e < i + 3 || p[e - 1] != 'm') {
+        return e;
+    }
+
+    for (k = e - 1; k > i + 1; k--) {
+        if ((p[k - 1] < '0' || p[k - 1] > '9')
+            && p[k - 1] != ';' && p[k - 1] != ':')
+        {
+            break;
+        }
+    }
+
+    return (k > i + 1 && p[k - 1] == '[' && p[k - 2] == 0x1b) ? k - 2 : e;
+}
+
+
+/*
+ * Whether libvterm's UTF-8 decoder, clean at p[i], is clean again after the
+ * text of p[i..e): the last character must be whole.  Printable ASCII ends
+ * any sequence; C0 controls and SGR sequences leave the decoder as it was,
+ * so look past them.
+ */
+static int
+ngx_pty_utf8_whole(const u_char *p, size_t i, size_t e)
+{
+    u_char    c;
+    size_t    k;
+    unsigned  cont, len;
+
+    for ( ;; ) {
+        while (e > i && p[e - 1] < 0x20) {
+            e--;
+        }
+
+        k = ngx_pty_sgr_before(p, i, e);
+
+        if (k == e) {
+            break;
+        }
+
+        e = k;
+    }
+
+    for (cont = 0; e > i && (p[e - 1] & 0xc0) == 0x80; e--) {
+        if (++cont > 3) {
+            return 0;
+        }
+    }
+
+    if (e == i) {
+        return cont == 0;
+    }
+
+    c = p[e - 1];
+
+    if (c >= 0x20 && c < 0x7f) {
+        /* an SGR between a lead byte and its continuation bytes */
+        return cont == 0 || ngx_pty_sgr_before(p, i, e) == e;
+    }
+
+    len = ngx_pty_utf8_len(c);
+
+    return len != 0 && cont == len - 1;
+}
+
+
+/* where the ground-state stretch from p[i] ends: at an ESC not of SGR */
+static size_t
+ngx_pty_stretch_end(const u_char *p, size_t i, size_t n, unsigned *sgr)
+{
+    size_t         x, len;
+    const u_char  *q;
+
+    x = i;
+    *sgr = 0;
+
+    while ((q = memchr(p + x, 0x1b, n - x)) != NULL) {
+        x = q - p;
+        len = ngx_pty_sgr_at(p, x, n);
+
+        if (len == 0) {
+            break;
+        }
+
+        x += len;
+        *sgr = 1;
+    }
+
+    if (q == NULL) {
+        x = n;
+    }
+
+    /* LS0 and LS1 change how the text after them reads */
+    if ((q = memchr(p + i, 0x0e, x - i)) != NULL) {
+        x = q - p;
+    }
+
+    if ((q = memchr(p + i, 0x0f, x - i)) != NULL) {
+        x = q - p;
+    }
+
+    return x;
+}
+
+
+/*
+ * The pen at p[cut] is what the SGR sequences of p[i..cut) make of it:
+ * feed them from the last one that starts with a reset.
+ */
+static void
+ngx_pty_skip_pen(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t cut)
+{
+    size_t         k, from, len;
+    const u_char  *q;
+
+    from = i;
+
+    for (k = cut; k > i; k--) {
+        if (p[k - 1] == 0x1b
+            && (p[k + 1] == 'm' || p[k + 1] == ';'
+                || (p[k + 1] == '0' && (p[k + 2] == 'm' || p[k + 2] == ';'))))
+        {
+            from = k - 1;
+            break;
+        }
+    }
+
+    while ((q = memchr(p + from, 0x1b, cut - from)) != NULL) {
+        from = q - p;
+        len = ngx_pty_sgr_at(p, from, cut);
+        ngx_pty_screen_scan(s, q, len);
+        from += len;
+    }
+}
+
+
+/*
+ * A ground-state stretch of text, line feeds and SGR sequences from p[i]
+ * holding at least 2 * rows line feeds: with the whole screen as the
+ * scroll region, the last "rows" of them scroll away everything before,
+ * so only the cursor and the pen those bytes leave matter.  Cut after a
+ * CR LF that has rows - 1 line feeds before it (the cursor is then on the
+ * bottom row, column 0, no pending wrap) and at least rows after it;
+ * libvterm is moved there with CUP and given the SGR sequences that make
+ * the pen.  Text, BS, HT, BEL and the like cannot move the cursor up or
+ * change what libvterm keeps; other escapes and LS0/LS1 can, so the
+ * stretch ends before them.  Returns where to go on from (i when nothing
+ * can be skipped).
+ */
+static size_t
+ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t n)
+{
+    u_char    c, buf[32];
+    size_t    x, k, cut;
+    unsigned  lf, sgr;
+
+    if (n - i < 4 * (size_t) s->rows || s->rows < 2 || s->vt_text
+        || s->origin || s->lrmm || s->lines || s->top != 0
+        || (s->bottom >= 0 && (unsigned) s->bottom != s->rows)
+        || (p == s->noskip_p && i < s->noskip_end))
+    {
+        return i;
+    }
+
+    x = ngx_pty_stretch_end(p, i, n, &sgr);
+
+    /* later starts in this stretch have fewer lines to skip: don't retry */
+    s->noskip_p = p;
+    s->noskip_end = x;
+
+    /* the last "rows" line feeds stay */
+    for (lf = 0, k = x; k > i; k--) {
+        c = p[k - 1];
+
+        if (c >= 0x0a && c <= 0x0c && ++lf == s->rows) {
+            break;
+        }
+    }
+
+    if (lf < s->rows) {
+        return i;
+    }
+
+    /* p[k - 1] is that line feed; cut after an earlier CR LF */
+    for (k--; k > i + 1; k--) {
+        c = p[k - 1];
+
+        if (c >= 0x0a && c <= 0x0c && p[k - 2] == '\r'
+            && ngx_pty_utf8_whole(p, i, k - 2))
+        {
+            break;
+        }
+    }
+
+    if (k <= i + 1) {
+        return i;
+    }
+
+    cut = k;
+
+    /* with rows - 1 line feeds up to it, the cursor is on the bottom row */
+    for (lf = 0; k > i && lf < s->rows - 1; k--) {
+        c = p[k - 1];
+        lf += (c >= 0x0a && c <= 0x0c);
+    }
+
+    if (lf < s->rows - 1) {
+        return i;
+    }
+
+    ngx_pty_flush(s, p, start, i);
+
+    if (sgr) {
+        ngx_pty_skip_pen(s, p, i, cut);
+    }
+
+    vterm_input_write(s->vt, (const char *) buf,
+                      ngx_pty_cup(buf, s->rows - 1, 0));
+    s->phantom = 0;
+    *start = cut;
+
+    return cut;
+}
+
+
 /* ground-state bytes from p[i]: returns where the next ESC is, or n */
 static size_t
 ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
@@ -1650,6 +1910,8 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 {
     u_char    c;
     unsigned  len, k;
+
+    i = ngx_pty_skip_lines(s, p, start, i, n);
 
     while (i < n) {
         c = p[i];
@@ -1663,6 +1925,17 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             && !s->lines && !s->newline && !s->charset[s->gl])
         {
             i = ngx_pty_fast_text(s, p, start, i, n);
+            continue;
+        }
+
+        if (c == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] < 0xa0) {
+            /*
+             * U+0080..U+009F: libvterm 0.1.4 gives these C1 controls a
+             * width of -1 and moves the cursor left of column 0; drop them
+             */
+            ngx_pty_flush(s, p, start, i);
+            i += 2;
+            *start = i;
             continue;
         }
 
@@ -2015,6 +2288,8 @@ ngx_pty_screen_feed(ngx_pty_screen_t *s, const u_char *data, size_t len)
     u_char    buf[4], c;
     size_t    hold, i;
     unsigned  need, n;
+
+    s->noskip_p = NULL;
 
     if (s->tail_len) {
         need = ngx_pty_utf8_len(s->tail[0]);

@@ -310,6 +310,15 @@ checks(const char *desc, unsigned cols, unsigned rows, const char *stream,
 }
 
 
+/* checks() with the stream fed in one piece */
+static int
+check_whole(const char *desc, unsigned cols, unsigned rows, const char *stream,
+    const char *more)
+{
+    return check(desc, cols, rows, stream, strlen(stream), more, 0, 1);
+}
+
+
 static u_char *
 snapshot_of(unsigned cols, unsigned rows, const char *stream, size_t *len)
 {
@@ -853,6 +862,18 @@ test_hostile(void)
     free(text);
     ngx_pty_screen_destroy(s);
 
+    /* libvterm 0.1.4 would move the cursor left of column 0 on these */
+    s = ngx_pty_screen_create(20, 4);
+    ngx_pty_screen_feed(s, (const u_char *)
+                        "\xc2\x9b" "0123456789abcdef\r\nab\xc2\x80" "cd\xc2", 27);
+    ngx_pty_screen_feed(s, (const u_char *) "\x9f" "ef", 3);
+    text = ngx_pty_screen_text(s, &len);
+    ok(text && len == 23
+       && memcmp(text, "0123456789abcdef\nabcdef", 23) == 0,
+       "C1 controls encoded in UTF-8 are dropped");
+    free(text);
+    ngx_pty_screen_destroy(s);
+
     /* random bytes must not crash or leak (valgrind) */
     s = ngx_pty_screen_create(37, 11);
     srand(99);
@@ -1175,6 +1196,105 @@ test_fast_text(void)
 }
 
 
+/*
+ * Skipping lines (ngx_pty_skip_lines): text with at least two screenfuls
+ * of line feeds, fed in one piece, must leave what libvterm leaves after
+ * every byte, whatever state the stretch starts in and ends with.
+ */
+static void
+test_skip_lines(void)
+{
+    int                 i, k, n, bad;
+    char                desc[64];
+    buf_t               b = { 0 };
+    unsigned            cols, rows;
+    static const char  *tok[] = {
+        "\r\n", "\r\n", "\r\n", "lorem ipsum dolor ", "0123456789abcdef",
+        "\xe6\xbc\xa2\xe5\xad\x97 ", "\xf0\x9f\x99\x82", "\n", "\r", "\x0b",
+        "\x0c", "\t", "\b", "\x07", "\x7f", "\x05", "\xcc\x81", "\xe4",
+        "\xb8", "\xe4\xb8", "\x1b[31m", "\x1b[m", "\x1b[H", "\x1b[2;3r",
+        "\x1b[r", "\x1b[?6h", "\x1b[?6l", "\x1b[20h", "\x1b[20l", "\x1b[4h",
+        "\x1b[4l", "\x1b[?7l", "\x1b[?7h", "\x0f",
+        "\x1b[?1049h", "\x1b[?1049l", "\x1b[?69h",
+        "\x1b[?69l", "\x1b]0;title\x07", "\x18", "\x1b[0;1;34m",
+        "\x1b[01;32m", "\x1b[38;5;200m", "\x1b[48:2::1:2:3m", "\x1b[8m",
+        "\x1b[28m", "\x1b[7m", "\x1b[;4m", "\x1b[0m",
+        "\x1b[1\x1b[m", "\x1b[5"
+    };
+
+    checks("skip lines: plain lines", 20, 4,
+           "one\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix\r\nseven\r\n"
+           "eight\r\nnine\r\nten\r\neleven\r\ntwelve", "!");
+    check_whole("skip lines: in one piece, cursor starting at the top", 20, 4,
+                "\x1b[Hone\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix\r\nseven\r\n"
+                "eight\r\nnine\r\n",
+                "x");
+    check_whole("skip lines: a pending wrap at the cut", 10, 3,
+                "0123456789\r\n0123456789\r\n0123456789\r\n0123456789\r\n"
+                "0123456789\r\n0123456789\r\n0123456789",
+                "x");
+    check_whole("skip lines: wrapped lines before the cut", 10, 3,
+                "0123456789012345678901234\r\nab\r\ncd\r\nef\r\ngh\r\nij\r\n"
+                "kl\r\nmn",
+                "x");
+    check_whole("skip lines: a broken character before each CR LF", 20, 3,
+                "a\xe4\r\nb\xe4\xb8\r\nc\xe4\r\nd\xe4\r\ne\xe4\r\nf\xe4\r\n"
+                "g\xe4\r\nh\xe4\r\ni",
+                "\xb8\xadz");
+    check_whole("skip lines: line feeds without CR", 20, 3,
+                "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine",
+                "x");
+    check_whole("skip lines: a scroll region keeps rows", 20, 6,
+                "\x1b[2;4rtop\r\n\r\na\r\nb\r\nc\r\nd\r\ne\r\nf\r\ng\r\nh\r\n"
+                "i\r\nj\r\nk\r\nl\r\n",
+                "x");
+    check_whole("skip lines: coloured lines, a reset on each", 30, 3,
+                "-rw 1 \x1b[01;34mone\x1b[0m\r\n-rw 2 \x1b[01;32mtwo\x1b[0m\r\n"
+                "\x1b[7m-rw 3 \x1b[01;31mthree\x1b[0m\r\n-rw 4 four\r\n"
+                "\x1b[1;44m-rw 5 five\r\n\x1b[33m-rw 6 six\r\n-rw 7\r\n"
+                "\x1b[0;4m-rw 8\r\n\x1b[8m-rw 9\r\n-rw 10\r\n", "x\x1b[28my");
+    check_whole("skip lines: colours set long before the cut", 30, 3,
+                "\x1b[31m1\r\n\x1b[1m2\r\n\x1b[44m3\r\n4\r\n5\r\n6\r\n"
+                "7\r\n8\r\n9\r\n10\r\n", "x");
+    check_whole("skip lines: a character cut by an SGR before CR LF", 30, 3,
+                "a\r\nb\r\nc\r\nd\xe4\x1b[m\r\ne\r\nf\r\ng\r\nh\r\ni\r\n",
+                "\xb8\xadz");
+    check_whole("skip lines: LS1 in the stretch", 20, 3,
+                "\x1b)0a\r\nb\r\nc\r\n\x0ed\r\ne\r\nf\r\nqqqq\r\nh\r\n"
+                "i\r\n", "qqx\x0fqq");
+
+    bad = 0;
+
+    for (i = 1; i <= 400; i++) {
+        srand((unsigned) i * 2654435761u);
+        cols = 2 + rand() % 40;
+        rows = 2 + rand() % 12;
+        n = 60 + rand() % 400;
+        b.len = 0;
+
+        for (k = 0; k < n; k++) {
+            adds(&b, tok[rand() % 3 ? (size_t) rand() % 7
+                                    : (size_t) rand() % (sizeof(tok) / sizeof(tok[0]))]);
+        }
+
+        adds(&b, "\x1b(B\x1b)B\x1b*B\x1b+B\x0f");
+
+        snprintf(desc, sizeof(desc), "skip lines seed %d (%ux%u)", i, cols,
+                 rows);
+
+        /* in one piece (the skip applies), and in pieces */
+        if (!check_quiet(desc, cols, rows, b.p, b.len, 0)
+            || !check_quiet(desc, cols, rows, b.p, b.len, i))
+        {
+            bad++;
+        }
+    }
+
+    ok(bad == 0, "400 random line-heavy streams round-trip (%d bad)", bad);
+    free(b.p);
+}
+
+
 int
 main(void)
 {
@@ -1190,6 +1310,7 @@ main(void)
     test_geometry();
     test_fuzz();
     test_fast_text();
+    test_skip_lines();
 
     if (access("/usr/bin/vim", X_OK) == 0) {
         test_capture("captured vim session (script)",
