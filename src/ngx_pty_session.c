@@ -16,6 +16,7 @@
 
 #define NGX_PTY_READ_BUDGET     4           /* chunks per turn, then yield */
 #define NGX_PTY_SCREEN_BUDGET   (256 * 1024)
+#define NGX_PTY_FOLD_CHUNK      (4 * NGX_PTY_READ_CHUNK)
 #define NGX_PTY_DRAIN_GRACE     300         /* ms for output after exit */
 #define NGX_PTY_INPUT_MAX       (1024 * 1024)
 
@@ -710,12 +711,52 @@ ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd, ngx_pid_t child)
 }
 
 
+/*
+ * Reads what the terminal has, up to one frame: a PTY read returns at most
+ * a tty buffer (4 KiB), so a busy terminal's output is gathered into one
+ * frame for the clients and the screen model; a keystroke's echo still
+ * goes out at once, ended by EAGAIN.
+ */
+static ssize_t
+ngx_pty_session_read_frame(ngx_fd_t fd, u_char *buf, size_t size,
+    ngx_uint_t *again, ngx_uint_t *eof)
+{
+    size_t   len;
+    ssize_t  n;
+
+    for (len = 0; len < size; /* void */ ) {
+        n = read(fd, buf + len, size - len);
+
+        if (n > 0) {
+            len += n;
+            continue;
+        }
+
+        if (n == -1 && ngx_errno == NGX_EINTR) {
+            continue;
+        }
+
+        if (n == -1 && ngx_errno == NGX_EAGAIN) {
+            *again = 1;
+
+        } else {
+            /* EIO: every holder of the slave side is gone */
+            *eof = 1;
+        }
+
+        break;
+    }
+
+    return len;
+}
+
+
 static void
 ngx_pty_session_read_handler(ngx_event_t *rev)
 {
     u_char                 buf[NGX_PTY_READ_CHUNK];
-    ssize_t                n;
-    ngx_uint_t             i, got;
+    size_t                 n;
+    ngx_uint_t             i, got, again, eof;
     ngx_connection_t      *c;
     ngx_pty_frame_t       *f;
     ngx_pty_session_t     *s;
@@ -725,8 +766,10 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
     s = c->data;
     sh = s->sh;
     got = 0;
+    again = 0;
+    eof = 0;
 
-    for (i = 0; i < NGX_PTY_READ_BUDGET; i++) {
+    for (i = 0; i < NGX_PTY_READ_BUDGET && !again && !eof; i++) {
 
         if (sh->ring->head - s->screen_off > sh->ring->size / 2) {
             /* the screen model must not fall out of the ring: wait for it */
@@ -734,49 +777,38 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
             break;
         }
 
-        n = read(c->fd, buf, sizeof(buf));
+        n = ngx_pty_session_read_frame(c->fd, buf, sizeof(buf), &again, &eof);
 
-        if (n > 0) {
-            ngx_pty_shm_lock(sh);
-            f = ngx_pty_ring_append(sh, NGX_PTY_FRAME_OUTPUT, 0, buf, n);
-            ngx_pty_scroll_append(sh->scroll, buf, n);
-            sh->last_output = f ? f->seq : sh->last_output;
-            sh->active = ngx_time();
-            ngx_pty_shm_unlock(sh);
-
-            s->frames_since_keyframe++;
-            s->output_since_keyframe = 1;
-            s->last_active = ngx_current_msec;
-            got = 1;
-
-            if (s->frames_since_keyframe
-                >= s->params.keyframe_interval_frames)
-            {
-                /* at most keyframe_interval_frames Outputs between two */
-                ngx_pty_session_keyframe_handler(&s->keyframe);
-            }
-
+        if (n == 0) {
             continue;
         }
 
-        if (n == -1 && ngx_errno == NGX_EAGAIN) {
-            if (ngx_handle_read_event(rev, 0) != NGX_OK) {
-                s->eof = 1;
-            }
+        ngx_pty_shm_lock(sh);
+        f = ngx_pty_ring_append(sh, NGX_PTY_FRAME_OUTPUT, 0, buf, n);
+        ngx_pty_scroll_append(sh->scroll, buf, n);
+        sh->last_output = f ? f->seq : sh->last_output;
+        sh->active = ngx_time();
+        ngx_pty_shm_unlock(sh);
 
-            break;
+        s->frames_since_keyframe++;
+        s->output_since_keyframe = 1;
+        s->last_active = ngx_current_msec;
+        got = 1;
+
+        if (s->frames_since_keyframe >= s->params.keyframe_interval_frames) {
+            /* at most keyframe_interval_frames Outputs between two */
+            ngx_pty_session_keyframe_handler(&s->keyframe);
         }
-
-        if (n == -1 && ngx_errno == NGX_EINTR) {
-            continue;
-        }
-
-        /* EIO: every holder of the slave side is gone */
-        s->eof = 1;
-        break;
     }
 
-    if (i == NGX_PTY_READ_BUDGET) {
+    if (again && ngx_handle_read_event(rev, 0) != NGX_OK) {
+        eof = 1;
+    }
+
+    if (eof) {
+        s->eof = 1;
+
+    } else if (i == NGX_PTY_READ_BUDGET && !again) {
         /* let other sessions and clients have this turn too */
         ngx_post_event(rev, &ngx_posted_events);
     }
@@ -825,14 +857,18 @@ ngx_pty_session_screen_handler(ngx_event_t *ev)
 }
 
 
-/* feeds ring frames into the screen model, behind the clients */
+/*
+ * Feeds ring frames into the screen model, behind the clients: consecutive
+ * Output frames in one piece, so the model sees whole screenfuls of lines
+ * it can skip (ngx_pty_screen.c).
+ */
 static void
 ngx_pty_session_fold(ngx_pty_session_t *s, size_t budget)
 {
-    u_char                 buf[NGX_PTY_READ_CHUNK];
+    u_char                 buf[NGX_PTY_FOLD_CHUNK];
     size_t                 done, len;
-    uint64_t               seq;
-    ngx_uint_t             kind, cols, rows;
+    uint64_t               seq, off;
+    ngx_uint_t             cols, rows, resize;
     ngx_pty_frame_t       *f;
     ngx_pty_session_sh_t  *sh;
 
@@ -843,6 +879,11 @@ ngx_pty_session_fold(ngx_pty_session_t *s, size_t budget)
     }
 
     for (done = 0; done < budget; /* void */ ) {
+        len = 0;
+        resize = 0;
+        seq = s->screen_seq;
+        cols = 0;
+        rows = 0;
 
         ngx_pty_shm_lock(sh);
 
@@ -851,30 +892,45 @@ ngx_pty_session_fold(ngx_pty_session_t *s, size_t budget)
             s->screen_off = sh->ring->tail;
         }
 
-        do {
-            f = ngx_pty_ring_read(sh->ring, &s->screen_off);
-        } while (f && f->kind != NGX_PTY_FRAME_OUTPUT
-                 && f->kind != NGX_PTY_FRAME_RESIZE);
+        for (off = s->screen_off;
+             (f = ngx_pty_ring_read(sh->ring, &off)) != NULL;
+             s->screen_off = off)
+        {
+            if (f->kind == NGX_PTY_FRAME_RESIZE) {
+                if (len == 0) {
+                    resize = 1;
+                    seq = f->seq;
+                    cols = f->cols;
+                    rows = f->rows;
+                    s->screen_off = off;
+                }
 
-        if (f == NULL) {
-            ngx_pty_shm_unlock(sh);
-            return;
+                break;
+            }
+
+            if (f->kind != NGX_PTY_FRAME_OUTPUT) {
+                continue;
+            }
+
+            if (len + f->len > sizeof(buf)) {
+                break;
+            }
+
+            ngx_memcpy(buf + len, ngx_pty_frame_data(f), f->len);
+            len += f->len;
+            seq = f->seq;
         }
-
-        kind = f->kind;
-        seq = f->seq;
-        cols = f->cols;
-        rows = f->rows;
-        len = ngx_min(f->len, sizeof(buf));
-        ngx_memcpy(buf, ngx_pty_frame_data(f), len);
 
         ngx_pty_shm_unlock(sh);
 
-        if (kind == NGX_PTY_FRAME_OUTPUT) {
+        if (resize) {
+            (void) ngx_pty_screen_resize(s->screen, cols, rows);
+
+        } else if (len) {
             ngx_pty_screen_feed(s->screen, buf, len);
 
         } else {
-            (void) ngx_pty_screen_resize(s->screen, cols, rows);
+            return;
         }
 
         s->screen_seq = seq;

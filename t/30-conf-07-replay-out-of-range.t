@@ -26,12 +26,14 @@ my $ctl = attach($t, $s);
 $ctl->recv_json(5);
 join_flush($ctl);
 
-# ~3 MB of output: far more than 64k and than 300 frames
-send_input($ctl, "seq 1 400000; echo DONE\r");
+# 400 paced bursts: more frames than the 300 kept (a burst is a frame or
+# more, whatever the reads gather), slow enough for this client to follow
+send_input($ctl, "for i in \$(seq 1 400); do seq 1 200; sleep 0.005; done; "
+    . "echo DONE\r");
 read_output($ctl, qr/\nDONE\r\n.*ready\$ $/s, 20);
 my @seen = seqs($ctl->json_seen);
 my $last = $seen[-1];
-cmp_ok($last, '>', 600, "many frames ($last)");
+cmp_ok($last, ">", 350, "many frames ($last)");
 
 # stale cursor
 my $ws = attach($t, $s);

@@ -107,7 +107,7 @@ is($kf[-1]{payload}{anchor_sequence}, $out[-1]{sequence},
 # by count: a burst, at most 10 Outputs between two keyframes
 
 my (undef, $s2) = api_call($t->port(8081), '/pty/start',
-    { command => 'read -p go? x; seq 1 30000; echo DO""NE; read y',
+    { command => 'read -p go? x; seq 1 120000; echo DO""NE; read y',
       wait_ms => 0 });
 $ws = Test::Nginx::PtyWS->connect(port => $t->port(8081),
     path => $s2->{attach_path});
