@@ -2732,14 +2732,15 @@ typedef struct {
 } ngx_pty_emit_t;
 
 
-static void
-ngx_pty_emit(ngx_pty_emit_t *e, const void *data, size_t n)
+/* room for n more bytes; 0, or -1 when out of memory */
+static int
+ngx_pty_emit_reserve(ngx_pty_emit_t *e, size_t n)
 {
     size_t   cap;
     u_char  *p;
 
     if (e->failed) {
-        return;
+        return -1;
     }
 
     if (e->len + n > e->cap) {
@@ -2748,15 +2749,24 @@ ngx_pty_emit(ngx_pty_emit_t *e, const void *data, size_t n)
 
         if (p == NULL) {
             e->failed = 1;
-            return;
+            return -1;
         }
 
         e->buf = p;
         e->cap = cap;
     }
 
-    memcpy(e->buf + e->len, data, n);
-    e->len += n;
+    return 0;
+}
+
+
+static void
+ngx_pty_emit(ngx_pty_emit_t *e, const void *data, size_t n)
+{
+    if (ngx_pty_emit_reserve(e, n) == 0) {
+        memcpy(e->buf + e->len, data, n);
+        e->len += n;
+    }
 }
 
 
@@ -2775,6 +2785,59 @@ ngx_pty_emitf(ngx_pty_emit_t *e, const char *fmt, int a, int b)
 }
 
 
+/* ";" and a number, without printf: a snapshot writes many */
+static char *
+ngx_pty_put_arg(char *p, unsigned v)
+{
+    char  tmp[10], *t;
+
+    t = tmp + sizeof(tmp);
+
+    do {
+        *--t = (char) ('0' + v % 10);
+        v /= 10;
+    } while (v);
+
+    *p++ = ';';
+
+    while (t < tmp + sizeof(tmp)) {
+        *p++ = *t++;
+    }
+
+    return p;
+}
+
+
+static char *
+ngx_pty_put_str(char *p, const char *str)
+{
+    while (*str) {
+        *p++ = *str++;
+    }
+
+    return p;
+}
+
+
+/* CSI a ; b final (b < 0: CSI a final) */
+static void
+ngx_pty_emit_csi(ngx_pty_emit_t *e, int a, int b, char final)
+{
+    char  buf[32], *p;
+
+    p = ngx_pty_put_arg(buf + 1, (unsigned) a);
+    buf[0] = '\x1b';
+    buf[1] = '[';
+
+    if (b >= 0) {
+        p = ngx_pty_put_arg(p, (unsigned) b);
+    }
+
+    *p++ = final;
+    ngx_pty_emit(e, buf, p - buf);
+}
+
+
 static void
 ngx_pty_emit_move(ngx_pty_emit_t *e, int row, int col)
 {
@@ -2786,18 +2849,18 @@ ngx_pty_emit_move(ngx_pty_emit_t *e, int row, int col)
         if (col - e->col == 1) {
             ngx_pty_emit(e, "\x1b[C", 3);
         } else {
-            ngx_pty_emitf(e, "\x1b[%dC", col - e->col, 0);
+            ngx_pty_emit_csi(e, col - e->col, -1, 'C');
         }
 
     } else if (col == 0) {
         if (row == 0) {
             ngx_pty_emit(e, "\x1b[H", 3);
         } else {
-            ngx_pty_emitf(e, "\x1b[%dH", row + 1, 0);
+            ngx_pty_emit_csi(e, row + 1, -1, 'H');
         }
 
     } else {
-        ngx_pty_emitf(e, "\x1b[%d;%dH", row + 1, col + 1);
+        ngx_pty_emit_csi(e, row + 1, col + 1, 'H');
     }
 
     e->row = row;
@@ -2805,31 +2868,36 @@ ngx_pty_emit_move(ngx_pty_emit_t *e, int row, int col)
 }
 
 
-static size_t
+static char *
 ngx_pty_sgr_color(char *p, const VTermColor *c, int fg)
 {
-    int  base;
+    unsigned  base;
 
     if (fg ? VTERM_COLOR_IS_DEFAULT_FG(c) : VTERM_COLOR_IS_DEFAULT_BG(c)) {
-        return sprintf(p, fg ? ";39" : ";49");
+        return ngx_pty_put_arg(p, fg ? 39 : 49);
     }
 
     base = fg ? 30 : 40;
 
     if (VTERM_COLOR_IS_INDEXED(c)) {
         if (c->indexed.idx < 8) {
-            return sprintf(p, ";%d", base + c->indexed.idx);
+            return ngx_pty_put_arg(p, base + c->indexed.idx);
         }
 
         if (c->indexed.idx < 16) {
-            return sprintf(p, ";%d", base + 60 + c->indexed.idx - 8);
+            return ngx_pty_put_arg(p, base + 60 + c->indexed.idx - 8);
         }
 
-        return sprintf(p, ";%d;5;%d", base + 8, c->indexed.idx);
+        p = ngx_pty_put_arg(p, base + 8);
+        p = ngx_pty_put_arg(p, 5);
+        return ngx_pty_put_arg(p, c->indexed.idx);
     }
 
-    return sprintf(p, ";%d;2;%d;%d;%d", base + 8, c->rgb.red, c->rgb.green,
-                   c->rgb.blue);
+    p = ngx_pty_put_arg(p, base + 8);
+    p = ngx_pty_put_arg(p, 2);
+    p = ngx_pty_put_arg(p, c->rgb.red);
+    p = ngx_pty_put_arg(p, c->rgb.green);
+    return ngx_pty_put_arg(p, c->rgb.blue);
 }
 
 
@@ -2881,25 +2949,25 @@ ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
 
     for (i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
         if (diff & bits[i]) {
-            p += sprintf(p, "%s", ngx_pty_sgr_bit(bits[i], b & bits[i]));
+            p = ngx_pty_put_str(p, ngx_pty_sgr_bit(bits[i], b & bits[i]));
         }
     }
 
     if (diff & NGX_PTY_A_UL) {
-        p += sprintf(p, "%s", ul[(b & NGX_PTY_A_UL) >> NGX_PTY_A_UL_SHIFT]);
+        p = ngx_pty_put_str(p, ul[(b & NGX_PTY_A_UL) >> NGX_PTY_A_UL_SHIFT]);
     }
 
     if (diff & NGX_PTY_A_FONT) {
-        p += sprintf(p, ";%d", 10 + ((b & NGX_PTY_A_FONT)
+        p = ngx_pty_put_arg(p, 10 + ((b & NGX_PTY_A_FONT)
                                      >> NGX_PTY_A_FONT_SHIFT));
     }
 
     if (!ngx_pty_color_eq(&e->pen.fg, &want->fg)) {
-        p += ngx_pty_sgr_color(p, &want->fg, 1);
+        p = ngx_pty_sgr_color(p, &want->fg, 1);
     }
 
     if (!ngx_pty_color_eq(&e->pen.bg, &want->bg)) {
-        p += ngx_pty_sgr_color(p, &want->bg, 0);
+        p = ngx_pty_sgr_color(p, &want->bg, 0);
     }
 
     buf[0] = '[';
@@ -3070,6 +3138,52 @@ ngx_pty_paint_wide_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 }
 
 
+/*
+ * Glyphs that follow the terminal's cursor in its pen, one column each,
+ * without combining marks: their bytes only, straight into the buffer.
+ * The last column stays with ngx_pty_emit_glyph() (a pending wrap).
+ * Returns the column after the run.
+ */
+static unsigned
+ngx_pty_paint_run(ngx_pty_emit_t *e, const ngx_pty_row_t *row, unsigned col,
+    unsigned end)
+{
+    u_char                *p;
+    unsigned               protect;
+    const ngx_pty_cell_t  *c;
+
+    if (ngx_pty_emit_reserve(e, (size_t) (end - col) * 4) != 0) {
+        return col;
+    }
+
+    p = e->buf + e->len;
+    protect = e->protect ? NGX_PTY_A_PROTECT : 0;
+
+    for ( /* void */ ; col < end; col++) {
+        c = &row->cells[col];
+
+        if (c->ch == 0 || c->ch == NGX_PTY_CONT || c->width != 1 || c->ncomb
+            || (c->pen.attr & NGX_PTY_A_PROTECT) != protect
+            || !ngx_pty_pen_eq(&c->pen, &e->pen, NGX_PTY_A_SGR))
+        {
+            break;
+        }
+
+        if (c->ch < 0x80) {
+            *p++ = (u_char) c->ch;
+
+        } else {
+            p += ngx_pty_utf8_put(p, c->ch);
+        }
+    }
+
+    e->len = p - e->buf;
+    e->col = col;
+
+    return col;
+}
+
+
 static void
 ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     int r, int visible)
@@ -3161,7 +3275,7 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
             } else if (end - col == 1) {
                 ngx_pty_emit(e, "\x1b[X", 3);
             } else {
-                ngx_pty_emitf(e, "\x1b[%dX", end - col, 0);
+                ngx_pty_emit_csi(e, end - col, -1, 'X');
             }
 
             col = end - 1;
@@ -3171,6 +3285,17 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
         if (c->width == 2 && col + 1 >= w) {
             ngx_pty_paint_wide_edge(e, s, row, r, col, c);
             continue;
+        }
+
+        if (e->row == r && e->col == (int) col && (int) col < last) {
+            /* not "last" itself: a run never ends a row's output */
+            end = (unsigned) last < row->len ? (unsigned) last : row->len;
+            end = ngx_pty_paint_run(e, row, col, end < w - 1 ? end : w - 1);
+
+            if (end > col) {
+                col = end - 1;
+                continue;
+            }
         }
 
         ngx_pty_emit_glyph(e, s, row, r, col, c);

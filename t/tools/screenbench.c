@@ -198,6 +198,70 @@ bench_vterm(const buf_t *b, size_t size, int cols, int rows)
 }
 
 
+/*
+ * "keyframe" mode: the cost of one snapshot of a full screen, per content
+ * kind and geometry: the median of batches of 200, in microseconds.
+ */
+static void
+bench_keyframes(void)
+{
+    int                 g, k, i, j;
+    size_t              len;
+    double              t, batch[15], tmp;
+    buf_t               b;
+    u_char             *snap;
+    ngx_pty_screen_t   *s;
+    static const int    geo[][2] = { { 120, 30 }, { 250, 80 } };
+    static const char  *names[] = { "plain", "colour", "cjk", "tui" };
+
+    printf("%-8s %8s %10s %10s\n", "content", "geometry", "us", "bytes");
+
+    for (k = 0; k < 4; k++) {
+        for (g = 0; g < 2; g++) {
+            memset(&b, 0, sizeof(b));
+
+            switch (k) {
+            case 0: gen_plain(&b, 1 << 20); break;
+            case 1: gen_ls(&b, 1 << 20); break;
+            case 2: gen_cjk(&b, 1 << 20); break;
+            default: gen_tui(&b, 1 << 20, geo[g][0], geo[g][1]); break;
+            }
+
+            s = ngx_pty_screen_create(geo[g][0], geo[g][1]);
+            ngx_pty_screen_feed(s, b.p, b.len);
+            len = 0;
+
+            for (i = 0; i < 15; i++) {
+                t = now();
+
+                for (j = 0; j < 200; j++) {
+                    snap = ngx_pty_screen_snapshot(s, &len);
+                    free(snap);
+                }
+
+                batch[i] = (now() - t) / 200 * 1e6;
+            }
+
+            for (i = 0; i < 15; i++) {
+                for (j = i + 1; j < 15; j++) {
+                    if (batch[j] < batch[i]) {
+                        tmp = batch[i];
+                        batch[i] = batch[j];
+                        batch[j] = tmp;
+                    }
+                }
+            }
+
+            printf("%-8s %4dx%-3d %10.1f %10zu\n", names[k], geo[g][0],
+                   geo[g][1], batch[7], len);
+
+            ngx_pty_screen_destroy(s);
+            free(b.p);
+        }
+    }
+}
+
+
 int
 main(int argc, char **argv)
 {
@@ -208,6 +272,11 @@ main(int argc, char **argv)
     static const char   *names[] = { "plain 80-char lines", "ls-like colour",
                                      "CJK/emoji", "TUI repaint",
                                      "yes '' (\\r\\n)", "yes (y\\r\\n)" };
+
+    if (argc > 1 && strcmp(argv[1], "keyframe") == 0) {
+        bench_keyframes();
+        return 0;
+    }
 
     size = (size_t) ((argc > 1 ? atof(argv[1]) : 64) * 1024 * 1024);
     only = argc > 2 ? atoi(argv[2]) : -1;
