@@ -91,8 +91,7 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     plcf = st->conf;
 
     sh = ngx_pty_shm_session_create(log, st->command, st->command_len,
-                                    st->cols, st->rows, plcf->ring_size,
-                                    plcf->scroll_size,
+                                    st->cols, st->rows, plcf->scroll_size,
                                     ngx_max(2 * plcf->input_max + 1024,
                                             64 * 1024));
     if (sh == NULL) {
@@ -111,7 +110,7 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     sh->answer_queries = plcf->answer_queries;
     sh->terminate_on_last_controller = plcf->terminate_on_last_controller;
     ngx_pty_ring_limits(sh, plcf->params.replay_buffer_frames,
-                        plcf->ring_max_size);
+                        plcf->ring_size, plcf->ring_max_size);
 
     sh->idle_timeout = plcf->idle_timeout;
     sh->max_age = plcf->max_age;
@@ -555,6 +554,8 @@ ngx_pty_session_append(ngx_pty_session_t *s, ngx_uint_t kind,
 {
     ngx_pty_frame_t  *f;
 
+    ngx_pty_ring_reserve(s->sh, len, 0);
+
     ngx_pty_shm_lock(s->sh);
     f = ngx_pty_ring_append(s->sh, kind, target, json, len);
     ngx_pty_shm_unlock(s->sh);
@@ -714,8 +715,10 @@ static void
 ngx_pty_session_read_handler(ngx_event_t *rev)
 {
     u_char                 buf[NGX_PTY_READ_CHUNK];
+    size_t                 reach;
     ssize_t                n;
     ngx_uint_t             i, got;
+    ngx_pty_ring_t        *ring;
     ngx_connection_t      *c;
     ngx_pty_frame_t       *f;
     ngx_pty_session_t     *s;
@@ -728,7 +731,12 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
 
     for (i = 0; i < NGX_PTY_READ_BUDGET; i++) {
 
-        if (sh->ring->head - s->screen_off > sh->ring->size / 2) {
+        /* the ring grows ahead of appends up to pty_ring_size */
+        ring = sh->ring;
+        reach = ring->grow_failed ? ring->size
+                                  : ngx_max(ring->size, ring->grow_to);
+
+        if (ring->head - s->screen_off > reach / 2) {
             /* the screen model must not fall out of the ring: wait for it */
             s->throttled = 1;
             break;
@@ -737,6 +745,8 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
         n = read(c->fd, buf, sizeof(buf));
 
         if (n > 0) {
+            ngx_pty_ring_reserve(sh, n, n);
+
             ngx_pty_shm_lock(sh);
             f = ngx_pty_ring_append(sh, NGX_PTY_FRAME_OUTPUT, 0, buf, n);
             ngx_pty_scroll_append(sh->scroll, buf, n);
@@ -1107,6 +1117,8 @@ ngx_pty_session_keyframe(ngx_pty_session_t *s, uint32_t target)
 
     ngx_pty_screen_size(s->screen, (unsigned *) &cols, (unsigned *) &rows);
 
+    ngx_pty_ring_reserve(sh, len, 0);
+
     ngx_pty_shm_lock(sh);
 
     f = ngx_pty_ring_append(sh, NGX_PTY_FRAME_KEYFRAME, target, snap, len);
@@ -1354,6 +1366,8 @@ ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
     ngx_pty_session_fold(s, (size_t) -1);
 
     len = ngx_pty_closed_json(buf, sizeof(buf), reason, exit_code, detail);
+
+    ngx_pty_ring_reserve(sh, len, 0);
 
     ngx_pty_shm_lock(sh);
 
@@ -1675,17 +1689,35 @@ ngx_pty_session_forward(ngx_pty_session_t *s, ngx_pty_inbox_t *rec,
 
     sh = s->sh;
 
-    ngx_pty_shm_lock(sh);
+    for ( ;; ) {
+        ngx_pty_shm_lock(sh);
 
-    if (sh->state >= NGX_PTY_STATE_CLOSED) {
+        if (sh->state >= NGX_PTY_STATE_CLOSED) {
+            ngx_pty_shm_unlock(sh);
+            return NGX_DECLINED;
+        }
+
+        rc = ngx_pty_inbox_put(sh, rec, data);
+        owner = sh->owner;
+
         ngx_pty_shm_unlock(sh);
-        return NGX_DECLINED;
+
+        if (rc != NGX_AGAIN) {
+            break;
+        }
+
+        /* the inbox is made or grown only when a request needs it */
+        if (ngx_pty_inbox_grow(sh, sizeof(ngx_pty_inbox_t)
+                                   + ngx_align(rec->len, 8))
+            != NGX_OK)
+        {
+            ngx_log_error(NGX_LOG_ERR, s->log, 0,
+                          "pty: no room in the shared zone for the inbox of "
+                          "session pty-%ui; raise the size in \"pty_zone\"",
+                          sh->name);
+            return NGX_ERROR;
+        }
     }
-
-    rc = ngx_pty_inbox_put(sh, rec, data);
-    owner = sh->owner;
-
-    ngx_pty_shm_unlock(sh);
 
     if (rc != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, s->log, 0,
@@ -1714,7 +1746,7 @@ ngx_pty_session_forward(ngx_pty_session_t *s, ngx_pty_inbox_t *rec,
 static void
 ngx_pty_session_drain_inbox(ngx_pty_session_t *s)
 {
-    u_char                *buf, *p, *last;
+    u_char                *buf, *p, *last, *old;
     size_t                 len;
     ngx_pty_inbox_t        rec;
     ngx_pty_session_sh_t  *sh;
@@ -1743,8 +1775,20 @@ ngx_pty_session_drain_inbox(ngx_pty_session_t *s)
 
     ngx_memcpy(buf, sh->inbox, len);
     sh->inbox_len = 0;
+    old = NULL;
+
+    if (sh->inbox_size > NGX_PTY_INBOX_KEEP) {
+        /* a burst of input does not keep its inbox */
+        old = sh->inbox;
+        sh->inbox = NULL;
+        sh->inbox_size = 0;
+    }
 
     ngx_pty_shm_unlock(sh);
+
+    if (old) {
+        ngx_slab_free(ngx_pty_shm_zone()->shpool, old);
+    }
 
     last = buf + len;
 
@@ -1821,6 +1865,36 @@ ngx_pty_session_sweep_members(ngx_pty_session_t *s)
 
 
 /* our doorbell rang: every session marked for us gets looked at */
+void
+ngx_pty_sessions_stat(ngx_pty_sessions_stat_t *st)
+{
+    ngx_rbtree_node_t  *node;
+    ngx_pty_session_t  *s;
+
+    ngx_memzero(st, sizeof(ngx_pty_sessions_stat_t));
+
+    ngx_pty_local_init();
+
+    if (ngx_pty_local.root == ngx_pty_local.sentinel) {
+        return;
+    }
+
+    for (node = ngx_rbtree_min(ngx_pty_local.root, ngx_pty_local.sentinel);
+         node;
+         node = ngx_rbtree_next(&ngx_pty_local, node))
+    {
+        s = (ngx_pty_session_t *) node;
+
+        st->views++;
+        st->owned += s->owner;
+
+        if (s->screen) {
+            st->screens += ngx_pty_screen_memory(s->screen);
+        }
+    }
+}
+
+
 void
 ngx_pty_sessions_wake(ngx_atomic_uint_t bit)
 {
