@@ -276,22 +276,24 @@ sub ppid_of {
     return $stat =~ /\)\s+\S+\s+(\d+)/ ? $1 : 0;
 }
 
-# the keepers (children of the workers) and the programs they run
+# the keepers (children of the workers' keeper forkers, or of the workers)
+# and the programs they run
 sub keepers {
     my ($workers) = @_;
     my %w = map { $_ => 1 } @$workers;
-    my (%k, %r);
+    my (%parent, %k, %r);
     for my $dir (glob '/proc/[0-9]*') {
         my ($pid) = $dir =~ m{(\d+)$};
-        my $pp = ppid_of($pid);
-        if ($w{$pp}) {
-            $k{$pid} = 1;
-        }
+        $parent{$pid} = ppid_of($pid);
     }
-    for my $dir (glob '/proc/[0-9]*') {
-        my ($pid) = $dir =~ m{(\d+)$};
+    my %forker = map { $_ => 1 } grep { $w{$parent{$_}} } keys %parent;
+    for my $pid (keys %parent) {
+        $k{$pid} = 1 if ($w{$parent{$pid}} || $forker{$parent{$pid}})
+            && cmdline($pid) =~ /pty session keeper/;
+    }
+    for my $pid (keys %parent) {
         $r{child_pss} += proc_kib($pid, 'smaps_rollup', 'Pss') * 1024
-            if $k{ppid_of($pid)};
+            if $k{$parent{$pid}};
     }
     for my $pid (keys %k) {
         $r{pss} += proc_kib($pid, 'smaps_rollup', 'Pss') * 1024;
@@ -300,6 +302,14 @@ sub keepers {
     $r{n} = keys %k;
     $r{$_} //= 0 for qw/pss pte child_pss/;
     return %r;
+}
+
+sub cmdline {
+    my ($pid) = @_;
+    open my $fh, '<', "/proc/$pid/cmdline" or return '';
+    my $line = <$fh> // '';
+    $line =~ tr/\0/ /;
+    return $line;
 }
 
 sub keepers_left {
