@@ -1913,7 +1913,14 @@ ngx_pty_sessions_wake(ngx_atomic_uint_t bit)
         next = ngx_rbtree_next(&ngx_pty_local, node);
         s = (ngx_pty_session_t *) node;
 
-        if (__sync_fetch_and_and(&s->sh->wake_mask, ~bit) & bit) {
+        /*
+         * A plain load first: the walk covers every session this worker
+         * knows, and a locked operation on each would cost a cache line
+         * taken from the other workers, for sessions that were not rung.
+         */
+        if ((s->sh->wake_mask & bit)
+            && (__sync_fetch_and_and(&s->sh->wake_mask, ~bit) & bit))
+        {
             if (s->owner) {
                 ngx_pty_session_drain_inbox(s);
             }
