@@ -733,8 +733,7 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
 
         /* the ring grows ahead of appends up to pty_ring_size */
         ring = sh->ring;
-        reach = ring->grow_failed ? ring->size
-                                  : ngx_max(ring->size, ring->grow_to);
+        reach = ngx_pty_ring_reach(ring);
 
         if (ring->head - s->screen_off > reach / 2) {
             /* the screen model must not fall out of the ring: wait for it */
@@ -1864,7 +1863,6 @@ ngx_pty_session_sweep_members(ngx_pty_session_t *s)
 }
 
 
-/* our doorbell rang: every session marked for us gets looked at */
 void
 ngx_pty_sessions_stat(ngx_pty_sessions_stat_t *st)
 {
@@ -1895,6 +1893,7 @@ ngx_pty_sessions_stat(ngx_pty_sessions_stat_t *st)
 }
 
 
+/* our doorbell rang: every session marked for us gets looked at */
 void
 ngx_pty_sessions_wake(ngx_atomic_uint_t bit)
 {

@@ -641,6 +641,26 @@ ngx_pty_ring_may_grow(ngx_pty_ring_t *ring)
 }
 
 
+/* the size the ring will reach by growing freely, without evicting */
+size_t
+ngx_pty_ring_reach(ngx_pty_ring_t *ring)
+{
+    size_t  size;
+
+    size = ring->size;
+
+    if (ring->grow_failed) {
+        return size;
+    }
+
+    while (size < ring->grow_to && size * 2 <= ring->max_size) {
+        size *= 2;
+    }
+
+    return size;
+}
+
+
 /*
  * Moves the ring to data twice its size, keeping every record at its
  * logical offset: a record never crosses a multiple of the old size, and

@@ -313,6 +313,7 @@ ngx_pty_frame_t *ngx_pty_ring_append(ngx_pty_session_sh_t *s,
     ngx_uint_t kind, uint32_t target, const u_char *data, size_t len);
 void ngx_pty_ring_limits(ngx_pty_session_sh_t *s, ngx_uint_t min_frames,
     size_t grow_to, size_t max_size);
+size_t ngx_pty_ring_reach(ngx_pty_ring_t *ring);
 /* room for a frame of len and as many scrollback bytes; no lock held */
 void ngx_pty_ring_reserve(ngx_pty_session_sh_t *s, size_t len,
     size_t scroll);

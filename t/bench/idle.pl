@@ -10,7 +10,7 @@
 #   IDLE_SESSIONS  sessions (10000)
 #   IDLE_CLIENTS   API clients starting, writing and killing at once (8)
 #   IDLE_CHECK     sessions that must answer a command (all)
-#   IDLE_RUNS      rounds of start / measure / kill (1; the figures are
+#   IDLE_RUNS      rounds of start / measure / kill (3; the figures are
 #                  min/median/max over them)
 #
 # 10,000 sessions are 20,000 processes (a keeper and bash each), as many
@@ -33,7 +33,7 @@ use Time::HiRes qw(time sleep);
 my $n = $ENV{IDLE_SESSIONS} // 10000;
 my $clients = $ENV{IDLE_CLIENTS} // 8;
 my $check = $ENV{IDLE_CHECK} // $n;
-my $runs = $ENV{IDLE_RUNS} // 1;
+my $runs = $ENV{IDLE_RUNS} // 3;
 my $target = 128 * 1024;
 
 $clients = $n if $clients > $n;
