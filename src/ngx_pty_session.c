@@ -563,8 +563,11 @@ ngx_pty_session_append(ngx_pty_session_t *s, ngx_uint_t kind,
     if (f == NULL) {
         ngx_log_error(NGX_LOG_ERR, s->log, 0,
                       "pty: frame of %uz bytes does not fit the ring of "
-                      "session pty-%ui; raise \"pty_ring_size\"",
-                      len, s->sh->name);
+                      "session pty-%ui; raise %s",
+                      len, s->sh->name,
+                      s->sh->ring->grow_failed
+                      ? "the size in \"pty_zone\""
+                      : "\"pty_ring_max_size\"");
         return NULL;
     }
 
@@ -1134,8 +1137,10 @@ ngx_pty_session_keyframe(ngx_pty_session_t *s, uint32_t target)
     if (f == NULL) {
         ngx_log_error(NGX_LOG_ERR, s->log, 0,
                       "pty: keyframe of %uz bytes does not fit the ring of "
-                      "session pty-%ui; raise \"pty_ring_size\"",
-                      len, sh->name);
+                      "session pty-%ui; raise %s",
+                      len, sh->name,
+                      sh->ring->grow_failed ? "the size in \"pty_zone\""
+                                            : "\"pty_ring_max_size\"");
         return NULL;
     }
 

@@ -814,9 +814,15 @@ ngx_pty_ring_reserve(ngx_pty_session_sh_t *s, size_t len, size_t scroll)
     /* a pad may take up to a record's size at the end of a lap */
     need = 2 * ngx_pty_ring_need(len);
 
-    /* looked at without the lock first: growing is rare */
-    while (ring->head + need - ring->tail > ring->size
-           && ngx_pty_ring_may_grow(ring))
+    /*
+     * Looked at without the lock first: growing is rare.  A frame larger
+     * than half the ring (a Keyframe of a large screen) grows it whatever
+     * it holds, as ngx_pty_ring_append() would.
+     */
+    while ((ring->head + need - ring->tail > ring->size
+            && ngx_pty_ring_may_grow(ring))
+           || (need / 2 > ring->size / 2 && !ring->grow_failed
+               && ring->size * 2 <= ring->max_size))
     {
         size = ring->size;
 
