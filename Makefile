@@ -3,7 +3,9 @@
 #   make            build build/ngx_pty_module.so against Debian's nginx-dev
 #   make run        start the demo nginx on 127.0.0.1:$(PORT) in the foreground
 #   make test       build, then run the whole test suite (prove -r t/)
-#   make bench      run the benchmarks in t/bench
+#   make bench      run the benchmarks in t/bench (the last: make idle)
+#   make idle       10,000 idle sessions: memory per session, all usable
+#                   (IDLE_SESSIONS to change the number)
 #   make load       500 sessions, 2,000 clients, every frame checked
 #   make load       the multi-worker load test (t/bench/load.pl)
 #
@@ -27,7 +29,7 @@ TOOL_BINS := $(BUILD)/vtcompare $(BUILD)/screenbench
 BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench $(BUILD)/wsload
 TOOL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Isrc
 
-.PHONY: all deps run test unit bench load clean distclean
+.PHONY: all deps run test unit bench idle load clean distclean
 
 all: deps $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
 
@@ -76,6 +78,10 @@ test: all
 
 bench: all $(BENCH_BINS)
 	perl t/bench/run.pl
+	perl t/bench/idle.pl
+
+idle: all
+	perl t/bench/idle.pl
 
 load: all $(BUILD)/wsload
 	perl t/bench/load.pl

@@ -18,6 +18,7 @@
 #include "ngx_pty_api.h"
 #include "ngx_pty_card.h"
 #include "ngx_pty_doorbell.h"
+#include "ngx_pty_keeper.h"
 
 
 static ngx_int_t ngx_pty_attach_handler(ngx_http_request_t *r);
@@ -930,6 +931,10 @@ ngx_pty_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static ngx_int_t
 ngx_pty_init_process(ngx_cycle_t *cycle)
 {
+    if (ngx_pty_shm_zone() && ngx_pty_keeper_forker_start(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_pty_doorbell_init(cycle);
 }
 
@@ -941,6 +946,7 @@ ngx_pty_exit_process(ngx_cycle_t *cycle)
     ngx_pty_sessions_shutdown(cycle);
     ngx_pty_doorbell_orphans();
     ngx_pty_doorbell_exit();
+    ngx_pty_keeper_forker_stop();
 }
 
 

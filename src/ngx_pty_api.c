@@ -94,6 +94,7 @@ static ngx_int_t ngx_pty_api_write_input(ngx_http_request_t *r,
 static ngx_int_t ngx_pty_api_kill(ngx_http_request_t *r, json_t *req);
 static ngx_int_t ngx_pty_api_list(ngx_http_request_t *r, json_t *req);
 static ngx_int_t ngx_pty_api_read(ngx_http_request_t *r, json_t *req);
+static ngx_int_t ngx_pty_api_stat(ngx_http_request_t *r, json_t *req);
 
 static ngx_int_t ngx_pty_api_policy(ngx_http_request_t *r,
     ngx_str_t *command);
@@ -147,6 +148,7 @@ static ngx_pty_api_call_t  ngx_pty_api_calls[] = {
     { ngx_string("kill"), ngx_pty_api_kill },
     { ngx_string("list"), ngx_pty_api_list },
     { ngx_string("read"), ngx_pty_api_read },
+    { ngx_string("status"), ngx_pty_api_stat },
     { ngx_null_string, NULL }
 };
 
@@ -209,7 +211,8 @@ ngx_pty_api_handler(ngx_http_request_t *r)
 
     if (ngx_pty_api_find_call(r) == NULL) {
         return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "unknown_call",
-                                 "calls are start, write, kill, list, read");
+                                 "calls are start, write, kill, list, read, "
+                                 "status");
     }
 
     if (r->method != NGX_HTTP_POST) {
@@ -811,6 +814,43 @@ ngx_pty_api_list(ngx_http_request_t *r, json_t *req)
 
     return ngx_pty_api_send(r, NGX_HTTP_OK,
                             json_pack("{s:o}", "sessions", list));
+}
+
+
+/* the zone's fill and this worker's part: what an operator sizes by */
+static ngx_int_t
+ngx_pty_api_stat(ngx_http_request_t *r, json_t *req)
+{
+    ngx_pty_shm_stat_t       zs;
+    ngx_pty_sessions_stat_t  ws;
+
+    (void) req;
+
+    ngx_pty_shm_stat(&zs);
+    ngx_pty_sessions_stat(&ws);
+
+    return ngx_pty_api_send(r, NGX_HTTP_OK,
+        json_pack("{s:{s:I, s:I, s:I}, s:{s:I, s:I},"
+                  " s:{s:I, s:I, s:I, s:I, s:I},"
+                  " s:{s:i, s:I, s:I, s:I}}",
+                  "zone",
+                  "size", (json_int_t) zs.size,
+                  "used", (json_int_t) zs.used,
+                  "free", (json_int_t) (zs.size - zs.used),
+                  "sessions",
+                  "total", (json_int_t) zs.sessions,
+                  "running", (json_int_t) zs.running,
+                  "buffers",
+                  "ring", (json_int_t) zs.ring,
+                  "ring_used", (json_int_t) zs.ring_used,
+                  "scrollback", (json_int_t) zs.scroll,
+                  "scrollback_used", (json_int_t) zs.scroll_used,
+                  "inbox", (json_int_t) zs.inbox,
+                  "worker",
+                  "pid", (int) ngx_pid,
+                  "sessions", (json_int_t) ws.views,
+                  "owned", (json_int_t) ws.owned,
+                  "screen_bytes", (json_int_t) ws.screens));
 }
 
 

@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/prctl.h>
 
 
 #define NGX_PTY_KEEPER_FD  3
@@ -34,15 +35,226 @@ static int ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child,
     int master);
 
 
-ngx_pid_t
-ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_log_t *log)
+/*
+ * The keeper forker.  A keeper forked from the worker would share every
+ * page of the worker, whose memory grows with its sessions: fork() copies
+ * its page tables, each keeper keeps the old copy of every page the worker
+ * writes after it, and starting and ending sessions gets slower as there
+ * are more.  So at its start each worker forks a forker, still small, that
+ * forks the keepers for it: the worker sends it the spawn request over a
+ * socket pair and gets the keeper's pid and control socket back.  Without
+ * a forker (it could not start, or died) the worker forks keepers itself.
+ */
+
+#define NGX_PTY_FORKER_FD      3
+#define NGX_PTY_FORKER_MAX     65536     /* a request, with the environment */
+#define NGX_PTY_FORKER_ENV     1024
+
+typedef struct {
+    ngx_pty_session_sh_t      *sh;
+    uint32_t                   cols;
+    uint32_t                   rows;
+    ngx_pid_t                  nginx_pid;
+    uint32_t                   nenv;
+    /* then the shell and nenv environment strings, each null-terminated */
+} ngx_pty_forker_req_t;
+
+
+static ngx_socket_t  ngx_pty_forker = (ngx_socket_t) -1;
+
+
+static void ngx_pty_keeper_forker_main(ngx_cycle_t *cycle) ngx_pty_noreturn;
+static ngx_pid_t ngx_pty_keeper_fork(ngx_pty_spawn_t *sp, ngx_socket_t *ctl,
+    ngx_err_t *err);
+static ngx_pid_t ngx_pty_keeper_forker_spawn(ngx_pty_spawn_t *sp,
+    ngx_socket_t *ctl, ngx_log_t *log);
+
+
+ngx_int_t
+ngx_pty_keeper_forker_start(ngx_cycle_t *cycle)
 {
     int        sv[2];
     ngx_pid_t  pid;
 
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                      "pty: socketpair() for the keeper failed");
+        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
+                      "pty: socketpair() for the keeper forker failed; "
+                      "the worker forks keepers itself");
+        return NGX_OK;
+    }
+
+    pid = fork();
+
+    switch (pid) {
+
+    case -1:
+        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
+                      "pty: fork() of the keeper forker failed; "
+                      "the worker forks keepers itself");
+        close(sv[0]);
+        close(sv[1]);
+        return NGX_OK;
+
+    case 0:
+        if (dup2(sv[1], NGX_PTY_FORKER_FD) == -1) {
+            _exit(0);
+        }
+
+        ngx_pty_keeper_forker_main(cycle);
+    }
+
+    close(sv[1]);
+    ngx_pty_forker = sv[0];
+
+    return NGX_OK;
+}
+
+
+void
+ngx_pty_keeper_forker_stop(void)
+{
+    if (ngx_pty_forker != (ngx_socket_t) -1) {
+        /* the forker ends on the end of its socket */
+        close(ngx_pty_forker);
+        ngx_pty_forker = (ngx_socket_t) -1;
+    }
+}
+
+
+ngx_pid_t
+ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_log_t *log)
+{
+    ngx_pid_t  pid;
+    ngx_err_t  err;
+
+    if (ngx_pty_forker != (ngx_socket_t) -1) {
+        pid = ngx_pty_keeper_forker_spawn(sp, ctl, log);
+
+        if (pid != NGX_INVALID_PID || ngx_pty_forker != (ngx_socket_t) -1) {
+            return pid;
+        }
+    }
+
+    pid = ngx_pty_keeper_fork(sp, ctl, &err);
+
+    if (pid == NGX_INVALID_PID) {
+        ngx_log_error(NGX_LOG_ALERT, log, err,
+                      "pty: fork() of the keeper failed");
+    }
+
+    return pid;
+}
+
+
+/*
+ * One request, one answer (the keeper's pid and its control socket).  The
+ * worker waits for the answer: it is a fork() of a small process, shorter
+ * than the fork() of the worker that it replaces.  A forker that is gone
+ * is dropped, and the caller forks itself.
+ */
+static ngx_pid_t
+ngx_pty_keeper_forker_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl,
+    ngx_log_t *log)
+{
+    u_char                *buf, *p;
+    size_t                 len;
+    ssize_t                n;
+    ngx_fd_t               fd;
+    ngx_int_t              rc;
+    ngx_uint_t             i;
+    ngx_pty_forker_req_t   req;
+    ngx_pty_keeper_msg_t   msg;
+
+    len = sizeof(ngx_pty_forker_req_t) + ngx_strlen(sp->shell) + 1;
+
+    for (i = 0; sp->envp[i]; i++) {
+        len += ngx_strlen(sp->envp[i]) + 1;
+    }
+
+    if (len > NGX_PTY_FORKER_MAX || i > NGX_PTY_FORKER_ENV) {
+        /* the worker forks this one itself */
+        return NGX_INVALID_PID;
+    }
+
+    buf = ngx_alloc(len, log);
+    if (buf == NULL) {
+        return NGX_INVALID_PID;
+    }
+
+    req.sh = sp->sh;
+    req.cols = (uint32_t) sp->cols;
+    req.rows = (uint32_t) sp->rows;
+    req.nginx_pid = sp->nginx_pid;
+    req.nenv = (uint32_t) i;
+
+    p = ngx_cpymem(buf, &req, sizeof(ngx_pty_forker_req_t));
+    p = ngx_cpymem(p, sp->shell, ngx_strlen(sp->shell) + 1);
+
+    for (i = 0; sp->envp[i]; i++) {
+        p = ngx_cpymem(p, sp->envp[i], ngx_strlen(sp->envp[i]) + 1);
+    }
+
+    n = send(ngx_pty_forker, buf, len, MSG_NOSIGNAL);
+
+    ngx_free(buf);
+
+    if (n != (ssize_t) len) {
+        goto gone;
+    }
+
+    /* the socket blocks: wait for the answer */
+    do {
+        rc = ngx_pty_keeper_recv(ngx_pty_forker, &msg, &fd, log);
+    } while (rc == NGX_AGAIN);
+
+    if (rc != NGX_OK || msg.type != NGX_PTY_KEEPER_SPAWNED) {
+        goto gone;
+    }
+
+    if (msg.value <= 0 || fd == NGX_INVALID_FILE) {
+        ngx_log_error(NGX_LOG_ALERT, log, (ngx_err_t) -msg.value,
+                      "pty: the keeper forker could not fork a keeper");
+
+        if (fd != NGX_INVALID_FILE) {
+            close(fd);
+        }
+
+        return NGX_INVALID_PID;
+    }
+
+    if (ngx_nonblocking(fd) == -1) {
+        ngx_log_error(NGX_LOG_ALERT, log, ngx_socket_errno,
+                      ngx_nonblocking_n " keeper socket failed");
+        close(fd);
+        kill(msg.value, SIGKILL);
+        return NGX_INVALID_PID;
+    }
+
+    *ctl = fd;
+
+    return (ngx_pid_t) msg.value;
+
+gone:
+
+    ngx_log_error(NGX_LOG_ALERT, log, ngx_socket_errno,
+                  "pty: the keeper forker is gone; the worker forks "
+                  "keepers itself");
+
+    ngx_pty_keeper_forker_stop();
+
+    return NGX_INVALID_PID;
+}
+
+
+/* forks a keeper; no logging: the forker has no log */
+static ngx_pid_t
+ngx_pty_keeper_fork(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_err_t *err)
+{
+    int        sv[2];
+    ngx_pid_t  pid;
+
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
+        *err = ngx_errno;
         return NGX_INVALID_PID;
     }
 
@@ -51,8 +263,7 @@ ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_log_t *log)
     switch (pid) {
 
     case -1:
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                      "pty: fork() of the keeper failed");
+        *err = ngx_errno;
         close(sv[0]);
         close(sv[1]);
         return NGX_INVALID_PID;
@@ -73,8 +284,7 @@ ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_log_t *log)
     close(sv[1]);
 
     if (ngx_nonblocking(sv[0]) == -1) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_socket_errno,
-                      ngx_nonblocking_n " keeper socket failed");
+        *err = ngx_socket_errno;
         close(sv[0]);
         kill(pid, SIGKILL);
         return NGX_INVALID_PID;
@@ -83,6 +293,116 @@ ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_log_t *log)
     *ctl = sv[0];
 
     return pid;
+}
+
+
+/* ---- below: the forker process ---- */
+
+
+static void
+ngx_pty_keeper_forker_main(ngx_cycle_t *cycle)
+{
+    char                   *env[NGX_PTY_FORKER_ENV + 1];
+    u_char                 *buf, *p, *last;
+    ssize_t                 n;
+    ngx_err_t               err;
+    ngx_pid_t               pid;
+    ngx_uint_t              i;
+    ngx_socket_t            ctl;
+    ngx_pty_spawn_t         sp;
+    struct sigaction        sa;
+    ngx_pty_forker_req_t    req;
+
+    ngx_setproctitle("pty keeper forker");
+
+    /* nothing of the worker's but the socket, the zone and stdio */
+    ngx_pty_keeper_close_from(NGX_PTY_FORKER_FD + 1, -1);
+
+    /* the worker's connections: the keepers need not share them */
+    ngx_free(cycle->connections);
+    ngx_free(cycle->read_events);
+    ngx_free(cycle->write_events);
+
+    ngx_pty_keeper_reset_signals(NULL);
+
+    /* keepers are reaped by the kernel; they reset this for themselves */
+    ngx_memzero(&sa, sizeof(struct sigaction));
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    (void) sigaction(SIGCHLD, &sa, NULL);
+
+    buf = malloc(NGX_PTY_FORKER_MAX);
+    if (buf == NULL) {
+        _exit(0);
+    }
+
+    for ( ;; ) {
+        n = recv(NGX_PTY_FORKER_FD, buf, NGX_PTY_FORKER_MAX, 0);
+
+        if (n == -1 && errno == EINTR) {
+            continue;
+        }
+
+        if (n <= 0) {
+            /* the worker is gone */
+            _exit(0);
+        }
+
+        if ((size_t) n < sizeof(ngx_pty_forker_req_t)) {
+            continue;
+        }
+
+        ngx_memcpy(&req, buf, sizeof(ngx_pty_forker_req_t));
+
+        p = buf + sizeof(ngx_pty_forker_req_t);
+        last = buf + n;
+
+        ngx_memzero(&sp, sizeof(ngx_pty_spawn_t));
+        sp.sh = req.sh;
+        sp.command = req.sh->command;
+        sp.cols = req.cols;
+        sp.rows = req.rows;
+        sp.nginx_pid = req.nginx_pid;
+        sp.envp = env;
+
+        for (i = 0; i <= req.nenv && i <= NGX_PTY_FORKER_ENV && p < last; i++)
+        {
+            if (i == 0) {
+                sp.shell = (char *) p;
+
+            } else {
+                env[i - 1] = (char *) p;
+            }
+
+            p = ngx_strlchr(p, last, '\0');
+
+            if (p == NULL) {
+                break;
+            }
+
+            p++;
+        }
+
+        if (p == NULL || i != req.nenv + 1) {
+            (void) ngx_pty_keeper_put(NGX_PTY_FORKER_FD,
+                                      NGX_PTY_KEEPER_SPAWNED, -EINVAL, -1);
+            continue;
+        }
+
+        env[req.nenv] = NULL;
+
+        pid = ngx_pty_keeper_fork(&sp, &ctl, &err);
+
+        if (pid == NGX_INVALID_PID) {
+            (void) ngx_pty_keeper_put(NGX_PTY_FORKER_FD,
+                                      NGX_PTY_KEEPER_SPAWNED, -err, -1);
+            continue;
+        }
+
+        (void) ngx_pty_keeper_put(NGX_PTY_FORKER_FD, NGX_PTY_KEEPER_SPAWNED,
+                                  pid, ctl);
+        close(ctl);
+    }
 }
 
 
@@ -295,9 +615,9 @@ static void
 ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
 {
     int                    ctl, sfd, wfd, lfd, master, status, nfds,
-                           timeout, wi, ci, li;
+                           timeout, wi, ci, li, wstatus, exited;
     int64_t                deadline;
-    ngx_pid_t              child;
+    ngx_pid_t              child, pid;
     sigset_t               set;
     struct pollfd          pfd[4];
     struct winsize         ws;
@@ -314,6 +634,14 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
     ngx_pty_keeper_close_from(NGX_PTY_KEEPER_FD + 1, -1);
 
     (void) setsid();
+
+    /*
+     * What the session's processes leave behind (double-forked daemons)
+     * comes back to the keeper, not to init: the keeper finds everything
+     * of its session among its descendants (ngx_pty_keeper_kill_session).
+     */
+    (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
+    exited = 0;
 
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
@@ -429,7 +757,15 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
                 goto terminate;
             }
 
-            if (waitpid(child, &status, WNOHANG) == child) {
+            /* orphans of the session are ours too (a subreaper) */
+            while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
+                if (pid == child) {
+                    status = wstatus;
+                    exited = 1;
+                }
+            }
+
+            if (exited) {
                 break;
             }
 
@@ -602,31 +938,81 @@ ngx_pty_keeper_watch(ngx_pid_t pid)
 
 /*
  * Signals every process of the child's session (the shell's jobs get
- * their own process groups, so killpg() alone would miss them).
+ * their own process groups, so killpg() alone would miss them).  They are
+ * all descendants of the keeper, a subreaper: walking its tree through
+ * /proc/PID/task/TID/children costs the session's size, where a scan of
+ * /proc would cost every process on the host at each kill.
  */
+#define NGX_PTY_KEEPER_TREE  4096
+
 static void
 ngx_pty_keeper_kill_session(ngx_pid_t sid, int signo)
 {
-    DIR            *dir;
-    ngx_pid_t       pid;
+    int             fd;
+    char           *p, *last;
+    ssize_t         n;
+    ngx_pid_t       pid, stack[NGX_PTY_KEEPER_TREE];
+    ngx_uint_t      sp;
     struct dirent  *de;
+    DIR            *dir;
+    char            path[320], buf[4096];
 
     (void) kill(-sid, signo);
 
-    dir = opendir("/proc");
-    if (dir == NULL) {
-        return;
-    }
+    stack[0] = getpid();
+    sp = 1;
 
-    while ((de = readdir(dir)) != NULL) {
-        pid = atoi(de->d_name);
+    while (sp) {
+        pid = stack[--sp];
 
-        if (pid > 0 && pid != getpid() && getsid(pid) == sid) {
-            (void) kill(pid, signo);
+        (void) snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
+
+        dir = opendir(path);
+        if (dir == NULL) {
+            continue;
         }
-    }
 
-    closedir(dir);
+        while ((de = readdir(dir)) != NULL) {
+            if (de->d_name[0] == '.') {
+                continue;
+            }
+
+            (void) snprintf(path, sizeof(path), "/proc/%d/task/%s/children",
+                            (int) pid, de->d_name);
+
+            fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd == -1) {
+                continue;
+            }
+
+            n = read(fd, buf, sizeof(buf) - 1);
+            (void) close(fd);
+
+            if (n <= 0) {
+                continue;
+            }
+
+            buf[n] = '\0';
+            last = buf + n;
+
+            for (p = buf; p < last; p++) {
+                pid = (ngx_pid_t) strtol(p, &p, 10);
+
+                if (pid <= 0 || getsid(pid) != sid) {
+                    /* another session's: nothing of ours below it */
+                    continue;
+                }
+
+                (void) kill(pid, signo);
+
+                if (sp < NGX_PTY_KEEPER_TREE) {
+                    stack[sp++] = pid;
+                }
+            }
+        }
+
+        (void) closedir(dir);
+    }
 }
 
 

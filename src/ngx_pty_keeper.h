@@ -25,7 +25,9 @@ typedef enum {
     NGX_PTY_KEEPER_EXIT,           /* value: wait status */
     NGX_PTY_KEEPER_FAILED,         /* value: errno of forkpty/exec */
     NGX_PTY_KEEPER_KILL,           /* worker -> keeper: end the child */
-    NGX_PTY_KEEPER_TERMINATE       /* worker -> keeper: nginx stops */
+    NGX_PTY_KEEPER_TERMINATE,      /* worker -> keeper: nginx stops */
+    NGX_PTY_KEEPER_SPAWNED         /* forker -> worker: value: keeper pid
+                                      or -errno; carries its socket */
 } ngx_pty_keeper_msg_e;
 
 
@@ -45,6 +47,10 @@ typedef struct {
     ngx_pid_t                  nginx_pid;   /* the keeper outlives no one */
 } ngx_pty_spawn_t;
 
+
+/* the worker's keeper forker: started at its start, ended at its exit */
+ngx_int_t ngx_pty_keeper_forker_start(ngx_cycle_t *cycle);
+void ngx_pty_keeper_forker_stop(void);
 
 ngx_pid_t ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl,
     ngx_log_t *log);

@@ -92,8 +92,7 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     plcf = st->conf;
 
     sh = ngx_pty_shm_session_create(log, st->command, st->command_len,
-                                    st->cols, st->rows, plcf->ring_size,
-                                    plcf->scroll_size,
+                                    st->cols, st->rows, plcf->scroll_size,
                                     ngx_max(2 * plcf->input_max + 1024,
                                             64 * 1024));
     if (sh == NULL) {
@@ -112,7 +111,7 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     sh->answer_queries = plcf->answer_queries;
     sh->terminate_on_last_controller = plcf->terminate_on_last_controller;
     ngx_pty_ring_limits(sh, plcf->params.replay_buffer_frames,
-                        plcf->ring_max_size);
+                        plcf->ring_size, plcf->ring_max_size);
 
     sh->idle_timeout = plcf->idle_timeout;
     sh->max_age = plcf->max_age;
@@ -556,6 +555,8 @@ ngx_pty_session_append(ngx_pty_session_t *s, ngx_uint_t kind,
 {
     ngx_pty_frame_t  *f;
 
+    ngx_pty_ring_reserve(s->sh, len, 0);
+
     ngx_pty_shm_lock(s->sh);
     f = ngx_pty_ring_append(s->sh, kind, target, json, len);
     ngx_pty_shm_unlock(s->sh);
@@ -563,8 +564,11 @@ ngx_pty_session_append(ngx_pty_session_t *s, ngx_uint_t kind,
     if (f == NULL) {
         ngx_log_error(NGX_LOG_ERR, s->log, 0,
                       "pty: frame of %uz bytes does not fit the ring of "
-                      "session pty-%ui; raise \"pty_ring_size\"",
-                      len, s->sh->name);
+                      "session pty-%ui; raise %s",
+                      len, s->sh->name,
+                      s->sh->ring->grow_failed
+                      ? "the size in \"pty_zone\""
+                      : "\"pty_ring_max_size\"");
         return NULL;
     }
 
@@ -751,14 +755,44 @@ ngx_pty_session_read_frame(ngx_fd_t fd, u_char *buf, size_t size,
 }
 
 
+/*
+ * Output frames for what was read (the caller holds the session lock); a
+ * ring the full zone could not grow takes it in smaller frames.  Returns
+ * the last frame's sequence, 0 if none could be kept.
+ */
+static uint64_t
+ngx_pty_session_append_output(ngx_pty_session_sh_t *sh, u_char *buf,
+    size_t n)
+{
+    size_t            k;
+    uint64_t          seq;
+    ngx_pty_frame_t  *f;
+
+    for (seq = 0; n; buf += k, n -= k) {
+        k = n;
+
+        while ((f = ngx_pty_ring_append(sh, NGX_PTY_FRAME_OUTPUT, 0, buf, k))
+               == NULL && k > 256)
+        {
+            k /= 2;
+        }
+
+        seq = f ? f->seq : seq;
+    }
+
+    return seq;
+}
+
+
 static void
 ngx_pty_session_read_handler(ngx_event_t *rev)
 {
     u_char                 buf[NGX_PTY_READ_CHUNK];
-    size_t                 n;
+    size_t                 n, reach;
+    uint64_t               seq;
     ngx_uint_t             i, got, again, eof;
+    ngx_pty_ring_t        *ring;
     ngx_connection_t      *c;
-    ngx_pty_frame_t       *f;
     ngx_pty_session_t     *s;
     ngx_pty_session_sh_t  *sh;
 
@@ -771,7 +805,11 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
 
     for (i = 0; i < NGX_PTY_READ_BUDGET && !again && !eof; i++) {
 
-        if (sh->ring->head - s->screen_off > sh->ring->size / 2) {
+        /* the ring grows ahead of appends up to pty_ring_size */
+        ring = sh->ring;
+        reach = ngx_pty_ring_reach(ring);
+
+        if (ring->head - s->screen_off > reach / 2) {
             /* the screen model must not fall out of the ring: wait for it */
             s->throttled = 1;
             break;
@@ -783,10 +821,12 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
             continue;
         }
 
+        ngx_pty_ring_reserve(sh, n, n);
+
         ngx_pty_shm_lock(sh);
-        f = ngx_pty_ring_append(sh, NGX_PTY_FRAME_OUTPUT, 0, buf, n);
+        seq = ngx_pty_session_append_output(sh, buf, n);
         ngx_pty_scroll_append(sh->scroll, buf, n);
-        sh->last_output = f ? f->seq : sh->last_output;
+        sh->last_output = seq ? seq : sh->last_output;
         sh->active = ngx_time();
         ngx_pty_shm_unlock(sh);
 
@@ -1163,6 +1203,8 @@ ngx_pty_session_keyframe(ngx_pty_session_t *s, uint32_t target)
 
     ngx_pty_screen_size(s->screen, (unsigned *) &cols, (unsigned *) &rows);
 
+    ngx_pty_ring_reserve(sh, len, 0);
+
     ngx_pty_shm_lock(sh);
 
     f = ngx_pty_ring_append(sh, NGX_PTY_FRAME_KEYFRAME, target, snap, len);
@@ -1179,8 +1221,10 @@ ngx_pty_session_keyframe(ngx_pty_session_t *s, uint32_t target)
     if (f == NULL) {
         ngx_log_error(NGX_LOG_ERR, s->log, 0,
                       "pty: keyframe of %uz bytes does not fit the ring of "
-                      "session pty-%ui; raise \"pty_ring_size\"",
-                      len, sh->name);
+                      "session pty-%ui; raise %s",
+                      len, sh->name,
+                      sh->ring->grow_failed ? "the size in \"pty_zone\""
+                                            : "\"pty_ring_max_size\"");
         return NULL;
     }
 
@@ -1410,6 +1454,8 @@ ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
     ngx_pty_session_fold(s, (size_t) -1);
 
     len = ngx_pty_closed_json(buf, sizeof(buf), reason, exit_code, detail);
+
+    ngx_pty_ring_reserve(sh, len, 0);
 
     ngx_pty_shm_lock(sh);
 
@@ -1731,17 +1777,35 @@ ngx_pty_session_forward(ngx_pty_session_t *s, ngx_pty_inbox_t *rec,
 
     sh = s->sh;
 
-    ngx_pty_shm_lock(sh);
+    for ( ;; ) {
+        ngx_pty_shm_lock(sh);
 
-    if (sh->state >= NGX_PTY_STATE_CLOSED) {
+        if (sh->state >= NGX_PTY_STATE_CLOSED) {
+            ngx_pty_shm_unlock(sh);
+            return NGX_DECLINED;
+        }
+
+        rc = ngx_pty_inbox_put(sh, rec, data);
+        owner = sh->owner;
+
         ngx_pty_shm_unlock(sh);
-        return NGX_DECLINED;
+
+        if (rc != NGX_AGAIN) {
+            break;
+        }
+
+        /* the inbox is made or grown only when a request needs it */
+        if (ngx_pty_inbox_grow(sh, sizeof(ngx_pty_inbox_t)
+                                   + ngx_align(rec->len, 8))
+            != NGX_OK)
+        {
+            ngx_log_error(NGX_LOG_ERR, s->log, 0,
+                          "pty: no room in the shared zone for the inbox of "
+                          "session pty-%ui; raise the size in \"pty_zone\"",
+                          sh->name);
+            return NGX_ERROR;
+        }
     }
-
-    rc = ngx_pty_inbox_put(sh, rec, data);
-    owner = sh->owner;
-
-    ngx_pty_shm_unlock(sh);
 
     if (rc != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, s->log, 0,
@@ -1770,7 +1834,7 @@ ngx_pty_session_forward(ngx_pty_session_t *s, ngx_pty_inbox_t *rec,
 static void
 ngx_pty_session_drain_inbox(ngx_pty_session_t *s)
 {
-    u_char                *buf, *p, *last;
+    u_char                *buf, *p, *last, *old;
     size_t                 len;
     ngx_pty_inbox_t        rec;
     ngx_pty_session_sh_t  *sh;
@@ -1799,8 +1863,20 @@ ngx_pty_session_drain_inbox(ngx_pty_session_t *s)
 
     ngx_memcpy(buf, sh->inbox, len);
     sh->inbox_len = 0;
+    old = NULL;
+
+    if (sh->inbox_size > NGX_PTY_INBOX_KEEP) {
+        /* a burst of input does not keep its inbox */
+        old = sh->inbox;
+        sh->inbox = NULL;
+        sh->inbox_size = 0;
+    }
 
     ngx_pty_shm_unlock(sh);
+
+    if (old) {
+        ngx_slab_free(ngx_pty_shm_zone()->shpool, old);
+    }
 
     last = buf + len;
 
@@ -1876,6 +1952,36 @@ ngx_pty_session_sweep_members(ngx_pty_session_t *s)
 }
 
 
+void
+ngx_pty_sessions_stat(ngx_pty_sessions_stat_t *st)
+{
+    ngx_rbtree_node_t  *node;
+    ngx_pty_session_t  *s;
+
+    ngx_memzero(st, sizeof(ngx_pty_sessions_stat_t));
+
+    ngx_pty_local_init();
+
+    if (ngx_pty_local.root == ngx_pty_local.sentinel) {
+        return;
+    }
+
+    for (node = ngx_rbtree_min(ngx_pty_local.root, ngx_pty_local.sentinel);
+         node;
+         node = ngx_rbtree_next(&ngx_pty_local, node))
+    {
+        s = (ngx_pty_session_t *) node;
+
+        st->views++;
+        st->owned += s->owner;
+
+        if (s->screen) {
+            st->screens += ngx_pty_screen_memory(s->screen);
+        }
+    }
+}
+
+
 /* our doorbell rang: every session marked for us gets looked at */
 void
 ngx_pty_sessions_wake(ngx_atomic_uint_t bit)
@@ -1895,7 +2001,14 @@ ngx_pty_sessions_wake(ngx_atomic_uint_t bit)
         next = ngx_rbtree_next(&ngx_pty_local, node);
         s = (ngx_pty_session_t *) node;
 
-        if (__sync_fetch_and_and(&s->sh->wake_mask, ~bit) & bit) {
+        /*
+         * A plain load first: the walk covers every session this worker
+         * knows, and a locked operation on each would cost a cache line
+         * taken from the other workers, for sessions that were not rung.
+         */
+        if ((s->sh->wake_mask & bit)
+            && (__sync_fetch_and_and(&s->sh->wake_mask, ~bit) & bit))
+        {
             if (s->owner) {
                 ngx_pty_session_drain_inbox(s);
             }

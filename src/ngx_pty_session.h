@@ -129,6 +129,14 @@ u_char *ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len);
 size_t ngx_pty_closed_json(u_char *buf, size_t size, ngx_uint_t reason,
     ngx_int_t exit_code, const char *detail);
 
+/* this worker's part, for the API's status call */
+typedef struct {
+    size_t                     views;       /* sessions it has a view of */
+    size_t                     owned;       /* whose terminal it runs */
+    size_t                     screens;     /* screen models, bytes */
+} ngx_pty_sessions_stat_t;
+
+void ngx_pty_sessions_stat(ngx_pty_sessions_stat_t *st);
 void ngx_pty_sessions_shutdown(ngx_cycle_t *cycle);
 void ngx_pty_sessions_wake(ngx_atomic_uint_t bit);
 void ngx_pty_sessions_adopt_orphans(void);

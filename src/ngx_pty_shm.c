@@ -97,34 +97,34 @@ ngx_pty_shm_zone(void)
 }
 
 
+/*
+ * A new session takes little of the zone: the record, the command, and
+ * small rings that grow as output arrives (ngx_pty_ring_reserve); the
+ * inbox comes with the first request of another worker.
+ */
 ngx_pty_session_sh_t *
 ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
-    ngx_uint_t cols, ngx_uint_t rows, size_t ring_size, size_t scroll_size,
-    size_t inbox_size)
+    ngx_uint_t cols, ngx_uint_t rows, size_t scroll_size, size_t inbox_max)
 {
-    u_char                *p, *inbox;
+    u_char                *p, *ring, *sc;
+    size_t                 scroll;
     ngx_slab_pool_t       *shpool;
     ngx_pty_shm_t         *sh;
-    ngx_pty_ring_t        *ring;
-    ngx_pty_scroll_t      *sc;
     ngx_pty_session_sh_t  *s;
 
     shpool = ngx_pty_zone.shpool;
     sh = ngx_pty_zone.sh;
 
+    scroll = ngx_min(scroll_size, NGX_PTY_SCROLL_INITIAL);
+
     ngx_shmtx_lock(&shpool->mutex);
 
     s = ngx_slab_calloc_locked(shpool, sizeof(ngx_pty_session_sh_t));
-    ring = ngx_slab_alloc_locked(shpool,
-                                 offsetof(ngx_pty_ring_t, data) + ring_size);
-    sc = ngx_slab_alloc_locked(shpool,
-                               offsetof(ngx_pty_scroll_t, data) + scroll_size);
+    ring = ngx_slab_alloc_locked(shpool, NGX_PTY_RING_INITIAL);
+    sc = ngx_slab_alloc_locked(shpool, scroll);
     p = ngx_slab_alloc_locked(shpool, len + 1);
-    inbox = ngx_slab_alloc_locked(shpool, inbox_size);
 
-    if (s == NULL || ring == NULL || sc == NULL || p == NULL
-        || inbox == NULL)
-    {
+    if (s == NULL || ring == NULL || sc == NULL || p == NULL) {
         if (s) {
             ngx_slab_free_locked(shpool, s);
         }
@@ -141,25 +141,24 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
             ngx_slab_free_locked(shpool, p);
         }
 
-        if (inbox) {
-            ngx_slab_free_locked(shpool, inbox);
-        }
-
         ngx_shmtx_unlock(&shpool->mutex);
 
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "pty: shared zone is full, cannot create a session; "
-                      "raise the size in \"pty_zone\" or lower "
-                      "\"pty_ring_size\"");
+                      "raise the size in \"pty_zone\"");
         return NULL;
     }
 
-    ngx_memzero(ring, offsetof(ngx_pty_ring_t, data));
-    ring->size = ring_size;
-    ring->max_size = ring_size;
+    s->ring = &s->ring_hdr;
+    s->ring->data = ring;
+    s->ring->size = NGX_PTY_RING_INITIAL;
+    s->ring->grow_to = NGX_PTY_RING_INITIAL;
+    s->ring->max_size = NGX_PTY_RING_INITIAL;
 
-    sc->head = 0;
-    sc->size = scroll_size;
+    s->scroll = &s->scroll_hdr;
+    s->scroll->data = sc;
+    s->scroll->size = scroll;
+    s->scroll->max_size = scroll_size;
 
     ngx_memcpy(p, command, len);
     p[len] = '\0';
@@ -174,12 +173,9 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
     s->fresh = 1;
     s->created = ngx_time();
     s->active = s->created;
-    s->ring = ring;
-    s->scroll = sc;
     s->command = p;
     s->command_len = len;
-    s->inbox = inbox;
-    s->inbox_size = inbox_size;
+    s->inbox_max = inbox_max;
     ngx_queue_init(&s->members);
 
     s->node.key = ngx_murmur_hash2(s->id, NGX_PTY_ID_LEN);
@@ -194,6 +190,52 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
     ngx_shmtx_unlock(&shpool->mutex);
 
     return s;
+}
+
+
+/*
+ * The zone's pages in use, and what the sessions hold of them.  Walks
+ * every session under the slab mutex: for an operator's look, not for a
+ * request path.
+ */
+void
+ngx_pty_shm_stat(ngx_pty_shm_stat_t *st)
+{
+    ngx_queue_t           *q;
+    ngx_slab_pool_t       *shpool;
+    ngx_pty_session_sh_t  *s;
+
+    shpool = ngx_pty_zone.shpool;
+
+    ngx_memzero(st, sizeof(ngx_pty_shm_stat_t));
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    st->size = (shpool->last - shpool->pages) << ngx_pagesize_shift;
+    st->used = st->size - (shpool->pfree << ngx_pagesize_shift);
+
+    for (q = ngx_queue_head(&ngx_pty_zone.sh->sessions);
+         q != ngx_queue_sentinel(&ngx_pty_zone.sh->sessions);
+         q = ngx_queue_next(q))
+    {
+        s = ngx_queue_data(q, ngx_pty_session_sh_t, queue);
+
+        st->sessions++;
+        st->running += (s->state < NGX_PTY_STATE_CLOSED);
+
+        /*
+         * Read without the session lock: workers take the slab mutex
+         * inside it (ngx_pty_shm_member_add).  A figure may be a moment
+         * old; the record cannot go while the mutex is held.
+         */
+        st->ring += s->ring->size;
+        st->ring_used += s->ring->head - s->ring->tail;
+        st->scroll += s->scroll->size;
+        st->scroll_used += ngx_min(s->scroll->head, s->scroll->size);
+        st->inbox += s->inbox_size;
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
 }
 
 
@@ -345,10 +387,13 @@ ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool, ngx_pty_session_sh_t *s)
         ngx_slab_free_locked(shpool, m);
     }
 
-    ngx_slab_free_locked(shpool, s->ring);
-    ngx_slab_free_locked(shpool, s->scroll);
+    ngx_slab_free_locked(shpool, s->ring->data);
+    ngx_slab_free_locked(shpool, s->scroll->data);
     ngx_slab_free_locked(shpool, s->command);
-    ngx_slab_free_locked(shpool, s->inbox);
+
+    if (s->inbox) {
+        ngx_slab_free_locked(shpool, s->inbox);
+    }
 
     if (s->api_spill) {
         ngx_slab_free_locked(shpool, s->api_spill);
@@ -427,7 +472,8 @@ ngx_pty_inbox_put(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
     need = sizeof(ngx_pty_inbox_t) + ngx_align(rec->len, 8);
 
     if (s->inbox_len + need > s->inbox_size) {
-        return NGX_DECLINED;
+        return (s->inbox_len + need > s->inbox_max) ? NGX_DECLINED
+                                                    : NGX_AGAIN;
     }
 
     ngx_memcpy(s->inbox + s->inbox_len, rec, sizeof(ngx_pty_inbox_t));
@@ -438,6 +484,60 @@ ngx_pty_inbox_put(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
     }
 
     s->inbox_len += need;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Makes the inbox hold need more bytes.  The slab mutex is never taken
+ * under the session lock (the master takes them the other way round on
+ * shutdown): allocate, then swap under the lock if still needed.
+ */
+ngx_int_t
+ngx_pty_inbox_grow(ngx_pty_session_sh_t *s, size_t need)
+{
+    u_char           *p, *old;
+    size_t            size;
+    ngx_slab_pool_t  *shpool;
+
+    shpool = ngx_pty_zone.shpool;
+
+    ngx_pty_shm_lock(s);
+    size = ngx_max(s->inbox_size, 256);
+    while (size < s->inbox_len + need) {
+        size *= 2;
+    }
+    size = ngx_min(size, s->inbox_max);
+    ngx_pty_shm_unlock(s);
+
+    p = ngx_slab_alloc(shpool, size);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_pty_shm_lock(s);
+
+    if (s->inbox_size >= size) {
+        /* another worker grew it meanwhile */
+        old = p;
+
+    } else {
+        old = s->inbox;
+
+        if (s->inbox_len) {
+            ngx_memcpy(p, s->inbox, s->inbox_len);
+        }
+
+        s->inbox = p;
+        s->inbox_size = size;
+    }
+
+    ngx_pty_shm_unlock(s);
+
+    if (old) {
+        ngx_slab_free(shpool, old);
+    }
 
     return NGX_OK;
 }
@@ -506,9 +606,10 @@ ngx_pty_ring_need(size_t len)
 
 void
 ngx_pty_ring_limits(ngx_pty_session_sh_t *s, ngx_uint_t min_frames,
-    size_t max_size)
+    size_t grow_to, size_t max_size)
 {
-    s->ring->min_frames = min_frames;
+    s->ring->min_frames = (uint32_t) ngx_min(min_frames, 0xffffffff);
+    s->ring->grow_to = grow_to;
     s->ring->max_size = ngx_max(max_size, s->ring->size);
 }
 
@@ -528,26 +629,103 @@ ngx_pty_ring_evict(ngx_pty_ring_t *ring)
 }
 
 
+/* whether the ring may double rather than evict */
+static ngx_uint_t
+ngx_pty_ring_may_grow(ngx_pty_ring_t *ring)
+{
+    if (ring->grow_failed || ring->size * 2 > ring->max_size) {
+        return 0;
+    }
+
+    return ring->size < ring->grow_to || ring->frames < ring->min_frames;
+}
+
+
+/* the size the ring will reach by growing freely, without evicting */
+size_t
+ngx_pty_ring_reach(ngx_pty_ring_t *ring)
+{
+    size_t  size;
+
+    size = ring->size;
+
+    if (ring->grow_failed) {
+        return size;
+    }
+
+    while (size < ring->grow_to && size * 2 <= ring->max_size) {
+        size *= 2;
+    }
+
+    return size;
+}
+
+
 /*
- * Doubles the ring, keeping every record at its logical offset: a record
- * never crosses a multiple of the old size, and multiples of the new size
- * are multiples of the old one, so it crosses none in the new ring either.
- * Readers' cursors stay valid.  Caller holds the session lock; the slab
- * mutex is only tried: the master's shutdown path appends with the slab
- * mutex held, and a session lock must never wait on it.
+ * Moves the ring to data twice its size, keeping every record at its
+ * logical offset: a record never crosses a multiple of the old size, and
+ * multiples of the new size are multiples of the old one, so it crosses
+ * none in the new ring either.  Readers' cursors stay valid.  Caller holds
+ * the session lock; returns the old data, for the caller to free.
+ */
+static u_char *
+ngx_pty_ring_move(ngx_pty_ring_t *ring, u_char *data)
+{
+    u_char    *old;
+    size_t     size, n;
+    uint64_t   off, end;
+
+    size = ring->size * 2;
+
+    for (off = ring->tail; off < ring->head; off += n) {
+        end = ngx_min(ring->head, (off / ring->size + 1) * ring->size);
+        n = end - off;
+        ngx_memcpy(data + off % size, ring->data + off % ring->size, n);
+    }
+
+    old = ring->data;
+    ring->data = data;
+    ring->size = size;
+
+    return old;
+}
+
+
+/* said once per session (grow_failed): the zone or the cap is too small */
+static void
+ngx_pty_ring_warn(ngx_pty_session_sh_t *s, ngx_uint_t zone)
+{
+    if (zone) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "pty: the ring of session pty-%ui stays at %uz bytes "
+                      "and evicts: the shared zone is full; raise the size "
+                      "in \"pty_zone\"", s->name, s->ring->size);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                  "pty: session pty-%ui keeps fewer than %uD frames "
+                  "(replay_buffer_frames): the ring reached "
+                  "\"pty_ring_max_size\"", s->name, s->ring->min_frames);
+}
+
+
+/*
+ * Doubles the ring under the session lock.  The slab mutex is only tried:
+ * the master's shutdown path appends with the slab mutex held, and a
+ * session lock must never wait on it; ngx_pty_ring_reserve() grows with
+ * no lock held beforehand, so this is the exception.
  */
 static ngx_int_t
 ngx_pty_ring_grow(ngx_pty_session_sh_t *s)
 {
-    size_t            size, n;
-    uint64_t          off, end;
-    ngx_pty_ring_t   *old, *ring;
+    u_char           *data;
+    ngx_pty_ring_t   *ring;
     ngx_slab_pool_t  *shpool;
 
-    old = s->ring;
-    size = old->size * 2;
+    ring = s->ring;
 
-    if (size > old->max_size) {
+    if (ring->size * 2 > ring->max_size) {
         return NGX_DECLINED;
     }
 
@@ -557,24 +735,14 @@ ngx_pty_ring_grow(ngx_pty_session_sh_t *s)
         return NGX_DECLINED;
     }
 
-    ring = ngx_slab_alloc_locked(shpool, offsetof(ngx_pty_ring_t, data) + size);
+    data = ngx_slab_alloc_locked(shpool, ring->size * 2);
 
-    if (ring == NULL) {
+    if (data == NULL) {
         ngx_shmtx_unlock(&shpool->mutex);
         return NGX_ERROR;
     }
 
-    ngx_memcpy(ring, old, offsetof(ngx_pty_ring_t, data));
-    ring->size = size;
-
-    for (off = old->tail; off < old->head; off += n) {
-        end = ngx_min(old->head, (off / old->size + 1) * old->size);
-        n = end - off;
-        ngx_memcpy(ring->data + off % size, old->data + off % old->size, n);
-    }
-
-    s->ring = ring;
-    ngx_slab_free_locked(shpool, old);
+    ngx_slab_free_locked(shpool, ngx_pty_ring_move(ring, data));
 
     ngx_shmtx_unlock(&shpool->mutex);
 
@@ -582,47 +750,149 @@ ngx_pty_ring_grow(ngx_pty_session_sh_t *s)
 }
 
 
-/* makes room at the head, growing rather than going below min_frames */
+/* makes room at the head, growing rather than evicting while it may */
 static void
 ngx_pty_ring_make_room(ngx_pty_session_sh_t *s, size_t need)
 {
     ngx_int_t        rc;
     ngx_pty_ring_t  *ring;
 
-    for ( ;; ) {
-        ring = s->ring;
+    ring = s->ring;
 
-        if (ring->head + need - ring->tail <= ring->size) {
-            return;
-        }
+    while (ring->head + need - ring->tail > ring->size) {
 
-        if (ring->frames < ring->min_frames && !ring->grow_failed) {
+        if (ngx_pty_ring_may_grow(ring)) {
             rc = ngx_pty_ring_grow(s);
 
             if (rc == NGX_OK) {
-                continue;
+                return;     /* the end moved: the caller looks again */
             }
 
-            if (rc == NGX_ERROR || ring->size * 2 > ring->max_size) {
-                /* said once per session; the zone or the cap is too small */
+            if (rc == NGX_ERROR) {
                 ring->grow_failed = 1;
-                ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                              "pty: session pty-%ui keeps fewer than %uL "
-                              "frames (replay_buffer_frames): %s",
-                              s->name, ring->min_frames,
-                              rc == NGX_ERROR
-                              ? "the shared zone is full; raise the size "
-                                "in \"pty_zone\""
-                              : "the ring reached \"pty_ring_max_size\"");
+                ngx_pty_ring_warn(s, 1);
             }
         }
 
         if (ring->frames < ring->min_frames) {
+            if (ring->size * 2 > ring->max_size && !ring->grow_failed) {
+                ring->grow_failed = 1;
+                ngx_pty_ring_warn(s, 0);
+            }
+
             ring->evicted++;
         }
 
         ngx_pty_ring_evict(ring);
     }
+}
+
+
+/*
+ * Grows the ring and the scrollback ahead of an append of a frame of len
+ * and of scroll raw bytes, so that the append finds room without evicting
+ * or overwriting while they may still grow.  The allocation is made with
+ * no lock held and swapped in under the session lock; a zone too full for
+ * it leaves them as they are (the ring evicts, the scrollback wraps) and
+ * says so once.  Only the owner writes the scrollback.
+ */
+void
+ngx_pty_ring_reserve(ngx_pty_session_sh_t *s, size_t len, size_t scroll)
+{
+    u_char            *data, *old;
+    size_t             need, size, n;
+    uint64_t           off;
+    ngx_uint_t         warn;
+    ngx_pty_ring_t    *ring;
+    ngx_slab_pool_t   *shpool;
+    ngx_pty_scroll_t  *sc;
+
+    shpool = ngx_pty_zone.shpool;
+    ring = s->ring;
+    sc = s->scroll;
+
+    /* a pad may take up to a record's size at the end of a lap */
+    need = 2 * ngx_pty_ring_need(len);
+
+    /*
+     * Looked at without the lock first: growing is rare.  A frame larger
+     * than half the ring (a Keyframe of a large screen) grows it whatever
+     * it holds, as ngx_pty_ring_append() would.
+     */
+    while ((ring->head + need - ring->tail > ring->size
+            && ngx_pty_ring_may_grow(ring))
+           || (need / 2 > ring->size / 2 && !ring->grow_failed
+               && ring->size * 2 <= ring->max_size))
+    {
+        size = ring->size;
+
+        data = ngx_slab_alloc(shpool, size * 2);
+
+        ngx_pty_shm_lock(s);
+
+        old = data;
+        warn = 0;
+
+        if (data == NULL) {
+            warn = !ring->grow_failed;
+            ring->grow_failed = 1;
+
+        } else if (ring->size == size) {
+            old = ngx_pty_ring_move(ring, data);
+        }
+
+        ngx_pty_shm_unlock(s);
+
+        if (old) {
+            ngx_slab_free(shpool, old);
+        }
+
+        if (warn) {
+            ngx_pty_ring_warn(s, 1);
+        }
+    }
+
+    if (sc->head + scroll <= sc->size || sc->size >= sc->max_size
+        || sc->grow_failed)
+    {
+        return;
+    }
+
+    size = sc->size;
+
+    do {
+        size = ngx_min(size * 2, sc->max_size);
+    } while (size < sc->max_size && sc->head + scroll > size);
+
+    data = ngx_slab_alloc(shpool, size);
+
+    if (data == NULL) {
+        sc->grow_failed = 1;
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "pty: the scrollback of session pty-%ui stays at %uz "
+                      "bytes: the shared zone is full; raise the size in "
+                      "\"pty_zone\"", s->name, sc->size);
+        return;
+    }
+
+    ngx_pty_shm_lock(s);
+
+    /* what is retained keeps its offset */
+    off = (sc->head > sc->size) ? sc->head - sc->size : 0;
+
+    for ( /* void */ ; off < sc->head; off += n) {
+        n = ngx_min(sc->head - off, sc->size - off % sc->size);
+        n = ngx_min(n, size - off % size);
+        ngx_memcpy(data + off % size, sc->data + off % sc->size, n);
+    }
+
+    old = sc->data;
+    sc->data = data;
+    sc->size = size;
+
+    ngx_pty_shm_unlock(s);
+
+    ngx_slab_free(shpool, old);
 }
 
 

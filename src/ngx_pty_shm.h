@@ -50,24 +50,43 @@ typedef struct {
 } ngx_pty_frame_t;
 
 
+/*
+ * The frame ring.  Its header lives in the session record, so its address
+ * never changes; the data is a separate slab allocation that starts small
+ * (NGX_PTY_RING_INITIAL) and doubles as output arrives: freely up to
+ * grow_to (pty_ring_size), further up to max_size (pty_ring_max_size)
+ * only while it holds fewer than min_frames (replay_buffer_frames).
+ */
+#define NGX_PTY_RING_INITIAL  2048
+
 struct ngx_pty_ring_s {
     uint64_t                   head;      /* byte offsets, never wrap */
     uint64_t                   tail;
     uint64_t                   frames;
     size_t                     size;
-    uint64_t                   min_frames;  /* replay_buffer_frames */
+    size_t                     grow_to;     /* pty_ring_size */
     size_t                     max_size;    /* growth stops here */
     uint64_t                   evicted;     /* frames evicted below min */
-    ngx_uint_t                 grow_failed;
-    u_char                     data[1];
+    uint32_t                   min_frames;  /* replay_buffer_frames */
+    uint32_t                   grow_failed;
+    u_char                    *data;
 };
 
 
-/* raw output bytes for the agent API: the scrollback it promises */
+/*
+ * Raw output bytes for the agent API: the scrollback it promises.  Like
+ * the ring it starts small and grows, before any byte is overwritten,
+ * up to max_size (pty_scrollback_size); what it could not keep is counted
+ * as missed by its readers, whatever its size.
+ */
+#define NGX_PTY_SCROLL_INITIAL  1024
+
 typedef struct {
     uint64_t                   head;      /* bytes ever written */
     size_t                     size;
-    u_char                     data[1];
+    size_t                     max_size;
+    ngx_uint_t                 grow_failed;
+    u_char                    *data;
 } ngx_pty_scroll_t;
 
 
@@ -138,10 +157,15 @@ struct ngx_pty_session_sh_s {
     ngx_atomic_t               listen_mask;
     ngx_atomic_t               wake_mask;
 
-    /* requests of other workers for the owner, in order (ngx_pty_inbox_t) */
+    /*
+     * Requests of other workers for the owner, in order (ngx_pty_inbox_t):
+     * allocated on the first one, grown up to inbox_max, given back when
+     * the owner drains a large one.
+     */
     u_char                    *inbox;
     size_t                     inbox_size;
     size_t                     inbox_len;
+    size_t                     inbox_max;
 
     uint64_t                   api_cursor;    /* scrollback offset */
 
@@ -163,8 +187,10 @@ struct ngx_pty_session_sh_s {
     uint32_t                   loc_tag;       /* API location that started
                                                  it (pty_max_sessions) */
 
-    ngx_pty_ring_t            *ring;
-    ngx_pty_scroll_t          *scroll;
+    ngx_pty_ring_t            *ring;        /* &ring_hdr */
+    ngx_pty_scroll_t          *scroll;      /* &scroll_hdr */
+    ngx_pty_ring_t             ring_hdr;
+    ngx_pty_scroll_t           scroll_hdr;
 
     /* settings of the location that started it, for any later owner */
     ngx_pty_params_t           params;
@@ -227,12 +253,27 @@ typedef struct {
 } ngx_pty_zone_t;
 
 
+/* what the zone holds, for the API's status call */
+typedef struct {
+    size_t                     size;        /* slab pages, bytes */
+    size_t                     used;
+    size_t                     sessions;    /* in the table */
+    size_t                     running;     /* not closed yet */
+    size_t                     ring;        /* frame ring data */
+    size_t                     ring_used;
+    size_t                     scroll;      /* scrollback data */
+    size_t                     scroll_used;
+    size_t                     inbox;
+} ngx_pty_shm_stat_t;
+
+
 ngx_int_t ngx_pty_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data);
+void ngx_pty_shm_stat(ngx_pty_shm_stat_t *st);
 ngx_pty_zone_t *ngx_pty_shm_zone(void);
 
 ngx_pty_session_sh_t *ngx_pty_shm_session_create(ngx_log_t *log,
     u_char *command, size_t len, ngx_uint_t cols, ngx_uint_t rows,
-    size_t ring_size, size_t scroll_size, size_t inbox_size);
+    size_t scroll_size, size_t inbox_max);
 ngx_pty_session_sh_t *ngx_pty_shm_session_find(ngx_str_t *id);
 void ngx_pty_shm_session_retain(ngx_pty_session_sh_t *s);
 void ngx_pty_shm_session_release(ngx_pty_session_sh_t *s);
@@ -250,9 +291,17 @@ void ngx_pty_shm_session_unlink(ngx_pty_session_sh_t *s);
 void ngx_pty_shm_lock_recover(ngx_atomic_t *lock);
 ngx_uint_t ngx_pty_pid_alive(ngx_pid_t pid);
 
-/* appends a request for the owner; NGX_DECLINED: full; caller locks */
+/*
+ * Appends a request for the owner; caller locks.  NGX_AGAIN: the inbox
+ * must grow first (unlock, ngx_pty_inbox_grow(), try again); NGX_DECLINED:
+ * it is at inbox_max and full.
+ */
 ngx_int_t ngx_pty_inbox_put(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
     const u_char *data);
+/* caller holds no lock; NGX_ERROR: the zone is full */
+ngx_int_t ngx_pty_inbox_grow(ngx_pty_session_sh_t *s, size_t need);
+/* an inbox larger than this is given back once drained */
+#define NGX_PTY_INBOX_KEEP  4096
 
 ngx_pty_member_t *ngx_pty_shm_member_add(ngx_pty_session_sh_t *s,
     uint32_t client_id, ngx_uint_t role, u_char *label, size_t len);
@@ -263,7 +312,11 @@ uint32_t ngx_pty_shm_next_client_id(void);
 ngx_pty_frame_t *ngx_pty_ring_append(ngx_pty_session_sh_t *s,
     ngx_uint_t kind, uint32_t target, const u_char *data, size_t len);
 void ngx_pty_ring_limits(ngx_pty_session_sh_t *s, ngx_uint_t min_frames,
-    size_t max_size);
+    size_t grow_to, size_t max_size);
+size_t ngx_pty_ring_reach(ngx_pty_ring_t *ring);
+/* room for a frame of len and as many scrollback bytes; no lock held */
+void ngx_pty_ring_reserve(ngx_pty_session_sh_t *s, size_t len,
+    size_t scroll);
 ngx_pty_frame_t *ngx_pty_ring_read(ngx_pty_ring_t *ring, uint64_t *off);
 uint64_t ngx_pty_ring_find(ngx_pty_ring_t *ring, uint64_t after_seq);
 uint64_t ngx_pty_ring_first_seq(ngx_pty_ring_t *ring);

@@ -2,7 +2,9 @@
 
 # A small zone and several workers: starting sessions until the zone is
 # full gives a clear error and a log line naming pty_zone, never a crash;
-# sessions that end give their memory back, so as many start again.
+# sessions that end give their memory back, so as many start again.  An
+# idle session takes a few KiB of the zone: a long command line (kept in
+# the zone) makes each take ~60 KiB, so that 1m fills in a few starts.
 
 use strict;
 use warnings;
@@ -27,7 +29,7 @@ sub fill {
     my (@ids, $err, %by);
     for (1 .. 40) {
         my ($st, $r, $body, $h) = api_call($t->port(8080), '/pty/start',
-            { command => 'exec sleep 60', wait_ms => 0 });
+            { command => 'exec sleep 60 #' . ('x' x 60000), wait_ms => 0 });
         if ($st != 200) { $err = [$st, $r]; last }
         push @ids, $r->{id};
         $by{$h->{'x-pty-worker'}}++;
