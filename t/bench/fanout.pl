@@ -1,0 +1,145 @@
+#!/usr/bin/perl
+
+# Fan-out benchmark: one busy session watched by many clients over two
+# workers.  Run with `make bench` (after run.pl) or on its own; prints a
+# table.
+#
+#   single      one controller alone: wsfanout with no observer
+#   fan-out     the controller and FANOUT_OBSERVERS observers (32), spread
+#               evenly over the two workers; each client's rate as a ratio
+#               to the single rate of the same pair (A/B alternated)
+#   sweep       1, 2, 4, 8, 16, 32 observers, one run each: the rate per
+#               observer by number of observers
+#
+# Every run is "read x; cat FILE" at 120x30, FILE BENCH_MIB (32) MiB of
+# text; wsfanout checks that every client got the controller's bytes,
+# exactly, with no Error frame and one Closed.  FANOUT_TSV=file also writes
+# the sweep as tab-separated values (observers, min, median MB/s).
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More;
+use Test::Nginx;
+use Test::Nginx::Pty;
+
+my $root = "$FindBin::Bin/../..";
+my $wsfanout = "$root/build/wsfanout";
+my $runs = $ENV{BENCH_RUNS} // 3;
+my $mib = $ENV{BENCH_MIB} // 32;
+my $observers = $ENV{FANOUT_OBSERVERS} // 32;
+my @sweep = (1, 2, 4, 8, 16, 32);
+
+-x $wsfanout or die "build t/bench first (make bench)\n";
+
+my $t = pty_nginx(workers => 2, reuseport => 1, zone => '256m',
+    extra_loc => 'pty_closed_linger 1s; pty_max_observers 64;');
+$t->run();
+
+my $file = $t->testdir . '/plain.txt';
+make_input($file);
+
+my (@single, @ratio_min, @ratio_med, @fan_min, @fan_med);
+
+for (1 .. $runs) {
+    my ($one) = fanout(0);
+    my @all = fanout($observers);
+    push @single, $one;
+    push @fan_min, (sort { $a <=> $b } @all)[0];
+    push @fan_med, median(@all);
+    push @ratio_min, $fan_min[-1] / $one;
+    push @ratio_med, $fan_med[-1] / $one;
+}
+
+my @rows;
+for my $n (@sweep) {
+    my @all = fanout($n);
+    shift @all;     # the controller
+    push @rows, [$n, (sort { $a <=> $b } @all)[0], median(@all)];
+}
+
+$t->stop();
+done_testing();
+
+if ($ENV{FANOUT_TSV}) {
+    open my $fh, '>', $ENV{FANOUT_TSV} or die "$ENV{FANOUT_TSV}: $!\n";
+    print $fh "observers\tmin_mbs\tmedian_mbs\n";
+    printf $fh "%d\t%.1f\t%.1f\n", @$_ for @rows;
+    close $fh;
+}
+
+my $target = 0.5;
+print "\n";
+printf "%-30s %-16s %-16s %-16s %-7s %s\n", 'figure', 'single MB/s',
+    'per-client MB/s', 'ratio', 'target', 'result';
+printf "%-30s %-16s %-16s %-16s %-7s %s\n",
+    "fan-out $observers obs, min client", mmm(\@single), mmm(\@fan_min),
+    mmm(\@ratio_min, '%.2f'), ">=$target",
+    median(@ratio_min) >= $target ? 'pass' : 'FAIL';
+printf "%-30s %-16s %-16s %-16s %-7s %s\n",
+    "fan-out $observers obs, median", mmm(\@single), mmm(\@fan_med),
+    mmm(\@ratio_med, '%.2f'), ">=$target",
+    median(@ratio_med) >= $target ? 'pass' : 'FAIL';
+print "\n(min/median/max over $runs runs, $mib MiB of text each, 120x30, "
+    . "2 workers)\n\n";
+
+printf "%-10s %-18s %-18s %s\n", 'observers', 'min MB/s', 'median MB/s',
+    'median / single';
+my $base = median(@single);
+printf "%-10d %-18.1f %-18.1f %.2f\n", @$_, $_->[2] / $base for @rows;
+
+# one run: the controller and $n observers; each client's MB/s, the
+# controller first
+sub fanout {
+    my ($n) = @_;
+    my $s = start_session($t, "read x; cat $file", cols => 120, rows => 30);
+    my @out = `$wsfanout @{[$t->port(8080)]} $s->{attach_path} $n 2 2>&1`;
+    my $rc = $? >> 8;
+    my (@rates, %workers, $got);
+    for (@out) {
+        my ($role, $pid, $bytes, $secs) =
+            /^(controller|observer) (\d+) (\d+) ([\d.]+)/ or next;
+        push @rates, $secs > 0 ? $bytes / $secs / 1e6 : 0;
+        $workers{$pid}++;
+        $got //= $bytes;
+    }
+    # every byte of the file (the tty adds a CR to every line)
+    ok($rc == 0 && @rates == $n + 1 && $got >= -s $file,
+        "$n observers: every client got every byte")
+        or diag(join '', grep { !/^(controller|observer) / } @out);
+    ok($n < 1 || keys %workers == 2, "$n observers: both workers serve")
+        or diag(join '', @out);
+    return @rates ? @rates : (0) x ($n + 1);
+}
+
+sub median {
+    my @s = sort { $a <=> $b } @_;
+    return $s[$#s / 2];
+}
+
+sub mmm {
+    my ($v, $fmt) = @_;
+    $fmt //= '%.0f';
+    my @s = sort { $a <=> $b } @$v;
+    return sprintf("$fmt/$fmt/$fmt", $s[0], median(@s), $s[-1]);
+}
+
+sub make_input {
+    my ($path) = @_;
+    my $size = $mib << 20;
+    my @words = qw/lorem ipsum dolor sit amet consectetur adipiscing elit sed
+        do eiusmod tempor incididunt ut labore et dolore magna aliqua/;
+
+    open my $fh, '>', $path or die "$path: $!\n";
+    my ($n, $i) = (0, 0);
+    while ($n < $size) {
+        my $line = join(' ', map { $words[($i * 7 + $_) % @words] } 0 .. 14);
+        $i++;
+        print $fh "$line\n";
+        $n += length($line) + 1;
+    }
+    close $fh;
+}
