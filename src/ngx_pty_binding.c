@@ -17,6 +17,20 @@ typedef struct {
 } ngx_pty_error_def_t;
 
 
+/*
+ * One serialization per frame per worker: the session's clients on this
+ * worker share the WebSocket frames built for the last few sequences.
+ * Clients read the ring at different positions, hence a small ring of
+ * frames (slot = sequence % size) rather than the last frame only.
+ */
+#define NGX_PTY_FRAME_CACHE  32
+
+typedef struct {
+    ngx_uint_t                 clients;      /* WebSocket clients here */
+    ngx_pty_ws_shared_t       *slot[NGX_PTY_FRAME_CACHE];
+} ngx_pty_frame_cache_t;
+
+
 static ngx_pty_error_def_t  ngx_pty_errors[] = {
     { "TASK_NOT_FOUND", "TaskNotFoundError", -32001, 0 },
     { "TASK_NOT_CANCELABLE", "TaskNotCancelableError", -32002, 0 },
@@ -51,6 +65,19 @@ static u_char *ngx_pty_binding_head(u_char *p, const char *op, json_t *id);
 static ngx_int_t ngx_pty_binding_lagged(ngx_pty_client_t *cl);
 static ngx_int_t ngx_pty_binding_closed_copy(ngx_pty_client_t *cl);
 static ngx_uint_t ngx_pty_binding_more(ngx_pty_client_t *cl);
+static ngx_int_t ngx_pty_binding_cache_join(ngx_pty_client_t *cl);
+static void ngx_pty_binding_cache_leave(ngx_pty_client_t *cl);
+static ngx_pty_ws_shared_t *ngx_pty_binding_cached(ngx_pty_client_t *cl,
+    ngx_pty_frame_t *f);
+static ngx_pty_frame_t *ngx_pty_binding_copy(ngx_pty_client_t *cl,
+    ngx_pty_frame_t *f);
+static ngx_pty_ws_shared_t *ngx_pty_binding_serialize(ngx_pty_client_t *cl,
+    ngx_pty_frame_t *f);
+
+
+/* a frame copied out of the ring, serialized outside the session lock */
+static u_char  *ngx_pty_binding_scratch;
+static size_t   ngx_pty_binding_scratch_size;
 
 
 ngx_int_t
@@ -91,6 +118,11 @@ ngx_pty_binding_attach(ngx_http_request_t *r, ngx_pty_session_sh_t *sh)
 
     cl->session = ngx_pty_session_get(sh);
     if (cl->session == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_pty_binding_cache_join(cl) != NGX_OK) {
+        cl->session = NULL;
         return NGX_ERROR;
     }
 
@@ -505,8 +537,10 @@ void
 ngx_pty_binding_pull(ngx_pty_client_t *cl)
 {
     uint64_t               seq;
+    ngx_int_t              rc;
     ngx_uint_t             kind;
-    ngx_pty_frame_t       *f;
+    ngx_pty_frame_t       *f, *copy;
+    ngx_pty_ws_shared_t   *sf;
     ngx_pty_session_sh_t  *sh;
 
     if (!cl->joined || cl->done || cl->ws.finished || cl->ws.close_sent) {
@@ -555,13 +589,28 @@ again:
         kind = f->kind;
         seq = f->seq;
 
-        if (ngx_pty_binding_send_frame(cl, f) != NGX_OK) {
-            ngx_pty_shm_unlock(sh);
+        /* another client here built it, or copy it out and build it */
+        sf = ngx_pty_binding_cached(cl, f);
+        copy = (sf == NULL) ? ngx_pty_binding_copy(cl, f) : NULL;
+
+        ngx_pty_shm_unlock(sh);
+
+        if (sf == NULL && copy != NULL) {
+            sf = ngx_pty_binding_serialize(cl, copy);
+        }
+
+        if (sf == NULL) {
             ngx_pty_ws_finalize(&cl->ws);
             return;
         }
 
-        ngx_pty_shm_unlock(sh);
+        rc = ngx_pty_ws_queue_shared(&cl->ws, sf);
+        ngx_pty_ws_shared_release(sf);
+
+        if (rc != NGX_OK) {
+            ngx_pty_ws_finalize(&cl->ws);
+            return;
+        }
 
         if (kind == NGX_PTY_FRAME_CLOSED) {
             ngx_pty_binding_goodbye(cl, "session_closed", NULL);
@@ -587,6 +636,142 @@ again:
     if (!cl->ws.finished && !cl->ws.close_sent && ngx_pty_binding_more(cl)) {
         goto again;
     }
+}
+
+
+/* counts this worker's clients of the session: the cache lives with them */
+static ngx_int_t
+ngx_pty_binding_cache_join(ngx_pty_client_t *cl)
+{
+    ngx_pty_frame_cache_t  *fc;
+
+    fc = cl->session->frames;
+
+    if (fc == NULL) {
+        fc = ngx_calloc(sizeof(ngx_pty_frame_cache_t), cl->ws.connection->log);
+        if (fc == NULL) {
+            return NGX_ERROR;
+        }
+
+        cl->session->frames = fc;
+    }
+
+    fc->clients++;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_pty_binding_cache_leave(ngx_pty_client_t *cl)
+{
+    ngx_uint_t              i;
+    ngx_pty_frame_cache_t  *fc;
+
+    fc = cl->session->frames;
+
+    if (--fc->clients > 1) {
+        return;
+    }
+
+    /* a lone client has nobody to share with: keep nothing for it */
+    for (i = 0; i < NGX_PTY_FRAME_CACHE; i++) {
+        if (fc->slot[i]) {
+            ngx_pty_ws_shared_release(fc->slot[i]);
+            fc->slot[i] = NULL;
+        }
+    }
+
+    if (fc->clients == 0) {
+        ngx_free(fc);
+        cl->session->frames = NULL;
+    }
+}
+
+
+/* under the session lock: the frame as built here before, referenced */
+static ngx_pty_ws_shared_t *
+ngx_pty_binding_cached(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
+{
+    ngx_pty_ws_shared_t    *sf;
+    ngx_pty_frame_cache_t  *fc;
+
+    fc = cl->session->frames;
+    sf = fc->slot[f->seq % NGX_PTY_FRAME_CACHE];
+
+    if (f->target || sf == NULL || sf->key != f->seq) {
+        return NULL;
+    }
+
+    sf->refs++;
+
+    return sf;
+}
+
+
+/* under the session lock: the record out of the ring, to build unlocked */
+static ngx_pty_frame_t *
+ngx_pty_binding_copy(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
+{
+    u_char  *p;
+    size_t   size;
+
+    size = sizeof(ngx_pty_frame_t) + f->len;
+
+    if (size > ngx_pty_binding_scratch_size) {
+        size = ngx_max(size, 64 * 1024);
+
+        p = ngx_alloc(size, cl->ws.connection->log);
+        if (p == NULL) {
+            return NULL;
+        }
+
+        if (ngx_pty_binding_scratch) {
+            ngx_free(ngx_pty_binding_scratch);
+        }
+
+        ngx_pty_binding_scratch = p;
+        ngx_pty_binding_scratch_size = size;
+    }
+
+    ngx_memcpy(ngx_pty_binding_scratch, f, sizeof(ngx_pty_frame_t) + f->len);
+
+    return (ngx_pty_frame_t *) ngx_pty_binding_scratch;
+}
+
+
+/* builds the WebSocket frame once; shared if the other clients need it */
+static ngx_pty_ws_shared_t *
+ngx_pty_binding_serialize(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
+{
+    ngx_uint_t              i;
+    ngx_pty_ws_shared_t    *sf;
+    ngx_pty_frame_cache_t  *fc;
+
+    sf = ngx_pty_ws_shared_alloc(ngx_pty_ext_frame_size(f),
+                                 cl->ws.connection->log);
+    if (sf == NULL) {
+        return NULL;
+    }
+
+    ngx_pty_ws_shared_commit(sf,
+                   ngx_pty_ext_frame_write(ngx_pty_ws_shared_payload(sf), f));
+
+    fc = cl->session->frames;
+
+    if (f->target == 0 && fc->clients > 1) {
+        i = f->seq % NGX_PTY_FRAME_CACHE;
+
+        if (fc->slot[i]) {
+            ngx_pty_ws_shared_release(fc->slot[i]);
+        }
+
+        sf->key = f->seq;
+        sf->refs++;
+        fc->slot[i] = sf;
+    }
+
+    return sf;
 }
 
 
@@ -746,6 +931,7 @@ ngx_pty_binding_closed(ngx_pty_ws_t *ws)
     }
 
     ngx_pty_ext_detach(cl);
+    ngx_pty_binding_cache_leave(cl);
 
     if (cl->service_parameters) {
         json_decref(cl->service_parameters);
