@@ -19,15 +19,22 @@ typedef struct {
 
 /*
  * One serialization per frame per worker: the session's clients on this
- * worker share the WebSocket frames built for the last few sequences.
- * Clients read the ring at different positions, hence a small ring of
- * frames (slot = sequence % size) rather than the last frame only.
+ * worker share the WebSocket frames built for recent sequences (slot =
+ * sequence % size).  Clients read the ring at different positions, as
+ * far apart as their socket buffers let them drift, hence many slots; a
+ * frame leaves its slot once every client here has queued it, so caught
+ * up clients hold nothing.
  */
-#define NGX_PTY_FRAME_CACHE  32
+#define NGX_PTY_FRAME_CACHE  256
+
+typedef struct {
+    ngx_pty_ws_shared_t       *frame;
+    ngx_uint_t                 served;       /* clients that queued it */
+} ngx_pty_frame_slot_t;
 
 typedef struct {
     ngx_uint_t                 clients;      /* WebSocket clients here */
-    ngx_pty_ws_shared_t       *slot[NGX_PTY_FRAME_CACHE];
+    ngx_pty_frame_slot_t      *slots;        /* with two clients or more */
 } ngx_pty_frame_cache_t;
 
 
@@ -675,11 +682,15 @@ ngx_pty_binding_cache_leave(ngx_pty_client_t *cl)
     }
 
     /* a lone client has nobody to share with: keep nothing for it */
-    for (i = 0; i < NGX_PTY_FRAME_CACHE; i++) {
-        if (fc->slot[i]) {
-            ngx_pty_ws_shared_release(fc->slot[i]);
-            fc->slot[i] = NULL;
+    if (fc->slots) {
+        for (i = 0; i < NGX_PTY_FRAME_CACHE; i++) {
+            if (fc->slots[i].frame) {
+                ngx_pty_ws_shared_release(fc->slots[i].frame);
+            }
         }
+
+        ngx_free(fc->slots);
+        fc->slots = NULL;
     }
 
     if (fc->clients == 0) {
@@ -694,13 +705,26 @@ static ngx_pty_ws_shared_t *
 ngx_pty_binding_cached(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
 {
     ngx_pty_ws_shared_t    *sf;
+    ngx_pty_frame_slot_t   *slot;
     ngx_pty_frame_cache_t  *fc;
 
     fc = cl->session->frames;
-    sf = fc->slot[f->seq % NGX_PTY_FRAME_CACHE];
 
-    if (f->target || sf == NULL || sf->key != f->seq) {
+    if (fc->slots == NULL || f->target) {
         return NULL;
+    }
+
+    slot = &fc->slots[f->seq % NGX_PTY_FRAME_CACHE];
+    sf = slot->frame;
+
+    if (sf == NULL || sf->key != f->seq) {
+        return NULL;
+    }
+
+    if (++slot->served >= fc->clients) {
+        /* the last client here to need it takes the slot's reference */
+        slot->frame = NULL;
+        return sf;
     }
 
     sf->refs++;
@@ -740,12 +764,12 @@ ngx_pty_binding_copy(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
 }
 
 
-/* builds the WebSocket frame once; shared if the other clients need it */
+/* builds the WebSocket frame once; kept if other clients here need it */
 static ngx_pty_ws_shared_t *
 ngx_pty_binding_serialize(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
 {
-    ngx_uint_t              i;
     ngx_pty_ws_shared_t    *sf;
+    ngx_pty_frame_slot_t   *slot;
     ngx_pty_frame_cache_t  *fc;
 
     sf = ngx_pty_ws_shared_alloc(ngx_pty_ext_frame_size(f),
@@ -759,17 +783,29 @@ ngx_pty_binding_serialize(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
 
     fc = cl->session->frames;
 
-    if (f->target == 0 && fc->clients > 1) {
-        i = f->seq % NGX_PTY_FRAME_CACHE;
-
-        if (fc->slot[i]) {
-            ngx_pty_ws_shared_release(fc->slot[i]);
-        }
-
-        sf->key = f->seq;
-        sf->refs++;
-        fc->slot[i] = sf;
+    if (f->target || fc->clients < 2) {
+        return sf;
     }
+
+    if (fc->slots == NULL) {
+        fc->slots = ngx_calloc(NGX_PTY_FRAME_CACHE
+                               * sizeof(ngx_pty_frame_slot_t),
+                               cl->ws.connection->log);
+        if (fc->slots == NULL) {
+            return sf;          /* unshared, but sent */
+        }
+    }
+
+    slot = &fc->slots[f->seq % NGX_PTY_FRAME_CACHE];
+
+    if (slot->frame) {
+        ngx_pty_ws_shared_release(slot->frame);
+    }
+
+    sf->key = f->seq;
+    sf->refs++;
+    slot->frame = sf;
+    slot->served = 1;
 
     return sf;
 }
