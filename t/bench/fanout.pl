@@ -8,13 +8,14 @@
 #   fan-out     the controller and FANOUT_OBSERVERS observers (32), spread
 #               evenly over the two workers; each client's rate as a ratio
 #               to the single rate of the same pair (A/B alternated)
-#   sweep       1, 2, 4, 8, 16, 32 observers, one run each: the rate per
-#               observer by number of observers
+#   sweep       1, 2, 4, 8, 16, 32 observers, one run each after a single
+#               run of its own: the rate per observer by number of
+#               observers, and its ratio to that single rate
 #
 # Every run is "read x; cat FILE" at 120x30, FILE BENCH_MIB (32) MiB of
 # text; wsfanout checks that every client got the controller's bytes,
 # exactly, with no Error frame and one Closed.  FANOUT_TSV=file also writes
-# the sweep as tab-separated values (observers, min, median MB/s).
+# the sweep as tab-separated values (observers, min and median MB/s, ratio).
 
 use strict;
 use warnings;
@@ -54,11 +55,14 @@ for (1 .. $runs) {
     push @ratio_med, $fan_med[-1] / $one;
 }
 
+# each count paired with a single run of its own
 my @rows;
 for my $n (@sweep) {
+    my ($one) = fanout(0);
     my @all = fanout($n);
     shift @all;     # the controller
-    push @rows, [$n, (sort { $a <=> $b } @all)[0], median(@all)];
+    push @rows, [$n, (sort { $a <=> $b } @all)[0], median(@all),
+        median(@all) / $one];
 }
 
 $t->stop();
@@ -66,8 +70,8 @@ done_testing();
 
 if ($ENV{FANOUT_TSV}) {
     open my $fh, '>', $ENV{FANOUT_TSV} or die "$ENV{FANOUT_TSV}: $!\n";
-    print $fh "observers\tmin_mbs\tmedian_mbs\n";
-    printf $fh "%d\t%.1f\t%.1f\n", @$_ for @rows;
+    print $fh "observers\tmin_mbs\tmedian_mbs\tratio\n";
+    printf $fh "%d\t%.1f\t%.1f\t%.2f\n", @$_ for @rows;
     close $fh;
 }
 
@@ -87,9 +91,8 @@ print "\n(min/median/max over $runs runs, $mib MiB of text each, 120x30, "
     . "2 workers)\n\n";
 
 printf "%-10s %-18s %-18s %s\n", 'observers', 'min MB/s', 'median MB/s',
-    'median / single';
-my $base = median(@single);
-printf "%-10d %-18.1f %-18.1f %.2f\n", @$_, $_->[2] / $base for @rows;
+    'median / single (paired)';
+printf "%-10d %-18.1f %-18.1f %.2f\n", @$_ for @rows;
 
 # one run: the controller and $n observers; each client's MB/s, the
 # controller first
