@@ -129,6 +129,7 @@ ngx_pty_binding_attach(ngx_http_request_t *r, ngx_pty_session_sh_t *sh)
     }
 
     if (ngx_pty_binding_cache_join(cl) != NGX_OK) {
+        ngx_pty_session_put(cl->session);
         cl->session = NULL;
         return NGX_ERROR;
     }

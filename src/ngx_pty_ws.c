@@ -772,7 +772,6 @@ ngx_pty_ws_shared_alloc(size_t max, ngx_log_t *log)
 
     sf->refs = 1;
     sf->key = 0;
-    sf->size = max;
     sf->pos = ngx_pty_ws_shared_payload(sf);
     sf->last = sf->pos;
 

@@ -40,7 +40,6 @@ typedef struct {
     uint64_t                   key;          /* the builder's tag */
     u_char                    *pos;          /* header, then payload */
     u_char                    *last;
-    size_t                     size;         /* payload room */
 } ngx_pty_ws_shared_t;
 
 

@@ -12,6 +12,9 @@
 #               run of its own: the rate per observer by number of
 #               observers, and its ratio to that single rate
 #
+# Also the workers' CPU time per run (single and fan-out), a figure the
+# machine's other load changes far less than the rates.
+#
 # Every run is "read x; cat FILE" at 120x30, FILE BENCH_MIB (32) MiB of
 # text; wsfanout checks that every client got the controller's bytes,
 # exactly, with no Error frame and one Closed.  FANOUT_TSV=file also writes
@@ -43,11 +46,19 @@ $t->run();
 my $file = $t->testdir . '/plain.txt';
 make_input($file);
 
+# the workers' CPU time per run, which the machine's other load does not
+# change much: what serving the clients costs
+my $master = $t->read_file('nginx.pid') // die "no nginx.pid\n";
+chomp $master;
+my @workers = split ' ', `ps -o pid= --ppid $master`;
+my $hz = `getconf CLK_TCK` || 100;
+my ($cpu_one, $cpu_fan) = ([], []);
+
 my (@single, @ratio_min, @ratio_med, @fan_min, @fan_med);
 
 for (1 .. $runs) {
-    my ($one) = fanout(0);
-    my @all = fanout($observers);
+    my ($one) = fanout(0, $cpu_one);
+    my @all = fanout($observers, $cpu_fan);
     push @single, $one;
     push @fan_min, (sort { $a <=> $b } @all)[0];
     push @fan_med, median(@all);
@@ -87,6 +98,10 @@ printf "%-30s %-16s %-16s %-16s %-7s %s\n",
     "fan-out $observers obs, median", mmm(\@single), mmm(\@fan_med),
     mmm(\@ratio_med, '%.2f'), ">=$target",
     median(@ratio_med) >= $target ? 'pass' : 'FAIL';
+printf "%-30s %-16s %-16s\n", 'workers CPU s per run, single',
+    mmm($cpu_one, '%.2f'), '';
+printf "%-30s %-16s %-16s\n", "workers CPU s per run, $observers obs",
+    mmm($cpu_fan, '%.2f'), '';
 print "\n(min/median/max over $runs runs, $mib MiB of text each, 120x30, "
     . "2 workers)\n\n";
 
@@ -94,13 +109,25 @@ printf "%-10s %-18s %-18s %s\n", 'observers', 'min MB/s', 'median MB/s',
     'median / single (paired)';
 printf "%-10d %-18.1f %-18.1f %.2f\n", @$_ for @rows;
 
+# the plot: MB/s per observer (median) by number of observers, against
+# the single client's median
+my ($max) = sort { $b <=> $a } median(@single), map { $_->[2] } @rows;
+$max ||= 1;
+print "\nthroughput by number of observers (MB/s per observer, median)\n";
+printf "%-8s |%-50s %.1f\n", 'single', '=' x (median(@single) / $max * 50),
+    median(@single);
+printf "%-8s |%-50s %.1f\n", "$_->[0] obs", '#' x ($_->[2] / $max * 50),
+    $_->[2] for @rows;
+
 # one run: the controller and $n observers; each client's MB/s, the
 # controller first
 sub fanout {
-    my ($n) = @_;
+    my ($n, $cpu) = @_;
     my $s = start_session($t, "read x; cat $file", cols => 120, rows => 30);
+    my $ticks = ticks();
     my @out = `$wsfanout @{[$t->port(8080)]} $s->{attach_path} $n 2 2>&1`;
     my $rc = $? >> 8;
+    push @$cpu, (ticks() - $ticks) / $hz if $cpu;
     my (@rates, %workers, $got);
     for (@out) {
         my ($role, $pid, $bytes, $secs) =
@@ -116,6 +143,17 @@ sub fanout {
     ok($n < 1 || keys %workers == 2, "$n observers: both workers serve")
         or diag(join '', @out);
     return @rates ? @rates : (0) x ($n + 1);
+}
+
+# user + system clock ticks of the workers
+sub ticks {
+    my $sum = 0;
+    for my $pid (@workers) {
+        open my $fh, '<', "/proc/$pid/stat" or next;
+        my @f = split ' ', (<$fh> =~ s/^.*\) //r);
+        $sum += $f[11] + $f[12];
+    }
+    return $sum;
 }
 
 sub median {
