@@ -26,7 +26,7 @@ LD_OPT      ?= -Wl,-z,relro -Wl,-z,now -fPIC
 SRCS := ngx_pty_module.c $(wildcard src/*.c src/*.h) config
 UNIT_BINS := $(BUILD)/escape_test $(BUILD)/text_test $(BUILD)/screen_test
 TOOL_BINS := $(BUILD)/vtcompare $(BUILD)/screenbench
-BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench $(BUILD)/wsload
+BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench $(BUILD)/wsload $(BUILD)/wsfanout
 TOOL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Isrc
 
 .PHONY: all deps run test unit bench idle load clean distclean
@@ -69,6 +69,9 @@ $(BUILD)/wsbench: t/bench/wsbench.c t/bench/bench.h
 $(BUILD)/wsload: t/bench/wsload.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
+$(BUILD)/wsfanout: t/bench/wsfanout.c t/bench/bench.h
+	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
+
 run: all
 	@scripts/install-deps.sh demo
 	@scripts/run-demo.sh "$(NGINX_BIN)" "$(PORT)"
@@ -78,6 +81,7 @@ test: all
 
 bench: all $(BENCH_BINS)
 	perl t/bench/run.pl
+	perl t/bench/fanout.pl
 	perl t/bench/idle.pl
 
 idle: all

@@ -17,6 +17,27 @@ typedef struct {
 } ngx_pty_error_def_t;
 
 
+/*
+ * One serialization per frame per worker: the session's clients on this
+ * worker share the WebSocket frames built for recent sequences (slot =
+ * sequence % size).  Clients read the ring at different positions, as
+ * far apart as their socket buffers let them drift, hence many slots; a
+ * frame leaves its slot once every client here has queued it, so caught
+ * up clients hold nothing.
+ */
+#define NGX_PTY_FRAME_CACHE  256
+
+typedef struct {
+    ngx_pty_ws_shared_t       *frame;
+    ngx_uint_t                 served;       /* clients that queued it */
+} ngx_pty_frame_slot_t;
+
+typedef struct {
+    ngx_uint_t                 clients;      /* WebSocket clients here */
+    ngx_pty_frame_slot_t      *slots;        /* with two clients or more */
+} ngx_pty_frame_cache_t;
+
+
 static ngx_pty_error_def_t  ngx_pty_errors[] = {
     { "TASK_NOT_FOUND", "TaskNotFoundError", -32001, 0 },
     { "TASK_NOT_CANCELABLE", "TaskNotCancelableError", -32002, 0 },
@@ -51,6 +72,19 @@ static u_char *ngx_pty_binding_head(u_char *p, const char *op, json_t *id);
 static ngx_int_t ngx_pty_binding_lagged(ngx_pty_client_t *cl);
 static ngx_int_t ngx_pty_binding_closed_copy(ngx_pty_client_t *cl);
 static ngx_uint_t ngx_pty_binding_more(ngx_pty_client_t *cl);
+static ngx_int_t ngx_pty_binding_cache_join(ngx_pty_client_t *cl);
+static void ngx_pty_binding_cache_leave(ngx_pty_client_t *cl);
+static ngx_pty_ws_shared_t *ngx_pty_binding_cached(ngx_pty_client_t *cl,
+    ngx_pty_frame_t *f);
+static ngx_pty_frame_t *ngx_pty_binding_copy(ngx_pty_client_t *cl,
+    ngx_pty_frame_t *f);
+static ngx_pty_ws_shared_t *ngx_pty_binding_serialize(ngx_pty_client_t *cl,
+    ngx_pty_frame_t *f);
+
+
+/* a frame copied out of the ring, serialized outside the session lock */
+static u_char  *ngx_pty_binding_scratch;
+static size_t   ngx_pty_binding_scratch_size;
 
 
 ngx_int_t
@@ -91,6 +125,12 @@ ngx_pty_binding_attach(ngx_http_request_t *r, ngx_pty_session_sh_t *sh)
 
     cl->session = ngx_pty_session_get(sh);
     if (cl->session == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_pty_binding_cache_join(cl) != NGX_OK) {
+        ngx_pty_session_put(cl->session);
+        cl->session = NULL;
         return NGX_ERROR;
     }
 
@@ -505,8 +545,10 @@ void
 ngx_pty_binding_pull(ngx_pty_client_t *cl)
 {
     uint64_t               seq;
+    ngx_int_t              rc;
     ngx_uint_t             kind;
-    ngx_pty_frame_t       *f;
+    ngx_pty_frame_t       *f, *copy;
+    ngx_pty_ws_shared_t   *sf;
     ngx_pty_session_sh_t  *sh;
 
     if (!cl->joined || cl->done || cl->ws.finished || cl->ws.close_sent) {
@@ -555,13 +597,28 @@ again:
         kind = f->kind;
         seq = f->seq;
 
-        if (ngx_pty_binding_send_frame(cl, f) != NGX_OK) {
-            ngx_pty_shm_unlock(sh);
+        /* another client here built it, or copy it out and build it */
+        sf = ngx_pty_binding_cached(cl, f);
+        copy = (sf == NULL) ? ngx_pty_binding_copy(cl, f) : NULL;
+
+        ngx_pty_shm_unlock(sh);
+
+        if (sf == NULL && copy != NULL) {
+            sf = ngx_pty_binding_serialize(cl, copy);
+        }
+
+        if (sf == NULL) {
             ngx_pty_ws_finalize(&cl->ws);
             return;
         }
 
-        ngx_pty_shm_unlock(sh);
+        rc = ngx_pty_ws_queue_shared(&cl->ws, sf);
+        ngx_pty_ws_shared_release(sf);
+
+        if (rc != NGX_OK) {
+            ngx_pty_ws_finalize(&cl->ws);
+            return;
+        }
 
         if (kind == NGX_PTY_FRAME_CLOSED) {
             ngx_pty_binding_goodbye(cl, "session_closed", NULL);
@@ -587,6 +644,171 @@ again:
     if (!cl->ws.finished && !cl->ws.close_sent && ngx_pty_binding_more(cl)) {
         goto again;
     }
+}
+
+
+/* counts this worker's clients of the session: the cache lives with them */
+static ngx_int_t
+ngx_pty_binding_cache_join(ngx_pty_client_t *cl)
+{
+    ngx_pty_frame_cache_t  *fc;
+
+    fc = cl->session->frames;
+
+    if (fc == NULL) {
+        fc = ngx_calloc(sizeof(ngx_pty_frame_cache_t), cl->ws.connection->log);
+        if (fc == NULL) {
+            return NGX_ERROR;
+        }
+
+        cl->session->frames = fc;
+    }
+
+    fc->clients++;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_pty_binding_cache_leave(ngx_pty_client_t *cl)
+{
+    ngx_uint_t              i;
+    ngx_pty_frame_cache_t  *fc;
+
+    fc = cl->session->frames;
+
+    if (--fc->clients > 1) {
+        return;
+    }
+
+    /* a lone client has nobody to share with: keep nothing for it */
+    if (fc->slots) {
+        for (i = 0; i < NGX_PTY_FRAME_CACHE; i++) {
+            if (fc->slots[i].frame) {
+                ngx_pty_ws_shared_release(fc->slots[i].frame);
+            }
+        }
+
+        ngx_free(fc->slots);
+        fc->slots = NULL;
+    }
+
+    if (fc->clients == 0) {
+        ngx_free(fc);
+        cl->session->frames = NULL;
+    }
+}
+
+
+/* under the session lock: the frame as built here before, referenced */
+static ngx_pty_ws_shared_t *
+ngx_pty_binding_cached(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
+{
+    ngx_pty_ws_shared_t    *sf;
+    ngx_pty_frame_slot_t   *slot;
+    ngx_pty_frame_cache_t  *fc;
+
+    fc = cl->session->frames;
+
+    if (fc->slots == NULL || f->target) {
+        return NULL;
+    }
+
+    slot = &fc->slots[f->seq % NGX_PTY_FRAME_CACHE];
+    sf = slot->frame;
+
+    if (sf == NULL || sf->key != f->seq) {
+        return NULL;
+    }
+
+    if (++slot->served >= fc->clients) {
+        /* the last client here to need it takes the slot's reference */
+        slot->frame = NULL;
+        return sf;
+    }
+
+    sf->refs++;
+
+    return sf;
+}
+
+
+/* under the session lock: the record out of the ring, to build unlocked */
+static ngx_pty_frame_t *
+ngx_pty_binding_copy(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
+{
+    u_char  *p;
+    size_t   size;
+
+    size = sizeof(ngx_pty_frame_t) + f->len;
+
+    if (size > ngx_pty_binding_scratch_size) {
+        size = ngx_max(size, 64 * 1024);
+
+        p = ngx_alloc(size, cl->ws.connection->log);
+        if (p == NULL) {
+            return NULL;
+        }
+
+        if (ngx_pty_binding_scratch) {
+            ngx_free(ngx_pty_binding_scratch);
+        }
+
+        ngx_pty_binding_scratch = p;
+        ngx_pty_binding_scratch_size = size;
+    }
+
+    ngx_memcpy(ngx_pty_binding_scratch, f, sizeof(ngx_pty_frame_t) + f->len);
+
+    return (ngx_pty_frame_t *) ngx_pty_binding_scratch;
+}
+
+
+/* builds the WebSocket frame once; kept if other clients here need it */
+static ngx_pty_ws_shared_t *
+ngx_pty_binding_serialize(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
+{
+    ngx_pty_ws_shared_t    *sf;
+    ngx_pty_frame_slot_t   *slot;
+    ngx_pty_frame_cache_t  *fc;
+
+    sf = ngx_pty_ws_shared_alloc(ngx_pty_ext_frame_size(f),
+                                 cl->ws.connection->log);
+    if (sf == NULL) {
+        return NULL;
+    }
+
+    ngx_pty_ws_shared_commit(sf,
+                   ngx_pty_ext_frame_write(ngx_pty_ws_shared_payload(sf), f));
+
+    fc = cl->session->frames;
+
+    if (f->target || fc->clients < 2) {
+        return sf;
+    }
+
+    if (fc->slots == NULL) {
+        fc->slots = ngx_calloc(NGX_PTY_FRAME_CACHE
+                               * sizeof(ngx_pty_frame_slot_t),
+                               cl->ws.connection->log);
+        if (fc->slots == NULL) {
+            return sf;          /* unshared, but sent */
+        }
+    }
+
+    slot = &fc->slots[f->seq % NGX_PTY_FRAME_CACHE];
+
+    if (slot->frame) {
+        ngx_pty_ws_shared_release(slot->frame);
+    }
+
+    sf->key = f->seq;
+    sf->refs++;
+    slot->frame = sf;
+    slot->served = 1;
+
+    return sf;
 }
 
 
@@ -746,6 +968,7 @@ ngx_pty_binding_closed(ngx_pty_ws_t *ws)
     }
 
     ngx_pty_ext_detach(cl);
+    ngx_pty_binding_cache_leave(cl);
 
     if (cl->service_parameters) {
         json_decref(cl->service_parameters);

@@ -58,6 +58,9 @@ struct ngx_pty_session_s {
     /* the agent API's reader (ngx_pty_api.c); freed with the pool */
     void                      *api;
 
+    /* frames serialized for this worker's clients (ngx_pty_binding.c) */
+    void                      *frames;
+
     u_char                    *input;       /* bytes the PTY did not take */
     size_t                     input_len;
 

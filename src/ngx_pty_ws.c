@@ -701,23 +701,46 @@ ngx_pty_ws_reserve(ngx_pty_ws_t *ws, size_t max, ngx_pty_ws_block_t **block)
 }
 
 
+/* writes a text frame's header right before its payload; returns it */
+static u_char *
+ngx_pty_ws_text_header(u_char *payload, u_char *end)
+{
+    u_char  *p, hdr[NGX_PTY_WS_HEADER_MAX];
+    size_t   hlen;
+
+    hlen = ngx_pty_ws_write_header(hdr, NGX_PTY_WS_TEXT, end - payload) - hdr;
+
+    p = payload - hlen;
+    ngx_memcpy(p, hdr, hlen);
+
+    return p;
+}
+
+
 /* writes the header right before the payload that ends at end, queues */
 void
 ngx_pty_ws_commit(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b, u_char *end)
 {
-    u_char  *payload, hdr[NGX_PTY_WS_HEADER_MAX];
-    size_t   len, hlen;
-
-    payload = b->buf.start + NGX_PTY_WS_HEADER_MAX;
-    len = end - payload;
-
-    hlen = ngx_pty_ws_write_header(hdr, NGX_PTY_WS_TEXT, len) - hdr;
-
-    b->buf.pos = payload - hlen;
-    ngx_memcpy(b->buf.pos, hdr, hlen);
+    b->buf.pos = ngx_pty_ws_text_header(b->buf.start + NGX_PTY_WS_HEADER_MAX,
+                                        end);
     b->buf.last = end;
 
     ngx_pty_ws_queue(ws, b);
+}
+
+
+static void
+ngx_pty_ws_block_free(ngx_chain_t *cl)
+{
+    ngx_pty_ws_block_t  *b;
+
+    b = (ngx_pty_ws_block_t *) cl;    /* the link is the block's first field */
+
+    if (b->shared) {
+        ngx_pty_ws_shared_release(b->shared);
+    }
+
+    ngx_free(b);
 }
 
 
@@ -725,13 +748,77 @@ void
 ngx_pty_ws_queue(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b)
 {
     if (ws->close_sent || ws->finished) {
-        ngx_free(b);
+        ngx_pty_ws_block_free(&b->cl);
         return;
     }
 
     *ws->last_out = &b->cl;
     ws->last_out = &b->cl.next;
     ws->out_bytes += b->buf.last - b->buf.pos;
+}
+
+
+/* room for a text frame of at most max payload bytes, one reference */
+ngx_pty_ws_shared_t *
+ngx_pty_ws_shared_alloc(size_t max, ngx_log_t *log)
+{
+    ngx_pty_ws_shared_t  *sf;
+
+    sf = ngx_alloc(sizeof(ngx_pty_ws_shared_t) + NGX_PTY_WS_HEADER_MAX + max,
+                   log);
+    if (sf == NULL) {
+        return NULL;
+    }
+
+    sf->refs = 1;
+    sf->key = 0;
+    sf->pos = ngx_pty_ws_shared_payload(sf);
+    sf->last = sf->pos;
+
+    return sf;
+}
+
+
+void
+ngx_pty_ws_shared_commit(ngx_pty_ws_shared_t *sf, u_char *end)
+{
+    sf->pos = ngx_pty_ws_text_header(ngx_pty_ws_shared_payload(sf), end);
+    sf->last = end;
+}
+
+
+void
+ngx_pty_ws_shared_release(ngx_pty_ws_shared_t *sf)
+{
+    if (--sf->refs == 0) {
+        ngx_free(sf);
+    }
+}
+
+
+/* queues a committed shared frame: a block of links over its bytes */
+ngx_int_t
+ngx_pty_ws_queue_shared(ngx_pty_ws_t *ws, ngx_pty_ws_shared_t *sf)
+{
+    ngx_pty_ws_block_t  *b;
+
+    b = ngx_pty_ws_block(ws, 0);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->buf.temporary = 0;
+    b->buf.memory = 1;
+    b->buf.start = sf->pos;
+    b->buf.end = sf->last;
+    b->buf.pos = sf->pos;
+    b->buf.last = sf->last;
+    b->shared = sf;
+    sf->refs++;
+
+    ngx_pty_ws_queue(ws, b);
+
+    return NGX_OK;
 }
 
 
@@ -832,7 +919,7 @@ ngx_pty_ws_flush(ngx_pty_ws_t *ws)
 
         while (ws->out != cl) {
             next = ws->out->next;
-            ngx_free(ws->out);     /* the link is the block's first field */
+            ngx_pty_ws_block_free(ws->out);
             ws->out = next;
         }
 
@@ -983,7 +1070,7 @@ ngx_pty_ws_cleanup(void *data)
 
     while (ws->out) {
         next = ws->out->next;
-        ngx_free(ws->out);
+        ngx_pty_ws_block_free(ws->out);
         ws->out = next;
     }
 

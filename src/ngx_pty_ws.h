@@ -31,10 +31,26 @@ typedef void (*ngx_pty_ws_message_pt)(ngx_pty_ws_t *ws, u_char *data,
 typedef void (*ngx_pty_ws_event_pt)(ngx_pty_ws_t *ws);
 
 
-/* a queued frame: one allocation holding the link, the buffer and bytes */
+/*
+ * A frame built once and queued to several connections: reference counted,
+ * each connection's block points at its bytes (no copy per connection).
+ */
+typedef struct {
+    ngx_uint_t                 refs;
+    uint64_t                   key;          /* the builder's tag */
+    u_char                    *pos;          /* header, then payload */
+    u_char                    *last;
+} ngx_pty_ws_shared_t;
+
+
+/*
+ * A queued frame: one allocation holding the link, the buffer and bytes,
+ * or the link and a buffer over a shared frame's bytes.
+ */
 typedef struct {
     ngx_chain_t                cl;
     ngx_buf_t                  buf;
+    ngx_pty_ws_shared_t       *shared;
 } ngx_pty_ws_block_t;
 
 
@@ -91,6 +107,14 @@ u_char *ngx_pty_ws_reserve(ngx_pty_ws_t *ws, size_t max,
 void ngx_pty_ws_commit(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *block,
     u_char *end);
 void ngx_pty_ws_queue(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *block);
+/* a shared text frame: payload room, commit once, queue to many */
+ngx_pty_ws_shared_t *ngx_pty_ws_shared_alloc(size_t max, ngx_log_t *log);
+#define ngx_pty_ws_shared_payload(sf)                                         \
+    ((u_char *) (sf) + sizeof(ngx_pty_ws_shared_t) + NGX_PTY_WS_HEADER_MAX)
+void ngx_pty_ws_shared_commit(ngx_pty_ws_shared_t *sf, u_char *end);
+void ngx_pty_ws_shared_release(ngx_pty_ws_shared_t *sf);
+ngx_int_t ngx_pty_ws_queue_shared(ngx_pty_ws_t *ws, ngx_pty_ws_shared_t *sf);
+
 ngx_int_t ngx_pty_ws_send_text(ngx_pty_ws_t *ws, u_char *data, size_t len);
 void ngx_pty_ws_close(ngx_pty_ws_t *ws, ngx_uint_t code, const char *reason);
 void ngx_pty_ws_flush(ngx_pty_ws_t *ws);
