@@ -86,6 +86,10 @@ typedef struct {
 } ngx_pty_cell_t;
 
 
+/* ngx_pty_fast_text() stores a cell as two 8-byte words */
+typedef char ngx_pty_cell_is_16_bytes[sizeof(ngx_pty_cell_t) == 16 ? 1 : -1];
+
+
 typedef struct {
     ngx_pty_cell_t       *cells;
     uint32_t             *comb;   /* cols * NGX_PTY_MAX_COMB, lazily */
@@ -1538,7 +1542,8 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     VTermPos         pos;
     ngx_pty_pen_t    pen;
     ngx_pty_row_t   *line;
-    ngx_pty_cell_t  *cell;
+    uint64_t         w0, w1, unit, v;
+    ngx_pty_cell_t  *cell, tmpl;
 
     last = n;
 
@@ -1572,6 +1577,16 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     pen = s->pen;
     pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT);
     pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
+
+    memset(&tmpl, 0, sizeof(ngx_pty_cell_t));
+    tmpl.ch = 1;
+    tmpl.width = 1;
+    tmpl.pen = pen;
+    memcpy(&unit, &tmpl, 8);
+    tmpl.ch = 0;
+    memcpy(&w0, &tmpl, 8);
+    memcpy(&w1, (u_char *) &tmpl + 8, 8);
+    unit -= w0;     /* what ch = 1 adds to the first word, either endian */
 
     end = last < e ? last : e;
 
@@ -1617,10 +1632,13 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         col += k - j;
 
         for ( /* void */ ; j < k; j++, cell++) {
-            cell->ch = p[j];
-            cell->ncomb = 0;
-            cell->width = 1;
-            cell->pen = pen;
+            /*
+             * two 8-byte stores a cell: gcc assembles a template struct
+             * field by field each time, and the load stalls on that store
+             */
+            v = w0 + unit * p[j];
+            memcpy(cell, &v, 8);
+            memcpy((u_char *) cell + 8, &w1, 8);
         }
 
         j--;

@@ -40,12 +40,15 @@ my %content = (
     'plain text' => "cat $dir/plain.txt",
     'colour ls -lR' => "cat $dir/colour.txt",
     'CJK/emoji' => "cat $dir/cjk.txt",
+    'TUI repaint' => "cat $dir/tui.txt",
     "yes ''" => "yes '' | head -c " . ($mib << 20),
 );
 
 my @rows;
 
-for my $name ('plain text', 'colour ls -lR', 'CJK/emoji', "yes ''") {
+for my $name ('plain text', 'colour ls -lR', 'CJK/emoji', 'TUI repaint',
+    "yes ''")
+{
     my (@raw, @ws, @ratio);
     for (1 .. $runs) {
         my ($rb, $rs) = split ' ', `$rawpty 120 30 "$content{$name}"`;
@@ -143,4 +146,22 @@ sub make_inputs {
         }
     }
     close $_ for $p, $c, $k;
+
+    # a top-like full-screen repaint: every row addressed, coloured, erased
+    open my $u, '>', "$dir/tui.txt" or die;
+    my $nu = 0;
+    print $u "\e[?1049h\e[?25l";
+    for (my $f = 0; $nu < $size; $f++) {
+        my $frame = "\e[1;1H\e[44;37m frame $f\e[K\e[m";
+        for my $r (2 .. 29) {
+            $frame .= sprintf("\e[%d;1H\e[38;5;%dm%6d \e[1mroot\e[22m %5.1f "
+                . "%-80s\e[m\e[K", $r, ($r + $f) % 256, $r * 37 + $f,
+                ($r * $f % 1000) / 10, '/usr/bin/some-process --flag');
+        }
+        $frame .= "\e[30;1H\e[7m status \e[m\e[K";
+        print $u $frame;
+        $nu += length $frame;
+    }
+    print $u "\e[?1049l\e[?25h";
+    close $u;
 }
