@@ -931,6 +931,8 @@ ngx_pty_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static ngx_int_t
 ngx_pty_init_process(ngx_cycle_t *cycle)
 {
+    ngx_pty_instance_started();
+
     if (ngx_pty_shm_zone() && ngx_pty_keeper_forker_start(cycle) != NGX_OK) {
         return NGX_ERROR;
     }

@@ -928,6 +928,52 @@ ngx_pty_binding_notify(ngx_pty_listener_t *l)
 }
 
 
+/*
+ * nginx stops: the session ends with it.  A client level with the ring
+ * gets the rest and the Closed in order; one behind gets the Closed at
+ * once (there is nothing to reconnect to).
+ */
+static void
+ngx_pty_binding_stop(ngx_pty_client_t *cl)
+{
+    uint64_t               off, buf[(sizeof(ngx_pty_frame_t)
+                                     + NGX_PTY_CLOSED_MAX) / 8 + 1];
+    ngx_pty_frame_t       *f, *closed;
+    ngx_pty_session_sh_t  *sh;
+
+    ngx_pty_session_terminate(cl->session);
+    ngx_pty_binding_pull(cl);
+
+    if (cl->done || !cl->joined) {
+        return;
+    }
+
+    sh = cl->session->sh;
+    closed = NULL;
+
+    ngx_pty_shm_lock(sh);
+
+    /* not yet sent: at or after the client's place in the ring */
+    off = ngx_max(cl->cursor, sh->ring->tail);
+
+    while ((f = ngx_pty_ring_read(sh->ring, &off)) != NULL) {
+        if (f->kind == NGX_PTY_FRAME_CLOSED && f->target == 0
+            && f->len <= NGX_PTY_CLOSED_MAX)
+        {
+            ngx_memcpy(buf, f, sizeof(ngx_pty_frame_t) + f->len);
+            closed = (ngx_pty_frame_t *) buf;
+            break;
+        }
+    }
+
+    ngx_pty_shm_unlock(sh);
+
+    if (closed && ngx_pty_binding_send_frame(cl, closed) == NGX_OK) {
+        ngx_pty_binding_goodbye(cl, "session_closed", NULL);
+    }
+}
+
+
 /* this worker exits: say so, send what fits, and go */
 static void
 ngx_pty_binding_shutdown(ngx_pty_listener_t *l)
@@ -938,6 +984,11 @@ ngx_pty_binding_shutdown(ngx_pty_listener_t *l)
 
     c = cl->ws.connection;
 
+    if (ngx_pty_instance_stopping()) {
+        ngx_pty_binding_stop(cl);
+    }
+
+    /* a reload: the session lives on in the new workers */
     ngx_pty_binding_goodbye(cl, "server_shutdown",
                             "reconnect with replay_from");
     ngx_pty_ws_finalize(&cl->ws);

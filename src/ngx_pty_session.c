@@ -1605,11 +1605,36 @@ ngx_pty_sessions_shutdown(ngx_cycle_t *cycle)
  * keeper is told to end the child.  Runs in the master (or the single
  * process) after the workers are gone.
  */
+/* the session ends with nginx: one Closed instance_terminated (locked) */
+static ngx_uint_t
+ngx_pty_session_sh_terminate(ngx_pty_session_sh_t *sh, ngx_log_t *log)
+{
+    u_char  buf[256];
+    size_t  len;
+
+    if (sh->state >= NGX_PTY_STATE_CLOSED) {
+        return 0;
+    }
+
+    len = ngx_pty_closed_json(buf, sizeof(buf),
+                              NGX_PTY_CLOSED_INSTANCE_TERMINATED, -1,
+                              "agent_disconnect: nginx is shutting down");
+
+    (void) ngx_pty_ring_append(sh, NGX_PTY_FRAME_CLOSED, 0, buf, len);
+    sh->state = NGX_PTY_STATE_CLOSED;
+    sh->closed_reason = NGX_PTY_CLOSED_INSTANCE_TERMINATED;
+
+    ngx_log_error(NGX_LOG_INFO, log, 0,
+                  "pty: session pty-%ui closed: instance_terminated",
+                  sh->name);
+
+    return 1;
+}
+
+
 void
 ngx_pty_sessions_terminate_all(ngx_log_t *log)
 {
-    u_char                 buf[256];
-    size_t                 len;
     ngx_queue_t           *q;
     ngx_pty_zone_t        *zone;
     ngx_pty_session_sh_t  *sh;
@@ -1618,10 +1643,6 @@ ngx_pty_sessions_terminate_all(ngx_log_t *log)
     if (zone == NULL) {
         return;
     }
-
-    len = ngx_pty_closed_json(buf, sizeof(buf),
-                              NGX_PTY_CLOSED_INSTANCE_TERMINATED, -1,
-                              "agent_disconnect: nginx is shutting down");
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 
@@ -1633,24 +1654,60 @@ ngx_pty_sessions_terminate_all(ngx_log_t *log)
 
         ngx_pty_shm_lock(sh);
 
-        if (sh->state < NGX_PTY_STATE_CLOSED) {
-            (void) ngx_pty_ring_append(sh, NGX_PTY_FRAME_CLOSED, 0, buf, len);
-            sh->state = NGX_PTY_STATE_CLOSED;
-            sh->closed_reason = NGX_PTY_CLOSED_INSTANCE_TERMINATED;
-
-            if (sh->keeper > 0) {
-                (void) kill(sh->keeper, SIGTERM);
-            }
-
-            ngx_log_error(NGX_LOG_INFO, log, 0,
-                          "pty: session pty-%ui closed: instance_terminated",
-                          sh->name);
+        if (ngx_pty_session_sh_terminate(sh, log) && sh->keeper > 0) {
+            (void) kill(sh->keeper, SIGTERM);
         }
 
         ngx_pty_shm_unlock(sh);
     }
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
+}
+
+
+/*
+ * A worker of a stopping nginx (quit, stop, or the old master of a binary
+ * upgrade quitting) tells its clients the session ended; its keeper goes
+ * when the master exits.
+ */
+void
+ngx_pty_session_terminate(ngx_pty_session_t *s)
+{
+    ngx_pty_shm_lock(s->sh);
+    (void) ngx_pty_session_sh_terminate(s->sh, s->log);
+    ngx_pty_shm_unlock(s->sh);
+}
+
+
+static ngx_atomic_uint_t  ngx_pty_generation;
+
+
+void
+ngx_pty_instance_started(void)
+{
+    ngx_pty_zone_t  *zone;
+
+    zone = ngx_pty_shm_zone();
+
+    if (zone) {
+        ngx_pty_generation = zone->sh->generation;
+    }
+}
+
+
+/*
+ * A worker exits either because a reload replaced it (the zone's
+ * generation moved on: its sessions live on in the new workers) or
+ * because nginx stops.
+ */
+ngx_uint_t
+ngx_pty_instance_stopping(void)
+{
+    ngx_pty_zone_t  *zone;
+
+    zone = ngx_pty_shm_zone();
+
+    return zone && zone->sh->generation == ngx_pty_generation;
 }
 
 

@@ -52,7 +52,12 @@ ngx_pty_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_pty_zone.shpool = shpool;
 
     if (osh) {
-        /* reload: sessions live on in the same zone */
+        /*
+         * reload: sessions live on in the same zone; the workers of the
+         * old configuration learn from the generation that they are
+         * replaced, not stopped (ngx_pty_instance_stopping)
+         */
+        (void) ngx_atomic_fetch_add(&osh->generation, 1);
         shm_zone->data = osh;
         ngx_pty_zone.sh = osh;
         return NGX_OK;

@@ -241,6 +241,7 @@ struct ngx_pty_shm_s {
     ngx_queue_t                sessions;
     ngx_uint_t                 next_name;
     ngx_atomic_t               next_client;
+    ngx_atomic_t               generation;    /* reloads into this zone */
     ngx_uint_t                 live;
     uint64_t                   nonce;     /* names this zone's doorbells */
     ngx_pty_worker_sh_t        workers[NGX_PTY_WORKERS_MAX];

@@ -13,6 +13,7 @@ use Test::More;
 use Test::Nginx;
 use Test::Nginx::Pty;
 use Test::Nginx::PtyAPI qw(api_call);
+use Test::Nginx::PtyWS qw(session_frame_kind);
 
 sub parent {
     open my $fh, '<', "/proc/$_[0]/stat" or return ();
@@ -60,10 +61,14 @@ my ($n1, $n2) = $master eq 'on' ? (1001, 1002) : (1003, 1004);
     my @left = procs_running("sleep $n2");
     push @left, map { parent($_) } @left;    # the keepers
 
+    # its client gets the end of the session, not an invitation to return
     $t->stop();
-    my $bye = $ws2->recv_op('binding_goodbye', 5);
-    is($bye->{payload}{reason}, 'server_shutdown',
-        "$master: attached client told of the shutdown");
+    my @f = $ws2->recv_until(sub { ($_[0]{op} // '') eq 'binding_goodbye' }, 5);
+    is(join(',', map { "$_->{payload}{reason}" } grep {
+            (session_frame_kind($_) // '') eq 'Closed' || $_->{op} eq
+            'binding_goodbye' } @f),
+        'instance_terminated,session_closed',
+        "$master: attached client gets Closed instance_terminated, goodbye");
     ok($t->wait_until(sub { gone(@left) }, 5),
         "$master: no program or keeper outlives nginx");
     ok(!(grep { /exited on signal/ } $t->error_log_lines),

@@ -644,6 +644,26 @@ sub reload {
     return 0;
 }
 
+# USR2: the master starts a new binary (the same one here); waits for the
+# new master and its workers, which this object follows from then on.
+# Returns the old master's pid (still running: QUIT it to finish).
+sub binary_upgrade {
+    my ($self, %opts) = @_;
+    my $old = $self->{_pid} or die "HARNESS: nginx is not running\n";
+    my $timeout = $opts{timeout} // 10;
+
+    kill 'USR2', $old;
+    my $new = $self->wait_until(sub {
+        my $p = -e $self->_path('nginx.pid.oldbin') && $self->_read_pid;
+        $p && $p != $old && _alive($p) && _children($p) ? $p : undef;
+    }, $timeout) or return;
+
+    $self->{_pid} = $new;
+    $self->wait_until(sub {
+        scalar($self->worker_pids) >= $self->_worker_count }, $timeout);
+    return $old;
+}
+
 sub stop {
     my ($self) = @_;
 
