@@ -24,7 +24,7 @@ LD_OPT      ?= -Wl,-z,relro -Wl,-z,now -fPIC
 SRCS := ngx_pty_module.c $(wildcard src/*.c src/*.h) config
 UNIT_BINS := $(BUILD)/escape_test $(BUILD)/text_test $(BUILD)/screen_test
 TOOL_BINS := $(BUILD)/vtcompare $(BUILD)/screenbench
-BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench $(BUILD)/wsload
+BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench $(BUILD)/wsload $(BUILD)/ptylat
 TOOL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Isrc
 
 .PHONY: all deps run test unit bench load clean distclean
@@ -59,6 +59,9 @@ $(BUILD)/screenbench: t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c
 	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c -lvterm
 
 $(BUILD)/rawpty: t/bench/rawpty.c t/bench/bench.h
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lutil
+
+$(BUILD)/ptylat: t/bench/ptylat.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lutil
 
 $(BUILD)/wsbench: t/bench/wsbench.c t/bench/bench.h

@@ -15,7 +15,7 @@
 
 
 #define NGX_PTY_READ_BUDGET     4           /* chunks per turn, then yield */
-#define NGX_PTY_SCREEN_BUDGET   (256 * 1024)
+#define NGX_PTY_SCREEN_BUDGET   (64 * 1024) /* bytes folded per turn */
 #define NGX_PTY_DRAIN_GRACE     300         /* ms for output after exit */
 #define NGX_PTY_INPUT_MAX       (1024 * 1024)
 
@@ -714,8 +714,9 @@ static void
 ngx_pty_session_read_handler(ngx_event_t *rev)
 {
     u_char                 buf[NGX_PTY_READ_CHUNK];
+    size_t                 got;
     ssize_t                n;
-    ngx_uint_t             i, got;
+    ngx_uint_t             i;
     ngx_connection_t      *c;
     ngx_pty_frame_t       *f;
     ngx_pty_session_t     *s;
@@ -747,7 +748,7 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
             s->frames_since_keyframe++;
             s->output_since_keyframe = 1;
             s->last_active = ngx_current_msec;
-            got = 1;
+            got += n;
 
             if (s->frames_since_keyframe
                 >= s->params.keyframe_interval_frames)
@@ -777,15 +778,23 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
     }
 
     if (i == NGX_PTY_READ_BUDGET) {
-        /* let other sessions and clients have this turn too */
-        ngx_post_event(rev, &ngx_posted_events);
+        /*
+         * Let other sessions and clients have a turn too: after the next
+         * poll of the kernel, so that a flood cannot hold the posted queue
+         * (and the keystrokes of other sessions) to itself.
+         */
+        ngx_post_event(rev, &ngx_posted_next_events);
     }
 
     if (got) {
+        /* a short read that emptied the terminal is most likely an echo */
+        s->urgent = (got < NGX_PTY_READ_CHUNK && i < NGX_PTY_READ_BUDGET);
         ngx_pty_session_notify(s);
+        s->urgent = 0;
 
+        /* the model folds after the clients are served and input is read */
         if (!s->screen_ev.posted) {
-            ngx_post_event(&s->screen_ev, &ngx_posted_events);
+            ngx_post_event(&s->screen_ev, &ngx_posted_next_events);
         }
 
         if (s->output_since_keyframe && !s->keyframe.timer_set) {
@@ -814,7 +823,7 @@ ngx_pty_session_screen_handler(ngx_event_t *ev)
     ngx_pty_session_fold(s, NGX_PTY_SCREEN_BUDGET);
 
     if (s->screen_off < s->sh->ring->head) {
-        ngx_post_event(ev, &ngx_posted_events);
+        ngx_post_event(ev, &ngx_posted_next_events);
         return;
     }
 

@@ -7,6 +7,15 @@
 #               pty-ws/v1 client receiving and decoding every Output frame,
 #               for several kinds of content at 120x30
 #   echo        one keystroke as pty.session_input until its Output echo
+#
+# Latency figures (the second half of this file):
+#   echo under flood  the echo while another session of the same worker
+#                     floods `yes` to a client draining it
+#   attach            connect + upgrade + join until the Keyframe, on a
+#                     session with a full 120x30 screen
+#   start             POST /pty/start until its wait_for mark appears,
+#                     against forkpty() of the same `bash -lc` (ptylat)
+# Plots (BENCH_PLOTS=0 skips them) are written as SVG into docs/img.
 
 use strict;
 use warnings;
@@ -17,6 +26,10 @@ use lib "$FindBin::Bin/../lib";
 use Test::More;
 use Test::Nginx;
 use Test::Nginx::Pty;
+use Test::Nginx::PtyAPI qw(api_call);
+
+use lib $FindBin::Bin;
+use BenchPlot qw(svg_bars svg_lines cdf);
 
 my $root = "$FindBin::Bin/../..";
 my $rawpty = "$root/build/rawpty";
@@ -65,6 +78,8 @@ my $s = start_session($t, 'cat', cols => 120, rows => 30);
 my @lat = split /\n/, `$wsbench echo @{[$t->port(8080)]} $s->{attach_path} 2000`;
 ok(@lat == 2000, 'echo: 2000 keystrokes answered');
 
+my %latency = latency_figures($t, $dir);
+
 $t->stop();
 done_testing();
 
@@ -82,7 +97,10 @@ printf "%-24s %-26s %-26s %-22s %-7s %s\n", 'echo p50 (us)', '', '',
     sprintf('%.0f', $p50), '<=60', $p50 <= 60 ? 'pass' : 'FAIL';
 printf "%-24s %-26s %-26s %-22s %-7s %s\n", 'echo p99 (us)', '', '',
     sprintf('%.0f', $p99), '<=150', $p99 <= 150 ? 'pass' : 'FAIL';
+latency_rows(%latency);
 print "\n(min/median/max over $runs runs, $mib MiB each, 120x30)\n";
+
+plots(\@rows, \@lat, $latency{flood_all}) if $ENV{BENCH_PLOTS} // 1;
 
 sub median {
     my @s = sort { $a <=> $b } @_;
@@ -122,4 +140,118 @@ sub make_inputs {
         }
     }
     close $_ for $p, $c, $k;
+}
+
+
+###############################################################################
+# Latency figures: echo under flood, attach -> Keyframe, start -> output.
+
+sub latency_figures {
+    my ($t, $dir) = @_;
+    my $port = $t->port(8080);
+    my $ptylat = "$root/build/ptylat";
+    my %r;
+
+    -x $ptylat or die "build t/bench first (make bench)\n";
+
+    # one worker: the flood and the keystrokes share its event loop
+    for (1 .. $runs) {
+        my $s = start_session($t, 'cat', cols => 120, rows => 30);
+        my $f = start_session($t, 'read x; yes', cols => 120, rows => 30);
+        open my $drain, '-|', "$wsbench throughput $port $f->{attach_path}"
+            or die "wsbench: $!\n";
+        select undef, undef, undef, 0.3;    # the flood is under way
+        my @l = split /\n/, `$wsbench echo $port $s->{attach_path} 2000`;
+        api_call($port, '/pty/kill', { id => $f->{id} });
+        my ($fb, $fs) = split ' ', <$drain> // '0 1';
+        close $drain;
+        api_call($port, '/pty/kill', { id => $s->{id} });
+        ok(@l == 2000 && $fb > 0, 'echo under flood: 2000 keystrokes '
+            . 'answered while the flood was drained');
+        push @{ $r{flood_p50} }, $l[@l * 0.5];
+        push @{ $r{flood_p99} }, $l[@l * 0.99];
+        push @{ $r{flood_rate} }, $fb / $fs / 1e6;
+        push @{ $r{flood_all} }, @l;
+    }
+
+    # a full screen of 120-column lines, the program waiting for input
+    my ($st, $s) = api_call($port, '/pty/start', {
+        command => q{for i in $(seq 1 40); do printf '%03d %0116d\n' $i $i; }
+            . q{done; cat}, cols => 120, rows => 30, wait_for => '040 ' });
+    for (1 .. $runs) {
+        my @l = map { [split] } split /\n/,
+            `$wsbench attach $port $s->{attach_path} 200`;
+        ok(@l == 200, 'attach: 200 Keyframes received');
+        push @{ $r{attach} }, $l[@l / 2][0];
+        push @{ $r{attach_join} }, $l[@l / 2][1];
+    }
+    api_call($port, '/pty/kill', { id => $s->{id} });
+
+    # the floor runs the session's own command line in the session's
+    # environment (the keeper's defaults, HOME as pty_env sets it)
+    my $cmd = 'echo READY; exec sleep 30';
+    my $env = "env -i HOME=$dir TERM=xterm-256color COLORTERM=truecolor "
+        . 'LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:'
+        . '/usr/sbin:/sbin';
+    for (1 .. $runs) {
+        my @floor = split /\n/,
+            `$env $ptylat start 10 /bin/bash -lc '$cmd'`;
+        my @api = split /\n/, `$wsbench start $port 10 '$cmd' READY`;
+        ok(@floor == 10 && @api == 10, 'start: 10 sessions printed READY');
+        push @{ $r{start_floor} }, $floor[5];
+        push @{ $r{start_api} }, $api[5];
+        push @{ $r{start_ratio} }, $api[5] / $floor[5];
+    }
+
+    return %r;
+}
+
+sub latency_rows {
+    my (%r) = @_;
+    my $row = "%-24s %-26s %-26s %-22s %-7s %s\n";
+
+    printf $row, 'echo p50 under flood', '', '', mmm($r{flood_p50}), '', '';
+    printf $row, 'echo p99 under flood', '', '', mmm($r{flood_p99}),
+        '<=2000', median(@{ $r{flood_p99} }) <= 2000 ? 'pass' : 'FAIL';
+    printf $row, 'attach->Keyframe (us)', '', '', mmm($r{attach}),
+        '<=1000', median(@{ $r{attach} }) <= 1000 ? 'pass' : 'FAIL';
+    printf $row, '  of which join (us)', '', '', mmm($r{attach_join}), '', '';
+    printf $row, 'start->output (us)', 'floor ' . mmm($r{start_floor}),
+        'API ' . mmm($r{start_api}), mmm($r{start_ratio}, '%.2f'), '<=1.2',
+        median(@{ $r{start_ratio} }) <= 1.2 ? 'pass' : 'FAIL';
+    printf "\n(flood: `yes` drained at %s MB/s; echo and flood in us, "
+        . "2000 keystrokes a run; attach: median of 200 a run; start: "
+        . "median of 10 a run)\n", mmm($r{flood_rate});
+}
+
+###############################################################################
+# Plots: SVG files in docs/img, made by t/bench/BenchPlot.pm.
+
+sub plots {
+    my ($rows, $idle, $flood) = @_;
+    my $img = "$root/docs/img";
+
+    mkdir $img;
+
+    svg_bars("$img/throughput.svg",
+        title => 'Throughput by content type (median of the runs)',
+        ylabel => 'MB/s',
+        groups => [ map { $_->[0] } @$rows ],
+        series => [
+            { name => 'raw PTY', values => [ map { median(@{ $_->[1] }) }
+                @$rows ] },
+            { name => 'pty-ws/v1', values => [ map { median(@{ $_->[2] }) }
+                @$rows ] },
+        ]);
+
+    svg_lines("$img/echo-cdf.svg",
+        title => 'Keystroke echo latency, CDF', xlabel => 'microseconds',
+        ylabel => 'fraction of keystrokes', xlog => 1, ymax => 1,
+        marks => [ [150, 'idle p99 target'], [2000, 'flood p99 target'] ],
+        series => [
+            { name => 'idle', points => cdf(@$idle) },
+            { name => 'under a flood', points => cdf(@$flood) },
+        ]);
+
+    print "plots written to docs/img\n";
 }
