@@ -15,7 +15,10 @@
 
 
 #define NGX_PTY_READ_BUDGET     4           /* chunks per turn, then yield */
-#define NGX_PTY_SCREEN_BUDGET   (64 * 1024) /* bytes folded per turn */
+#define NGX_PTY_SCREEN_BUDGET   (32 * 1024) /* bytes folded per turn */
+/* PTY reads pause while the model is this far behind: bounds the catch-up
+ * a Keyframe does in one go, and so the turn it takes from other sessions */
+#define NGX_PTY_SCREEN_LAG      (32 * 1024)
 #define NGX_PTY_DRAIN_GRACE     300         /* ms for output after exit */
 #define NGX_PTY_INPUT_MAX       (1024 * 1024)
 
@@ -729,9 +732,17 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
 
     for (i = 0; i < NGX_PTY_READ_BUDGET; i++) {
 
-        if (sh->ring->head - s->screen_off > sh->ring->size / 2) {
-            /* the screen model must not fall out of the ring: wait for it */
+        if (sh->ring->head - s->screen_off
+            > ngx_min(sh->ring->size / 2, NGX_PTY_SCREEN_LAG))
+        {
+            /* the screen model must not fall behind: wait for it */
             s->throttled = 1;
+
+            if (!s->screen_ev.posted) {
+                /* a new owner starts behind, with nothing folding yet */
+                ngx_post_event(&s->screen_ev, &ngx_posted_next_events);
+            }
+
             break;
         }
 
