@@ -768,6 +768,19 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
                 ngx_pty_session_keyframe_handler(&s->keyframe);
             }
 
+            if ((size_t) n < sizeof(buf) && !s->exited) {
+                /*
+                 * The line discipline is empty: another read now would
+                 * wait in the kernel (n_tty_read() flushes the pending tty
+                 * work synchronously), which under a flood blocks the
+                 * whole worker for as long as the kernel's tty worker
+                 * takes to get a CPU.  The next output raises the next
+                 * edge-triggered event.  Once the program has exited,
+                 * reads go on to EIO: no event may follow.
+                 */
+                break;
+            }
+
             continue;
         }
 

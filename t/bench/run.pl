@@ -9,6 +9,8 @@
 #   echo        one keystroke as pty.session_input until its Output echo
 #
 # Latency figures (the second half of this file):
+#   echo, 1 worker    the echo on an nginx of one worker (the rows above
+#                     run two: a client may be served across workers)
 #   echo under flood  the echo while another session of the same worker
 #                     floods `yes` to a client draining it
 #   attach            connect + upgrade + join until the Keyframe, on a
@@ -78,9 +80,9 @@ my $s = start_session($t, 'cat', cols => 120, rows => 30);
 my @lat = split /\n/, `$wsbench echo @{[$t->port(8080)]} $s->{attach_path} 2000`;
 ok(@lat == 2000, 'echo: 2000 keystrokes answered');
 
-my %latency = latency_figures($t, $dir);
-
 $t->stop();
+
+my %latency = latency_figures();
 done_testing();
 
 print "\n";
@@ -100,7 +102,8 @@ printf "%-24s %-26s %-26s %-22s %-7s %s\n", 'echo p99 (us)', '', '',
 latency_rows(%latency);
 print "\n(min/median/max over $runs runs, $mib MiB each, 120x30)\n";
 
-plots(\@rows, \@lat, $latency{flood_all}) if $ENV{BENCH_PLOTS} // 1;
+plots(\@rows, $latency{idle_all}, $latency{flood_all})
+    if $ENV{BENCH_PLOTS} // 1;
 
 sub median {
     my @s = sort { $a <=> $b } @_;
@@ -146,15 +149,31 @@ sub make_inputs {
 ###############################################################################
 # Latency figures: echo under flood, attach -> Keyframe, start -> output.
 
+# One worker of its own: the client, the session and the flood all on the
+# same event loop (with several, a client may land on a worker that does
+# not own its session, and every frame crosses the doorbell).
 sub latency_figures {
-    my ($t, $dir) = @_;
+    my $t = pty_nginx(zone => '64m', workers => 1);
+    $t->run();
+
+    my $dir = $t->testdir;
     my $port = $t->port(8080);
     my $ptylat = "$root/build/ptylat";
     my %r;
 
     -x $ptylat or die "build t/bench first (make bench)\n";
 
-    # one worker: the flood and the keystrokes share its event loop
+    for (1 .. $runs) {
+        my $s = start_session($t, 'cat', cols => 120, rows => 30);
+        my @l = split /\n/, `$wsbench echo $port $s->{attach_path} 2000`;
+        api_call($port, '/pty/kill', { id => $s->{id} });
+        ok(@l == 2000, 'echo, one worker: 2000 keystrokes answered');
+        push @{ $r{idle_p50} }, $l[@l * 0.5];
+        push @{ $r{idle_p99} }, $l[@l * 0.99];
+        push @{ $r{idle_all} }, @l;
+    }
+
+    # the flood and the keystrokes share the worker's event loop
     for (1 .. $runs) {
         my $s = start_session($t, 'cat', cols => 120, rows => 30);
         my $f = start_session($t, 'read x; yes', cols => 120, rows => 30);
@@ -203,6 +222,8 @@ sub latency_figures {
         push @{ $r{start_ratio} }, $api[5] / $floor[5];
     }
 
+    $t->stop();
+
     return %r;
 }
 
@@ -210,6 +231,10 @@ sub latency_rows {
     my (%r) = @_;
     my $row = "%-24s %-26s %-26s %-22s %-7s %s\n";
 
+    printf $row, 'echo p50, 1 worker', '', '', mmm($r{idle_p50}), '<=60',
+        median(@{ $r{idle_p50} }) <= 60 ? 'pass' : 'FAIL';
+    printf $row, 'echo p99, 1 worker', '', '', mmm($r{idle_p99}), '<=150',
+        median(@{ $r{idle_p99} }) <= 150 ? 'pass' : 'FAIL';
     printf $row, 'echo p50 under flood', '', '', mmm($r{flood_p50}), '', '';
     printf $row, 'echo p99 under flood', '', '', mmm($r{flood_p99}),
         '<=2000', median(@{ $r{flood_p99} }) <= 2000 ? 'pass' : 'FAIL';
