@@ -19,6 +19,7 @@
 /* PTY reads pause while the model is this far behind: bounds the catch-up
  * a Keyframe does in one go, and so the turn it takes from other sessions */
 #define NGX_PTY_SCREEN_LAG      (32 * 1024)
+#define NGX_PTY_URGENT_MAX      512         /* an echo, a prompt: not a flood */
 #define NGX_PTY_DRAIN_GRACE     300         /* ms for output after exit */
 #define NGX_PTY_INPUT_MAX       (1024 * 1024)
 
@@ -811,8 +812,8 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
     }
 
     if (got) {
-        /* a short read that emptied the terminal is most likely an echo */
-        s->urgent = (got < NGX_PTY_READ_CHUNK && i < NGX_PTY_READ_BUDGET);
+        /* a few bytes that emptied the terminal are most likely an echo */
+        s->urgent = (got <= NGX_PTY_URGENT_MAX && i < NGX_PTY_READ_BUDGET);
         ngx_pty_session_notify(s);
         s->urgent = 0;
 
