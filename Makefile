@@ -26,7 +26,8 @@ LD_OPT      ?= -Wl,-z,relro -Wl,-z,now -fPIC
 SRCS := ngx_pty_module.c $(wildcard src/*.c src/*.h) config
 UNIT_BINS := $(BUILD)/escape_test $(BUILD)/text_test $(BUILD)/screen_test
 TOOL_BINS := $(BUILD)/vtcompare $(BUILD)/screenbench
-BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench $(BUILD)/wsload $(BUILD)/wsfanout
+BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench $(BUILD)/wsload $(BUILD)/wsfanout \
+              $(BUILD)/ptylat $(BUILD)/turns.so
 TOOL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Isrc
 
 .PHONY: all deps run test unit bench idle load clean distclean
@@ -62,6 +63,12 @@ $(BUILD)/screenbench: t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c
 
 $(BUILD)/rawpty: t/bench/rawpty.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lutil
+
+$(BUILD)/ptylat: t/bench/ptylat.c t/bench/bench.h
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lutil
+
+$(BUILD)/turns.so: t/bench/turns.c
+	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -shared -fPIC -o $@ $< -ldl
 
 $(BUILD)/wsbench: t/bench/wsbench.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<

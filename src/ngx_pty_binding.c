@@ -922,8 +922,27 @@ ngx_pty_binding_notify(ngx_pty_listener_t *l)
 {
     ngx_pty_client_t  *cl = l->data;
 
-    if (!cl->ws.finished && !cl->ws.connection->write->posted) {
-        ngx_post_event(cl->ws.connection->write, &ngx_posted_events);
+    ngx_event_t  *wev;
+
+    if (cl->ws.finished) {
+        return;
+    }
+
+    wev = cl->ws.connection->write;
+
+    if (cl->session->urgent) {
+        /* an echo goes ahead of the bulk work already queued this turn */
+        if (wev->posted) {
+            ngx_delete_posted_event(wev);
+        }
+
+        wev->posted = 1;
+        ngx_queue_insert_head(&ngx_posted_events, &wev->queue);
+        return;
+    }
+
+    if (!wev->posted) {
+        ngx_post_event(wev, &ngx_posted_events);
     }
 }
 

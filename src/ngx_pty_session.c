@@ -15,8 +15,12 @@
 
 
 #define NGX_PTY_READ_BUDGET     4           /* chunks per turn, then yield */
-#define NGX_PTY_SCREEN_BUDGET   (256 * 1024)
+#define NGX_PTY_SCREEN_BUDGET   (32 * 1024) /* bytes folded per turn */
 #define NGX_PTY_FOLD_CHUNK      (4 * NGX_PTY_READ_CHUNK)
+/* PTY reads pause while the model is this far behind: bounds the catch-up
+ * a Keyframe does in one go, and so the turn it takes from other sessions */
+#define NGX_PTY_SCREEN_LAG      (32 * 1024)
+#define NGX_PTY_URGENT_MAX      512         /* an echo, a prompt: not a flood */
 #define NGX_PTY_DRAIN_GRACE     300         /* ms for output after exit */
 #define NGX_PTY_INPUT_MAX       (1024 * 1024)
 
@@ -716,46 +720,6 @@ ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd, ngx_pid_t child)
 
 
 /*
- * Reads what the terminal has, up to one frame: a PTY read returns at most
- * a tty buffer (4 KiB), so a busy terminal's output is gathered into one
- * frame for the clients and the screen model; a keystroke's echo still
- * goes out at once, ended by EAGAIN.
- */
-static ssize_t
-ngx_pty_session_read_frame(ngx_fd_t fd, u_char *buf, size_t size,
-    ngx_uint_t *again, ngx_uint_t *eof)
-{
-    size_t   len;
-    ssize_t  n;
-
-    for (len = 0; len < size; /* void */ ) {
-        n = read(fd, buf + len, size - len);
-
-        if (n > 0) {
-            len += n;
-            continue;
-        }
-
-        if (n == -1 && ngx_errno == NGX_EINTR) {
-            continue;
-        }
-
-        if (n == -1 && ngx_errno == NGX_EAGAIN) {
-            *again = 1;
-
-        } else {
-            /* EIO: every holder of the slave side is gone */
-            *eof = 1;
-        }
-
-        break;
-    }
-
-    return len;
-}
-
-
-/*
  * Output frames for what was read (the caller holds the session lock); a
  * ring the full zone could not grow takes it in smaller frames.  Returns
  * the last frame's sequence, 0 if none could be kept.
@@ -788,9 +752,10 @@ static void
 ngx_pty_session_read_handler(ngx_event_t *rev)
 {
     u_char                 buf[NGX_PTY_READ_CHUNK];
-    size_t                 n, reach;
+    size_t                 got, reach;
+    ssize_t                n;
     uint64_t               seq;
-    ngx_uint_t             i, got, again, eof;
+    ngx_uint_t             i;
     ngx_pty_ring_t        *ring;
     ngx_connection_t      *c;
     ngx_pty_session_t     *s;
@@ -800,64 +765,102 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
     s = c->data;
     sh = s->sh;
     got = 0;
-    again = 0;
-    eof = 0;
 
-    for (i = 0; i < NGX_PTY_READ_BUDGET && !again && !eof; i++) {
+    for (i = 0; i < NGX_PTY_READ_BUDGET; i++) {
 
         /* the ring grows ahead of appends up to pty_ring_size */
         ring = sh->ring;
         reach = ngx_pty_ring_reach(ring);
 
-        if (ring->head - s->screen_off > reach / 2) {
-            /* the screen model must not fall out of the ring: wait for it */
+        if (ring->head - s->screen_off
+            > ngx_min(reach / 2, NGX_PTY_SCREEN_LAG))
+        {
+            /* the screen model must not fall behind: wait for it */
             s->throttled = 1;
+
+            if (!s->screen_ev.posted) {
+                /* a new owner starts behind, with nothing folding yet */
+                ngx_post_event(&s->screen_ev, &ngx_posted_next_events);
+            }
+
             break;
         }
 
-        n = ngx_pty_session_read_frame(c->fd, buf, sizeof(buf), &again, &eof);
+        n = read(c->fd, buf, sizeof(buf));
 
-        if (n == 0) {
+        if (n > 0) {
+            ngx_pty_ring_reserve(sh, n, n);
+
+            ngx_pty_shm_lock(sh);
+            seq = ngx_pty_session_append_output(sh, buf, n);
+            ngx_pty_scroll_append(sh->scroll, buf, n);
+            sh->last_output = seq ? seq : sh->last_output;
+            sh->active = ngx_time();
+            ngx_pty_shm_unlock(sh);
+
+            s->frames_since_keyframe++;
+            s->output_since_keyframe = 1;
+            s->last_active = ngx_current_msec;
+            got += n;
+
+            if (s->frames_since_keyframe
+                >= s->params.keyframe_interval_frames)
+            {
+                /* at most keyframe_interval_frames Outputs between two */
+                ngx_pty_session_keyframe_handler(&s->keyframe);
+            }
+
+            if ((size_t) n < sizeof(buf) && !s->exited) {
+                /*
+                 * The line discipline is empty: another read now would
+                 * wait in the kernel (n_tty_read() flushes the pending tty
+                 * work synchronously), which under a flood blocks the
+                 * whole worker for as long as the kernel's tty worker
+                 * takes to get a CPU.  The next output raises the next
+                 * edge-triggered event.  Once the program has exited,
+                 * reads go on to EIO: no event may follow.
+                 */
+                break;
+            }
+
             continue;
         }
 
-        ngx_pty_ring_reserve(sh, n, n);
+        if (n == -1 && ngx_errno == NGX_EAGAIN) {
+            if (ngx_handle_read_event(rev, 0) != NGX_OK) {
+                s->eof = 1;
+            }
 
-        ngx_pty_shm_lock(sh);
-        seq = ngx_pty_session_append_output(sh, buf, n);
-        ngx_pty_scroll_append(sh->scroll, buf, n);
-        sh->last_output = seq ? seq : sh->last_output;
-        sh->active = ngx_time();
-        ngx_pty_shm_unlock(sh);
-
-        s->frames_since_keyframe++;
-        s->output_since_keyframe = 1;
-        s->last_active = ngx_current_msec;
-        got = 1;
-
-        if (s->frames_since_keyframe >= s->params.keyframe_interval_frames) {
-            /* at most keyframe_interval_frames Outputs between two */
-            ngx_pty_session_keyframe_handler(&s->keyframe);
+            break;
         }
-    }
 
-    if (again && ngx_handle_read_event(rev, 0) != NGX_OK) {
-        eof = 1;
-    }
+        if (n == -1 && ngx_errno == NGX_EINTR) {
+            continue;
+        }
 
-    if (eof) {
+        /* EIO: every holder of the slave side is gone */
         s->eof = 1;
+        break;
+    }
 
-    } else if (i == NGX_PTY_READ_BUDGET && !again) {
-        /* let other sessions and clients have this turn too */
-        ngx_post_event(rev, &ngx_posted_events);
+    if (i == NGX_PTY_READ_BUDGET) {
+        /*
+         * Let other sessions and clients have a turn too: after the next
+         * poll of the kernel, so that a flood cannot hold the posted queue
+         * (and the keystrokes of other sessions) to itself.
+         */
+        ngx_post_event(rev, &ngx_posted_next_events);
     }
 
     if (got) {
+        /* a few bytes that emptied the terminal are most likely an echo */
+        s->urgent = (got <= NGX_PTY_URGENT_MAX && i < NGX_PTY_READ_BUDGET);
         ngx_pty_session_notify(s);
+        s->urgent = 0;
 
+        /* the model folds after the clients are served and input is read */
         if (!s->screen_ev.posted) {
-            ngx_post_event(&s->screen_ev, &ngx_posted_events);
+            ngx_post_event(&s->screen_ev, &ngx_posted_next_events);
         }
 
         if (s->output_since_keyframe && !s->keyframe.timer_set) {
@@ -886,7 +889,7 @@ ngx_pty_session_screen_handler(ngx_event_t *ev)
     ngx_pty_session_fold(s, NGX_PTY_SCREEN_BUDGET);
 
     if (s->screen_off < s->sh->ring->head) {
-        ngx_post_event(ev, &ngx_posted_events);
+        ngx_post_event(ev, &ngx_posted_next_events);
         return;
     }
 

@@ -86,6 +86,8 @@ struct ngx_pty_session_s {
     unsigned                   killing:1;
     unsigned                   throttled:1;
     unsigned                   output_since_keyframe:1;
+    unsigned                   urgent:1;    /* the frames notified answer
+                                               input: serve them first */
 };
 
 

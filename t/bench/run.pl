@@ -8,6 +8,17 @@
 #               for several kinds of content at 120x30
 #   echo        one keystroke as pty.session_input until its Output echo
 #   keyframe    build/screenbench keyframe: one snapshot of a full screen
+#
+# Latency figures (the second half of this file):
+#   echo, 1 worker    the echo on an nginx of one worker (the rows above
+#                     run two: a client may be served across workers)
+#   echo under flood  the echo while another session of the same worker
+#                     floods `yes` to a client draining it
+#   attach            connect + upgrade + join until the Keyframe, on a
+#                     session with a full 120x30 screen
+#   start             POST /pty/start until its wait_for mark appears,
+#                     against forkpty() of the same `bash -lc` (ptylat)
+# Plots (BENCH_PLOTS=0 skips them) are written as SVG into docs/img.
 
 use strict;
 use warnings;
@@ -18,6 +29,10 @@ use lib "$FindBin::Bin/../lib";
 use Test::More;
 use Test::Nginx;
 use Test::Nginx::Pty;
+use Test::Nginx::PtyAPI qw(api_call);
+
+use lib $FindBin::Bin;
+use BenchPlot qw(svg_bars svg_lines cdf);
 
 my $root = "$FindBin::Bin/../..";
 my $rawpty = "$root/build/rawpty";
@@ -80,6 +95,8 @@ my @lat = split /\n/, `$wsbench echo @{[$t->port(8080)]} $s->{attach_path} 2000`
 ok(@lat == 2000, 'echo: 2000 keystrokes answered');
 
 $t->stop();
+
+my %latency = latency_figures();
 done_testing();
 
 print "\n";
@@ -105,8 +122,12 @@ for ([ '120x30', 50 ], [ '250x80', 250 ]) {
         '', mmm(\@worst, '%.1f'), "<=$target",
         median(@worst) <= $target ? 'pass' : 'FAIL';
 }
+latency_rows(%latency);
 print "\n(min/median/max over $runs runs, $mib MiB each, 120x30;"
     . " keyframe: the costliest of plain, colour, CJK and TUI screens)\n";
+
+plots(\@rows, $latency{idle_all}, $latency{flood_all})
+    if $ENV{BENCH_PLOTS} // 1;
 
 sub median {
     my @s = sort { $a <=> $b } @_;
@@ -164,4 +185,140 @@ sub make_inputs {
     }
     print $u "\e[?1049l\e[?25h";
     close $u;
+}
+
+
+###############################################################################
+# Latency figures: echo under flood, attach -> Keyframe, start -> output.
+
+# One worker of its own: the client, the session and the flood all on the
+# same event loop (with several, a client may land on a worker that does
+# not own its session, and every frame crosses the doorbell).
+sub latency_figures {
+    my $t = pty_nginx(zone => '64m', workers => 1);
+    $t->run();
+
+    my $dir = $t->testdir;
+    my $port = $t->port(8080);
+    my $ptylat = "$root/build/ptylat";
+    my %r;
+
+    -x $ptylat or die "build t/bench first (make bench)\n";
+
+    for (1 .. $runs) {
+        my $s = start_session($t, 'cat', cols => 120, rows => 30);
+        my @l = split /\n/, `$wsbench echo $port $s->{attach_path} 2000`;
+        api_call($port, '/pty/kill', { id => $s->{id} });
+        ok(@l == 2000, 'echo, one worker: 2000 keystrokes answered');
+        push @{ $r{idle_p50} }, $l[@l * 0.5];
+        push @{ $r{idle_p99} }, $l[@l * 0.99];
+        push @{ $r{idle_all} }, @l;
+    }
+
+    # the flood and the keystrokes share the worker's event loop
+    for (1 .. $runs) {
+        my $s = start_session($t, 'cat', cols => 120, rows => 30);
+        my $f = start_session($t, 'read x; yes', cols => 120, rows => 30);
+        open my $drain, '-|', "$wsbench throughput $port $f->{attach_path}"
+            or die "wsbench: $!\n";
+        select undef, undef, undef, 0.3;    # the flood is under way
+        my @l = split /\n/, `$wsbench echo $port $s->{attach_path} 2000`;
+        api_call($port, '/pty/kill', { id => $f->{id} });
+        my ($fb, $fs) = split ' ', <$drain> // '0 1';
+        close $drain;
+        api_call($port, '/pty/kill', { id => $s->{id} });
+        ok(@l == 2000 && $fb > 0, 'echo under flood: 2000 keystrokes '
+            . 'answered while the flood was drained');
+        push @{ $r{flood_p50} }, $l[@l * 0.5];
+        push @{ $r{flood_p99} }, $l[@l * 0.99];
+        push @{ $r{flood_rate} }, $fb / $fs / 1e6;
+        push @{ $r{flood_all} }, @l;
+    }
+
+    # a full screen of 120-column lines, the program waiting for input
+    my ($st, $s) = api_call($port, '/pty/start', {
+        command => q{for i in $(seq 1 40); do printf '%03d %0116d\n' $i $i; }
+            . q{done; cat}, cols => 120, rows => 30, wait_for => '040 ' });
+    for (1 .. $runs) {
+        my @l = map { [split] } split /\n/,
+            `$wsbench attach $port $s->{attach_path} 200`;
+        ok(@l == 200, 'attach: 200 Keyframes received');
+        push @{ $r{attach} }, $l[@l / 2][0];
+        push @{ $r{attach_join} }, $l[@l / 2][1];
+    }
+    api_call($port, '/pty/kill', { id => $s->{id} });
+
+    # the floor runs the session's own command line in the session's
+    # environment (the keeper's defaults, HOME as pty_env sets it)
+    my $cmd = 'echo READY; exec sleep 30';
+    my $env = "env -i HOME=$dir TERM=xterm-256color COLORTERM=truecolor "
+        . 'LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:'
+        . '/usr/sbin:/sbin';
+    for (1 .. $runs) {
+        my @floor = split /\n/,
+            `$env $ptylat start 10 /bin/bash -lc '$cmd'`;
+        my @api = split /\n/, `$wsbench start $port 10 '$cmd' READY`;
+        ok(@floor == 10 && @api == 10, 'start: 10 sessions printed READY');
+        push @{ $r{start_floor} }, $floor[5];
+        push @{ $r{start_api} }, $api[5];
+        push @{ $r{start_ratio} }, $api[5] / $floor[5];
+    }
+
+    $t->stop();
+
+    return %r;
+}
+
+sub latency_rows {
+    my (%r) = @_;
+    my $row = "%-24s %-26s %-26s %-22s %-7s %s\n";
+
+    printf $row, 'echo p50, 1 worker', '', '', mmm($r{idle_p50}), '<=60',
+        median(@{ $r{idle_p50} }) <= 60 ? 'pass' : 'FAIL';
+    printf $row, 'echo p99, 1 worker', '', '', mmm($r{idle_p99}), '<=150',
+        median(@{ $r{idle_p99} }) <= 150 ? 'pass' : 'FAIL';
+    printf $row, 'echo p50 under flood', '', '', mmm($r{flood_p50}), '', '';
+    printf $row, 'echo p99 under flood', '', '', mmm($r{flood_p99}),
+        '<=2000', median(@{ $r{flood_p99} }) <= 2000 ? 'pass' : 'FAIL';
+    printf $row, 'attach->Keyframe (us)', '', '', mmm($r{attach}),
+        '<=1000', median(@{ $r{attach} }) <= 1000 ? 'pass' : 'FAIL';
+    printf $row, '  of which join (us)', '', '', mmm($r{attach_join}), '', '';
+    printf $row, 'start->output (us)', 'floor ' . mmm($r{start_floor}),
+        'API ' . mmm($r{start_api}), mmm($r{start_ratio}, '%.2f'), '<=1.2',
+        median(@{ $r{start_ratio} }) <= 1.2 ? 'pass' : 'FAIL';
+    printf "\n(flood: `yes` drained at %s MB/s; echo and flood in us, "
+        . "2000 keystrokes a run; attach: median of 200 a run; start: "
+        . "median of 10 a run)\n", mmm($r{flood_rate});
+}
+
+###############################################################################
+# Plots: SVG files in docs/img, made by t/bench/BenchPlot.pm.
+
+sub plots {
+    my ($rows, $idle, $flood) = @_;
+    my $img = "$root/docs/img";
+
+    mkdir $img;
+
+    svg_bars("$img/throughput.svg",
+        title => 'Throughput by content type (median of the runs)',
+        ylabel => 'MB/s',
+        groups => [ map { $_->[0] } @$rows ],
+        series => [
+            { name => 'raw PTY', values => [ map { median(@{ $_->[1] }) }
+                @$rows ] },
+            { name => 'pty-ws/v1', values => [ map { median(@{ $_->[2] }) }
+                @$rows ] },
+        ]);
+
+    svg_lines("$img/echo-cdf.svg",
+        title => 'Keystroke echo latency, CDF', xlabel => 'microseconds',
+        ylabel => 'fraction of keystrokes', xlog => 1, ymax => 1,
+        marks => [ [150, 'idle p99 target'], [2000, 'flood p99 target'] ],
+        series => [
+            { name => 'idle', points => cdf(@$idle) },
+            { name => 'under a flood', points => cdf(@$flood) },
+        ]);
+
+    print "plots written to docs/img\n";
 }

@@ -10,6 +10,14 @@
  *   wsbench echo PORT PATH N
  *       joins, then N times sends one byte and waits for the Output
  *       frame echoing it; prints the latencies in microseconds, sorted
+ *   wsbench attach PORT PATH N
+ *       N times connects, upgrades, joins and waits for the Keyframe;
+ *       prints "total join" per attach in microseconds (each column
+ *       sorted): from connect() and from sending the join request
+ *   wsbench start PORT N COMMAND MARK
+ *       N times POSTs /pty/start with wait_for MARK and reads the answer
+ *       (then kills the session, untimed); prints the times in
+ *       microseconds, sorted
  */
 
 #include <arpa/inet.h>
@@ -31,8 +39,13 @@
 
 
 static int            fd;
+static double         join_sent;
 static unsigned char  in[4 * 1024 * 1024];
 static size_t         in_len;
+
+
+static double *alloc_lat(int count);
+static void print_sorted(double *lat, double *lat2, int count);
 
 
 
@@ -176,12 +189,9 @@ output_bytes(unsigned char *p, size_t len)
 
 
 static void
-connect_join(int port, const char *path)
+connect_to(int port)
 {
     int                 one;
-    char                req[2048];
-    size_t              len, consumed;
-    unsigned char      *p, *end;
     struct sockaddr_in  sa;
 
     fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -200,6 +210,17 @@ connect_join(int port, const char *path)
 
     one = 1;
     (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+
+static void
+connect_join(int port, const char *path)
+{
+    char            req[2048];
+    size_t          len, consumed;
+    unsigned char  *p, *end;
+
+    connect_to(port);
 
     snprintf(req, sizeof(req),
              "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
@@ -228,6 +249,8 @@ connect_join(int port, const char *path)
             break;
         }
     }
+
+    join_sent = ngx_bench_now();
 
     send_text("{\"op\":\"pty.join_session\","
               "\"id\":\"00000000-0000-7000-8000-000000000001\","
@@ -327,10 +350,7 @@ echo(int count)
     size_t          len, consumed;
     unsigned char  *p;
 
-    lat = calloc(count, sizeof(double));
-    if (lat == NULL) {
-        die("calloc");
-    }
+    lat = alloc_lat(count);
 
     for (i = 0; i < count; i++) {
         t0 = ngx_bench_now();
@@ -353,11 +373,145 @@ echo(int count)
         lat[i] = (ngx_bench_now() - t0) * 1e6;
     }
 
+    print_sorted(lat, NULL, count);
+
+    return 0;
+}
+
+
+static double *
+alloc_lat(int count)
+{
+    double  *lat;
+
+    lat = calloc(count ? count : 1, sizeof(double));
+    if (lat == NULL) {
+        die("calloc");
+    }
+
+    return lat;
+}
+
+
+static void
+print_sorted(double *lat, double *lat2, int count)
+{
+    int  i;
+
     qsort(lat, count, sizeof(double), cmp);
 
-    for (i = 0; i < count; i++) {
-        printf("%.1f\n", lat[i]);
+    if (lat2) {
+        qsort(lat2, count, sizeof(double), cmp);
     }
+
+    for (i = 0; i < count; i++) {
+        if (lat2) {
+            printf("%.1f %.1f\n", lat[i], lat2[i]);
+
+        } else {
+            printf("%.1f\n", lat[i]);
+        }
+    }
+}
+
+
+static int
+attach(int port, const char *path, int count)
+{
+    int      i;
+    double   t0, t1, *lat, *join;
+
+    lat = alloc_lat(count);
+    join = alloc_lat(count);
+
+    for (i = 0; i < count; i++) {
+        t0 = ngx_bench_now();
+        connect_join(port, path);
+        t1 = ngx_bench_now();
+
+        lat[i] = (t1 - t0) * 1e6;
+        join[i] = (t1 - join_sent) * 1e6;
+
+        close(fd);
+        in_len = 0;
+    }
+
+    print_sorted(lat, join, count);
+
+    return 0;
+}
+
+
+/* one HTTP/1.1 POST with Connection: close; the answer in the buffer */
+static void
+post(int port, const char *path, const char *body)
+{
+    char     req[1024];
+    ssize_t  n;
+
+    connect_to(port);
+
+    snprintf(req, sizeof(req),
+             "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             "Content-Type: application/json\r\nConnection: close\r\n"
+             "Content-Length: %zu\r\n\r\n%s", path, strlen(body), body);
+    send_all(req, strlen(req));
+
+    in_len = 0;
+
+    while ((n = read(fd, in + in_len, sizeof(in) - 1 - in_len)) > 0) {
+        in_len += n;
+    }
+
+    in[in_len] = '\0';
+    close(fd);
+
+    if (memcmp(in, "HTTP/1.1 200", 12) != 0) {
+        fprintf(stderr, "%s: %.200s\n", path, in);
+        exit(1);
+    }
+}
+
+
+static int
+start(int port, int count, const char *command, const char *mark)
+{
+    int      i;
+    char     body[1024], id[64], *p;
+    double   t0, *lat;
+
+    if (strpbrk(command, "\"\\") || strpbrk(mark, "\"\\")) {
+        fprintf(stderr, "wsbench: no quotes or backslashes, please\n");
+        return 2;
+    }
+
+    lat = alloc_lat(count);
+
+    for (i = 0; i < count; i++) {
+        snprintf(body, sizeof(body),
+                 "{\"command\":\"%s\",\"cols\":120,\"rows\":30,"
+                 "\"wait_for\":\"%s\",\"wait_ms\":10000}", command, mark);
+
+        t0 = ngx_bench_now();
+        post(port, "/pty/start", body);
+        lat[i] = (ngx_bench_now() - t0) * 1e6;
+
+        if (strstr((char *) in, "\"matched\":true") == NULL) {
+            fprintf(stderr, "start: %s did not appear\n", mark);
+            return 1;
+        }
+
+        p = strstr((char *) in, "\"id\":\"");
+        if (p == NULL || sscanf(p + 6, "%63[^\"]", id) != 1) {
+            fprintf(stderr, "start: no id\n");
+            return 1;
+        }
+
+        snprintf(body, sizeof(body), "{\"id\":\"%s\"}", id);
+        post(port, "/pty/kill", body);
+    }
+
+    print_sorted(lat, NULL, count);
 
     return 0;
 }
@@ -367,8 +521,18 @@ int
 main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: wsbench throughput|echo PORT PATH [N]\n");
+        fprintf(stderr, "usage: wsbench throughput|echo|attach PORT PATH [N]"
+                "\n       wsbench start PORT N COMMAND MARK\n");
         return 2;
+    }
+
+    if (strcmp(argv[1], "start") == 0) {
+        return argc < 6 ? 2 : start(atoi(argv[2]), atoi(argv[3]), argv[4],
+                                    argv[5]);
+    }
+
+    if (strcmp(argv[1], "attach") == 0) {
+        return attach(atoi(argv[2]), argv[3], argc > 4 ? atoi(argv[4]) : 100);
     }
 
     connect_join(atoi(argv[2]), argv[3]);
