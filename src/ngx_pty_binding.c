@@ -949,18 +949,21 @@ ngx_pty_binding_notify(ngx_pty_listener_t *l)
 
 /*
  * nginx stops: the session ends with it.  A client level with the ring
- * gets the rest and the Closed in order; one behind gets the Closed at
- * once (there is nothing to reconnect to).
+ * gets the rest in order; one behind gets the end at once (there is
+ * nothing to reconnect to): the session's own Closed if it has one, else
+ * Closed instance_terminated, made here and sequenced after the ring's
+ * last frame.  The ring itself is left alone: other workers may still be
+ * serving their clients (the master records the end when they are gone).
  */
 static void
 ngx_pty_binding_stop(ngx_pty_client_t *cl)
 {
+    size_t                 len;
     uint64_t               off, buf[(sizeof(ngx_pty_frame_t)
                                      + NGX_PTY_CLOSED_MAX) / 8 + 1];
     ngx_pty_frame_t       *f, *closed;
     ngx_pty_session_sh_t  *sh;
 
-    ngx_pty_session_terminate(cl->session);
     ngx_pty_binding_pull(cl);
 
     if (cl->done || !cl->joined) {
@@ -968,7 +971,8 @@ ngx_pty_binding_stop(ngx_pty_client_t *cl)
     }
 
     sh = cl->session->sh;
-    closed = NULL;
+    closed = (ngx_pty_frame_t *) buf;
+    len = 0;
 
     ngx_pty_shm_lock(sh);
 
@@ -979,15 +983,31 @@ ngx_pty_binding_stop(ngx_pty_client_t *cl)
         if (f->kind == NGX_PTY_FRAME_CLOSED && f->target == 0
             && f->len <= NGX_PTY_CLOSED_MAX)
         {
-            ngx_memcpy(buf, f, sizeof(ngx_pty_frame_t) + f->len);
-            closed = (ngx_pty_frame_t *) buf;
+            len = sizeof(ngx_pty_frame_t) + f->len;
+            ngx_memcpy(buf, f, len);
             break;
         }
     }
 
+    if (len == 0) {
+        ngx_memzero(closed, sizeof(ngx_pty_frame_t));
+        closed->seq = sh->seq + 1;
+    }
+
     ngx_pty_shm_unlock(sh);
 
-    if (closed && ngx_pty_binding_send_frame(cl, closed) == NGX_OK) {
+    if (len == 0) {
+        closed->ts = ngx_pty_now_ms();
+        closed->kind = NGX_PTY_FRAME_CLOSED;
+        len = ngx_pty_closed_json(ngx_pty_frame_data(closed),
+                                  NGX_PTY_CLOSED_MAX,
+                                  NGX_PTY_CLOSED_INSTANCE_TERMINATED, -1,
+                                  "agent_disconnect: nginx is shutting down");
+        closed->len = (uint32_t) len;
+        ngx_pty_uuid7_fast(closed->id, closed->ts);
+    }
+
+    if (ngx_pty_binding_send_frame(cl, closed) == NGX_OK) {
         ngx_pty_binding_goodbye(cl, "session_closed", NULL);
     }
 }

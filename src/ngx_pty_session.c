@@ -1668,20 +1668,6 @@ ngx_pty_sessions_terminate_all(ngx_log_t *log)
 }
 
 
-/*
- * A worker of a stopping nginx (quit, stop, or the old master of a binary
- * upgrade quitting) tells its clients the session ended; its keeper goes
- * when the master exits.
- */
-void
-ngx_pty_session_terminate(ngx_pty_session_t *s)
-{
-    ngx_pty_shm_lock(s->sh);
-    (void) ngx_pty_session_sh_terminate(s->sh, s->log);
-    ngx_pty_shm_unlock(s->sh);
-}
-
-
 static ngx_atomic_uint_t  ngx_pty_generation;
 
 

@@ -146,7 +146,6 @@ void ngx_pty_sessions_shutdown(ngx_cycle_t *cycle);
 void ngx_pty_sessions_wake(ngx_atomic_uint_t bit);
 void ngx_pty_sessions_adopt_orphans(void);
 void ngx_pty_sessions_terminate_all(ngx_log_t *log);
-void ngx_pty_session_terminate(ngx_pty_session_t *s);
 void ngx_pty_instance_started(void);
 ngx_uint_t ngx_pty_instance_stopping(void);
 
