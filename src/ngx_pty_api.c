@@ -1271,10 +1271,13 @@ ngx_pty_api_deliver(ngx_pty_api_reader_t *rd, ngx_pty_session_sh_t *sh,
         data = v.data;
         len = v.len;
 
-        if (len > page) {
-            if (ngx_pty_api_spill(sh, data, len) != NGX_OK) {
-                return NGX_ERROR;
+        if (len > page && ngx_pty_api_spill(sh, data, len) != NGX_OK) {
+            /* a full zone: this page is delivered, the rest counts missed */
+            for (len = page; len > 0 && (data[len] & 0xc0) == 0x80; len--) {
+                /* void */
             }
+
+            sh->api_missed += v.len - len;
         }
     }
 
