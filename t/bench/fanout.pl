@@ -30,6 +30,9 @@ use Test::More;
 use Test::Nginx;
 use Test::Nginx::Pty;
 
+use lib $FindBin::Bin;
+use BenchPlot qw(svg_lines);
+
 my $root = "$FindBin::Bin/../..";
 my $wsfanout = "$root/build/wsfanout";
 my $runs = $ENV{BENCH_RUNS} // 3;
@@ -118,6 +121,20 @@ printf "%-8s |%-50s %.1f\n", 'single', '=' x (median(@single) / $max * 50),
     median(@single);
 printf "%-8s |%-50s %.1f\n", "$_->[0] obs", '#' x ($_->[2] / $max * 50),
     $_->[2] for @rows;
+
+# the same as SVG (BENCH_PLOTS=0 skips it)
+if ($ENV{BENCH_PLOTS} // 1) {
+    svg_lines("$root/docs/img/fanout.svg",
+        title => 'Fan-out: MB/s per client by number of observers',
+        xlabel => 'observers (2 workers)', ylabel => 'MB/s per client',
+        series => [
+            { name => 'observer (median)',
+              points => [ map { [ $_->[0], $_->[2] ] } @rows ] },
+            { name => 'single client',
+              points => [ map { [ $_->[0], median(@single) ] } @rows ] },
+        ]);
+    print "plot written to docs/img/fanout.svg\n";
+}
 
 # one run: the controller and $n observers; each client's MB/s, the
 # controller first
