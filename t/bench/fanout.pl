@@ -31,6 +31,7 @@ use Test::Nginx;
 use Test::Nginx::Pty;
 
 use lib $FindBin::Bin;
+use BenchStats qw(median mmm);
 use BenchPlot qw(svg_lines);
 
 my $root = "$FindBin::Bin/../..";
@@ -173,17 +174,7 @@ sub ticks {
     return $sum;
 }
 
-sub median {
-    my @s = sort { $a <=> $b } @_;
-    return $s[$#s / 2];
-}
 
-sub mmm {
-    my ($v, $fmt) = @_;
-    $fmt //= '%.0f';
-    my @s = sort { $a <=> $b } @$v;
-    return sprintf("$fmt/$fmt/$fmt", $s[0], median(@s), $s[-1]);
-}
 
 sub make_input {
     my ($path) = @_;

@@ -22,6 +22,8 @@ use warnings;
 
 use FindBin;
 use lib "$FindBin::Bin/../lib";
+use lib $FindBin::Bin;
+use BenchStats qw(median);
 
 use POSIX qw(:sys_wait_h);
 use Test::More;
@@ -188,10 +190,6 @@ sub row {
         $tgt // '', defined $tgt ? ($pass ? 'pass' : 'FAIL') : '';
 }
 
-sub median {
-    my @s = sort { $a <=> $b } @_;
-    return $s[$#s / 2];
-}
 
 sub status {
     my ($st, $r) = api_call($port, '/pty/status', {});

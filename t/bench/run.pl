@@ -32,6 +32,7 @@ use Test::Nginx::Pty;
 use Test::Nginx::PtyAPI qw(api_call);
 
 use lib $FindBin::Bin;
+use BenchStats qw(median mmm);
 use BenchPlot qw(svg_bars svg_lines cdf);
 
 my $root = "$FindBin::Bin/../..";
@@ -129,17 +130,7 @@ print "\n(min/median/max over $runs runs, $mib MiB each, 120x30;"
 plots(\@rows, $latency{idle_all}, $latency{flood_all})
     if $ENV{BENCH_PLOTS} // 1;
 
-sub median {
-    my @s = sort { $a <=> $b } @_;
-    return $s[$#s / 2];
-}
 
-sub mmm {
-    my ($v, $fmt) = @_;
-    $fmt //= '%.0f';
-    my @s = sort { $a <=> $b } @$v;
-    return sprintf("$fmt/$fmt/$fmt", $s[0], median(@s), $s[-1]);
-}
 
 sub make_inputs {
     my ($dir) = @_;
