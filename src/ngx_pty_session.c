@@ -71,6 +71,8 @@ static void ngx_pty_session_drain_inbox(ngx_pty_session_t *s);
 static void ngx_pty_session_sweep_members(ngx_pty_session_t *s);
 static u_char *ngx_pty_session_screen_rebuild(ngx_pty_session_t *s,
     size_t *len);
+static ngx_int_t ngx_pty_session_keyframe_replayed(ngx_pty_session_t *s,
+    uint32_t target);
 
 
 static void
@@ -1256,6 +1258,10 @@ ngx_pty_session_request_keyframe(ngx_pty_session_t *s, uint32_t target)
         return ngx_pty_session_keyframe(s, target) ? NGX_OK : NGX_ERROR;
     }
 
+    if (s->sh->state >= NGX_PTY_STATE_CLOSED) {
+        return ngx_pty_session_keyframe_replayed(s, target);
+    }
+
     ngx_memzero(&rec, sizeof(ngx_pty_inbox_t));
     rec.type = NGX_PTY_INBOX_KEYFRAME;
     rec.target = target;
@@ -1718,16 +1724,16 @@ ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len)
 
 
 /*
- * The screen as text in a worker that does not own the terminal: a
- * screen model made for the occasion from the newest Keyframe in the ring
- * and the Output and Resize frames after it.  The frames are copied out
- * under the lock and folded after it, so the lock is held only for a
- * memory copy (at most the ring).
+ * The screen in a worker that does not own the terminal: a screen model
+ * made for the occasion from the newest Keyframe in the ring and the
+ * Output and Resize frames after it; *anchor is the last of those.  The
+ * frames are copied out under the lock and folded after it, so the lock
+ * is held only for a memory copy (at most the ring).
  */
-static u_char *
-ngx_pty_session_screen_rebuild(ngx_pty_session_t *s, size_t *len)
+static ngx_pty_screen_t *
+ngx_pty_session_screen_replay(ngx_pty_session_t *s, uint64_t *anchor)
 {
-    u_char                *copy, *p, *last, *text;
+    u_char                *copy, *p, *last;
     size_t                 size;
     uint64_t               off, from;
     ngx_pty_frame_t       *f;
@@ -1735,6 +1741,7 @@ ngx_pty_session_screen_rebuild(ngx_pty_session_t *s, size_t *len)
     ngx_pty_session_sh_t  *sh;
 
     sh = s->sh;
+    *anchor = 0;
 
     ngx_pty_shm_lock(sh);
 
@@ -1779,6 +1786,7 @@ ngx_pty_session_screen_rebuild(ngx_pty_session_t *s, size_t *len)
 
         if (f->kind == NGX_PTY_FRAME_OUTPUT) {
             ngx_pty_screen_feed(screen, ngx_pty_frame_data(f), f->len);
+            *anchor = f->seq;
             continue;
         }
 
@@ -1793,18 +1801,88 @@ ngx_pty_session_screen_rebuild(ngx_pty_session_t *s, size_t *len)
             }
 
             ngx_pty_screen_feed(screen, ngx_pty_frame_data(f), f->len);
+            *anchor = f->anchor;
             continue;
         }
 
         (void) ngx_pty_screen_resize(screen, f->cols, f->rows);
+        *anchor = f->seq;
     }
 
     ngx_free(copy);
+
+    return screen;
+}
+
+
+static u_char *
+ngx_pty_session_screen_rebuild(ngx_pty_session_t *s, size_t *len)
+{
+    u_char            *text;
+    uint64_t           anchor;
+    ngx_pty_screen_t  *screen;
+
+    screen = ngx_pty_session_screen_replay(s, &anchor);
+    if (screen == NULL) {
+        return NULL;
+    }
 
     text = ngx_pty_screen_text(screen, len);
     ngx_pty_screen_destroy(screen);
 
     return text;
+}
+
+
+/*
+ * A Keyframe for one client of an ended session, in a worker that does
+ * not own it: no owner will answer a request for it any more.
+ */
+static ngx_int_t
+ngx_pty_session_keyframe_replayed(ngx_pty_session_t *s, uint32_t target)
+{
+    u_char            *snap;
+    size_t             len;
+    uint64_t           anchor;
+    unsigned           cols, rows;
+    ngx_pty_frame_t   *f;
+    ngx_pty_screen_t  *screen;
+
+    screen = ngx_pty_session_screen_replay(s, &anchor);
+    if (screen == NULL) {
+        return NGX_ERROR;
+    }
+
+    snap = ngx_pty_screen_snapshot(screen, &len);
+    ngx_pty_screen_size(screen, &cols, &rows);
+    ngx_pty_screen_destroy(screen);
+
+    if (snap == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_pty_ring_reserve(s->sh, len, 0);
+
+    ngx_pty_shm_lock(s->sh);
+
+    f = ngx_pty_ring_append(s->sh, NGX_PTY_FRAME_KEYFRAME, target, snap, len);
+    if (f) {
+        f->anchor = anchor;
+        f->cols = (uint16_t) cols;
+        f->rows = (uint16_t) rows;
+    }
+
+    ngx_pty_shm_unlock(s->sh);
+
+    free(snap);
+
+    if (f == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_pty_session_notify(s);
+
+    return NGX_OK;
 }
 
 
