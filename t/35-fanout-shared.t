@@ -18,7 +18,9 @@ use Test::Nginx::Pty;
 use Test::Nginx::PtyExt;
 use Test::Nginx::PtyWS qw(decode_output);
 
-my $t = pty_nginx(extra_loc => 'pty_ring_max_size 32m;');
+# the ring keeps the whole flood: the observers read it after the controller
+my $t = pty_nginx(extra_loc => 'pty_ring_max_size 32m; '
+    . 'pty_replay_buffer_frames 5000;');
 $t->plan(1 + 4 * 4)->run();
 
 my $lines = 800000;
