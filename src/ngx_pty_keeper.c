@@ -49,6 +49,7 @@ static int ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child,
 #define NGX_PTY_FORKER_FD      3
 #define NGX_PTY_FORKER_MAX     65536     /* a request, with the environment */
 #define NGX_PTY_FORKER_ENV     1024
+#define NGX_PTY_FORKER_WAIT    2         /* s for its answer, then drop it */
 
 typedef struct {
     ngx_pty_session_sh_t      *sh;
@@ -61,20 +62,22 @@ typedef struct {
 
 
 static ngx_socket_t  ngx_pty_forker = (ngx_socket_t) -1;
+static ngx_pid_t     ngx_pty_forker_pid = NGX_INVALID_PID;
 
 
 static void ngx_pty_keeper_forker_main(ngx_cycle_t *cycle) ngx_pty_noreturn;
 static ngx_pid_t ngx_pty_keeper_fork(ngx_pty_spawn_t *sp, ngx_socket_t *ctl,
     ngx_err_t *err);
 static ngx_pid_t ngx_pty_keeper_forker_spawn(ngx_pty_spawn_t *sp,
-    ngx_socket_t *ctl, ngx_log_t *log);
+    ngx_socket_t *ctl, ngx_uint_t *fallback, ngx_log_t *log);
 
 
 ngx_int_t
 ngx_pty_keeper_forker_start(ngx_cycle_t *cycle)
 {
-    int        sv[2];
-    ngx_pid_t  pid;
+    int              sv[2];
+    ngx_pid_t        pid;
+    struct timeval   tv;
 
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
         ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
@@ -105,6 +108,18 @@ ngx_pty_keeper_forker_start(ngx_cycle_t *cycle)
 
     close(sv[1]);
     ngx_pty_forker = sv[0];
+    ngx_pty_forker_pid = pid;
+
+    /* the worker waits for each answer: never for ever */
+    tv.tv_sec = NGX_PTY_FORKER_WAIT;
+    tv.tv_usec = 0;
+
+    if (setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_socket_errno,
+                      "pty: setsockopt(SO_RCVTIMEO) for the keeper forker "
+                      "failed; the worker forks keepers itself");
+        ngx_pty_keeper_forker_stop();
+    }
 
     return NGX_OK;
 }
@@ -117,6 +132,7 @@ ngx_pty_keeper_forker_stop(void)
         /* the forker ends on the end of its socket */
         close(ngx_pty_forker);
         ngx_pty_forker = (ngx_socket_t) -1;
+        ngx_pty_forker_pid = NGX_INVALID_PID;
     }
 }
 
@@ -124,13 +140,16 @@ ngx_pty_keeper_forker_stop(void)
 ngx_pid_t
 ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_log_t *log)
 {
-    ngx_pid_t  pid;
-    ngx_err_t  err;
+    ngx_pid_t   pid;
+    ngx_err_t   err;
+    ngx_uint_t  fallback;
+
+    fallback = 1;
 
     if (ngx_pty_forker != (ngx_socket_t) -1) {
-        pid = ngx_pty_keeper_forker_spawn(sp, ctl, log);
+        pid = ngx_pty_keeper_forker_spawn(sp, ctl, &fallback, log);
 
-        if (pid != NGX_INVALID_PID || ngx_pty_forker != (ngx_socket_t) -1) {
+        if (pid != NGX_INVALID_PID || !fallback) {
             return pid;
         }
     }
@@ -154,7 +173,7 @@ ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_log_t *log)
  */
 static ngx_pid_t
 ngx_pty_keeper_forker_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl,
-    ngx_log_t *log)
+    ngx_uint_t *fallback, ngx_log_t *log)
 {
     u_char                *buf, *p;
     size_t                 len;
@@ -202,10 +221,31 @@ ngx_pty_keeper_forker_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl,
         goto gone;
     }
 
-    /* the socket blocks: wait for the answer */
+    /* the socket blocks, NGX_PTY_FORKER_WAIT at most: wait for the answer */
     do {
         rc = ngx_pty_keeper_recv(ngx_pty_forker, &msg, &fd, log);
-    } while (rc == NGX_AGAIN);
+    } while (rc == NGX_AGAIN && ngx_socket_errno == NGX_EINTR);
+
+    if (rc == NGX_AGAIN) {
+        /*
+         * A forker that does not answer (stopped, or starved) is killed
+         * and dropped, and this start fails: a keeper it might still
+         * have forked must not meet a second one forked here.
+         */
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "pty: the keeper forker did not answer in %d s; it is "
+                      "killed, and the worker forks keepers itself",
+                      NGX_PTY_FORKER_WAIT);
+
+        if (ngx_pty_forker_pid != NGX_INVALID_PID) {
+            (void) kill(ngx_pty_forker_pid, SIGKILL);
+        }
+
+        ngx_pty_keeper_forker_stop();
+        *fallback = 0;
+
+        return NGX_INVALID_PID;
+    }
 
     if (rc != NGX_OK || msg.type != NGX_PTY_KEEPER_SPAWNED) {
         goto gone;
