@@ -75,30 +75,20 @@ send_all(const void *p, size_t len)
 }
 
 
-/* one masked text frame (mask 0: the XOR is the identity) */
 static void
 send_text(const char *text)
 {
-    size_t         len;
-    unsigned char  hdr[8];
+    size_t         n;
+    unsigned char  buf[1024];
 
-    len = strlen(text);
-    hdr[0] = 0x81;
+    n = ngx_bench_ws_text(buf, sizeof(buf), text);
 
-    if (len < 126) {
-        hdr[1] = 0x80 | len;
-        memset(hdr + 2, 0, 4);
-        send_all(hdr, 6);
-
-    } else {
-        hdr[1] = 0x80 | 126;
-        hdr[2] = len >> 8;
-        hdr[3] = len & 0xff;
-        memset(hdr + 4, 0, 4);
-        send_all(hdr, 8);
+    if (n == 0) {
+        fprintf(stderr, "frame too long\n");
+        exit(2);
     }
 
-    send_all(text, len);
+    send_all(buf, n);
 }
 
 
@@ -106,39 +96,18 @@ send_text(const char *text)
 static unsigned char *
 next_frame(size_t *plen, size_t *consumed)
 {
+    int       op;
     ssize_t   n;
     size_t    hlen;
     uint64_t  len;
-    int       i;
 
     for ( ;; ) {
-        if (in_len >= 2) {
-            len = in[1] & 0x7f;
-            hlen = 2;
-
-            if (len == 126) {
-                hlen = 4;
-
-            } else if (len == 127) {
-                hlen = 10;
-            }
-
-            if (in_len >= hlen) {
-                if (len == 126) {
-                    len = (in[2] << 8) | in[3];
-
-                } else if (len == 127) {
-                    for (len = 0, i = 0; i < 8; i++) {
-                        len = (len << 8) | in[2 + i];
-                    }
-                }
-
-                if (in_len >= hlen + len) {
-                    *plen = len;
-                    *consumed = hlen + len;
-                    return in + hlen;
-                }
-            }
+        if (ngx_bench_ws_header(in, in_len, &op, &hlen, &len)
+            && in_len >= hlen + len)
+        {
+            *plen = len;
+            *consumed = hlen + len;
+            return in + hlen;
         }
 
         n = read(fd, in + in_len, sizeof(in) - in_len);

@@ -103,36 +103,20 @@ send_all(int fd, const void *p, size_t len)
 }
 
 
-/* one masked text frame (mask 0: the XOR is the identity) */
 static void
 send_text(int fd, const char *text)
 {
-    size_t         len;
+    size_t         n;
     unsigned char  buf[1024];
 
-    len = strlen(text);
+    n = ngx_bench_ws_text(buf, sizeof(buf), text);
 
-    if (len + 8 > sizeof(buf)) {
+    if (n == 0) {
         fprintf(stderr, "frame too long\n");
         exit(2);
     }
 
-    buf[0] = 0x81;
-
-    if (len < 126) {
-        buf[1] = 0x80 | len;
-        memset(buf + 2, 0, 4);
-        memcpy(buf + 6, text, len);
-        send_all(fd, buf, len + 6);
-        return;
-    }
-
-    buf[1] = 0x80 | 126;
-    buf[2] = len >> 8;
-    buf[3] = len & 0xff;
-    memset(buf + 4, 0, 4);
-    memcpy(buf + 8, text, len);
-    send_all(fd, buf, len + 8);
+    send_all(fd, buf, n);
 }
 
 
@@ -219,7 +203,7 @@ message(ngx_fan_conn_t *c, unsigned char *p, size_t len)
 static int
 frames(ngx_fan_conn_t *c)
 {
-    int             i, op, key;
+    int             op, key;
     size_t          hlen, off;
     uint64_t        len;
     unsigned char  *in;
@@ -228,23 +212,7 @@ frames(ngx_fan_conn_t *c)
     in = c->in;
     key = 0;
 
-    while (c->in_len - off >= 2) {
-        op = in[off] & 0x0f;
-        len = in[off + 1] & 0x7f;
-        hlen = (len == 126) ? 4 : (len == 127) ? 10 : 2;
-
-        if (c->in_len - off < hlen) {
-            break;
-        }
-
-        if (len == 126) {
-            len = (in[off + 2] << 8) | in[off + 3];
-
-        } else if (len == 127) {
-            for (len = 0, i = 0; i < 8; i++) {
-                len = (len << 8) | in[off + 2 + i];
-            }
-        }
+    while (ngx_bench_ws_header(in + off, c->in_len - off, &op, &hlen, &len)) {
 
         if (c->in_len - off < hlen + len) {
             if (hlen + len > c->in_cap) {

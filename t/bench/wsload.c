@@ -157,31 +157,12 @@ send_all(ngx_load_conn_t *c, const void *p, size_t len)
 static int
 send_text(ngx_load_conn_t *c, const char *text)
 {
-    size_t         len;
+    size_t         n;
     unsigned char  buf[1024];
 
-    len = strlen(text);
+    n = ngx_bench_ws_text(buf, sizeof(buf), text);
 
-    if (len + 8 > sizeof(buf)) {
-        return -1;
-    }
-
-    buf[0] = 0x81;
-
-    if (len < 126) {
-        buf[1] = 0x80 | len;
-        memset(buf + 2, 0, 4);
-        memcpy(buf + 6, text, len);
-        return send_all(c, buf, len + 6);
-    }
-
-    buf[1] = 0x80 | 126;
-    buf[2] = len >> 8;
-    buf[3] = len & 0xff;
-    memset(buf + 4, 0, 4);
-    memcpy(buf + 8, text, len);
-
-    return send_all(c, buf, len + 8);
+    return (n == 0) ? -1 : send_all(c, buf, n);
 }
 
 
@@ -407,7 +388,7 @@ message(ngx_load_conn_t *c, unsigned char *p, size_t len)
 static void
 frames(ngx_load_conn_t *c)
 {
-    int             i, op;
+    int             op;
     size_t          hlen, off;
     uint64_t        len;
     unsigned char  *in;
@@ -415,24 +396,9 @@ frames(ngx_load_conn_t *c)
     off = 0;
     in = c->in;
 
-    while (c->in_len - off >= 2 && c->fd != -1) {
-        op = in[off] & 0x0f;
-        len = in[off + 1] & 0x7f;
-        hlen = (len == 126) ? 4 : (len == 127) ? 10 : 2;
-
-        if (c->in_len - off < hlen) {
-            break;
-        }
-
-        if (len == 126) {
-            len = (in[off + 2] << 8) | in[off + 3];
-
-        } else if (len == 127) {
-            for (len = 0, i = 0; i < 8; i++) {
-                len = (len << 8) | in[off + 2 + i];
-            }
-        }
-
+    while (c->fd != -1
+           && ngx_bench_ws_header(in + off, c->in_len - off, &op, &hlen, &len))
+    {
         if (c->in_len - off < hlen + len) {
             break;
         }
