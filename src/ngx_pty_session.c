@@ -17,6 +17,8 @@
 #define NGX_PTY_READ_BUDGET     4           /* chunks per turn, then yield */
 #define NGX_PTY_SCREEN_BUDGET   (32 * 1024) /* bytes folded per turn */
 #define NGX_PTY_FOLD_CHUNK      (4 * NGX_PTY_READ_CHUNK)
+#define NGX_PTY_BATCH_BYTES     (64 * 1024) /* a flood's output per notify */
+#define NGX_PTY_BATCH_MSEC      1           /* and the longest it waits */
 /* PTY reads pause while the model is this far behind: bounds the catch-up
  * a Keyframe does in one go, and so the turn it takes from other sessions */
 #define NGX_PTY_SCREEN_LAG      (32 * 1024)
@@ -57,6 +59,7 @@ static void ngx_pty_session_reply(void *data, const u_char *buf, size_t len);
 static void ngx_pty_session_drain_handler(ngx_event_t *ev);
 static void ngx_pty_session_linger_handler(ngx_event_t *ev);
 static void ngx_pty_session_keyframe_handler(ngx_event_t *ev);
+static void ngx_pty_session_batch_handler(ngx_event_t *ev);
 static void ngx_pty_session_limits_handler(ngx_event_t *ev);
 static void ngx_pty_session_limits_arm(ngx_pty_session_t *s);
 static void ngx_pty_session_exited(ngx_pty_session_t *s);
@@ -391,6 +394,11 @@ ngx_pty_session_new(ngx_pty_session_sh_t *sh, ngx_log_t *log)
     s->limits.log = log;
     s->limits.cancelable = 1;
 
+    s->batch.handler = ngx_pty_session_batch_handler;
+    s->batch.data = s;
+    s->batch.log = log;
+    s->batch.cancelable = 1;
+
     s->node.key = (ngx_rbtree_key_t) (uintptr_t) sh;
     ngx_rbtree_insert(&ngx_pty_local, &s->node);
 
@@ -484,6 +492,10 @@ ngx_pty_session_free(ngx_pty_session_t *s)
 
     if (s->limits.timer_set) {
         ngx_del_timer(&s->limits);
+    }
+
+    if (s->batch.timer_set) {
+        ngx_del_timer(&s->batch);
     }
 
     (void) __sync_fetch_and_and(&s->sh->listen_mask,
@@ -857,7 +869,18 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
     if (got) {
         /* a few bytes that emptied the terminal are most likely an echo */
         s->urgent = (got <= NGX_PTY_URGENT_MAX && i < NGX_PTY_READ_BUDGET);
-        ngx_pty_session_notify(s);
+        s->unnotified += got;
+
+        if (s->urgent || s->eof
+            || s->unnotified >= NGX_PTY_BATCH_BYTES
+            || ngx_current_msec - s->notified >= NGX_PTY_BATCH_MSEC)
+        {
+            ngx_pty_session_batch_handler(&s->batch);
+
+        } else if (!s->batch.timer_set) {
+            ngx_add_timer(&s->batch, NGX_PTY_BATCH_MSEC);
+        }
+
         s->urgent = 0;
 
         /* the model folds after the clients are served and input is read */
@@ -878,6 +901,29 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
             ngx_pty_session_exited(s);
         }
     }
+}
+
+
+/*
+ * Output of a flood is notified every NGX_PTY_BATCH_BYTES or
+ * NGX_PTY_BATCH_MSEC, whichever comes first, rather than a PTY read at a
+ * time: each notification costs every client a write and every other
+ * worker a wake-up.  The first read after a quiet spell goes at once.
+ */
+static void
+ngx_pty_session_batch_handler(ngx_event_t *ev)
+{
+    ngx_pty_session_t  *s;
+
+    s = ev->data;
+
+    if (ev->timer_set) {
+        ngx_del_timer(ev);
+    }
+
+    s->unnotified = 0;
+    s->notified = ngx_current_msec;
+    ngx_pty_session_notify(s);
 }
 
 

@@ -54,6 +54,9 @@ struct ngx_pty_session_s {
     ngx_event_t                linger;
     ngx_event_t                keyframe;
     ngx_event_t                limits;      /* pty_idle_timeout, pty_max_age */
+    ngx_event_t                batch;       /* notifies a flood's output */
+    ngx_msec_t                 notified;    /* when output was last notified */
+    size_t                     unnotified;  /* output appended since */
 
     /* the agent API's reader (ngx_pty_api.c); freed with the pool */
     void                      *api;

@@ -11,6 +11,7 @@
 #   sweep       1, 2, 4, 8, 16, 32 observers, one run each after a single
 #               run of its own: the rate per observer by number of
 #               observers, and its ratio to that single rate
+#               (FANOUT_SWEEP: the counts, comma-separated; empty skips it)
 #
 # Also the workers' CPU time per run (single and fan-out), a figure the
 # machine's other load changes far less than the rates.
@@ -39,7 +40,7 @@ my $wsfanout = "$root/build/wsfanout";
 my $runs = $ENV{BENCH_RUNS} // 3;
 my $mib = $ENV{BENCH_MIB} // 32;
 my $observers = $ENV{FANOUT_OBSERVERS} // 32;
-my @sweep = (1, 2, 4, 8, 16, 32);
+my @sweep = split /,/, $ENV{FANOUT_SWEEP} // '1,2,4,8,16,32';
 
 -x $wsfanout or die "build t/bench first (make bench)\n";
 
@@ -124,7 +125,7 @@ printf "%-8s |%-50s %.1f\n", "$_->[0] obs", '#' x ($_->[2] / $max * 50),
     $_->[2] for @rows;
 
 # the same as SVG (BENCH_PLOTS=0 skips it)
-if ($ENV{BENCH_PLOTS} // 1) {
+if (@rows && ($ENV{BENCH_PLOTS} // 1)) {
     svg_lines("$root/docs/img/fanout.svg",
         title => 'Fan-out: MB/s per client by number of observers',
         xlabel => 'observers (2 workers)', ylabel => 'MB/s per client',
