@@ -158,16 +158,15 @@ ngx_pty_doorbell_exit(void)
 }
 
 
-ngx_atomic_uint_t
-ngx_pty_doorbell_bit(void)
+ngx_int_t
+ngx_pty_doorbell_slot(void)
 {
-    return ngx_pty_bell_slot == -1
-           ? 0 : (ngx_atomic_uint_t) 1 << ngx_pty_bell_slot;
+    return ngx_pty_bell_slot;
 }
 
 
-ngx_atomic_uint_t
-ngx_pty_doorbell_bit_of(ngx_pid_t pid)
+ngx_int_t
+ngx_pty_doorbell_slot_of(ngx_pid_t pid)
 {
     ngx_uint_t       i;
     ngx_pty_zone_t  *zone;
@@ -175,16 +174,58 @@ ngx_pty_doorbell_bit_of(ngx_pid_t pid)
     zone = ngx_pty_shm_zone();
 
     if (zone == NULL || pid <= 0) {
-        return 0;
+        return -1;
     }
 
     for (i = 0; i < NGX_PTY_WORKERS_MAX; i++) {
         if (zone->sh->workers[i].pid == (ngx_atomic_uint_t) pid) {
-            return (ngx_atomic_uint_t) 1 << i;
+            return i;
         }
     }
 
-    return 0;
+    return -1;
+}
+
+
+void
+ngx_pty_mask_set(ngx_pty_mask_t *m, ngx_int_t slot, ngx_uint_t on)
+{
+    ngx_atomic_uint_t  bit;
+
+    if (slot < 0) {
+        return;
+    }
+
+    bit = (ngx_atomic_uint_t) 1 << (slot % NGX_PTY_MASK_BITS);
+
+    if (on) {
+        (void) __sync_fetch_and_or(&m->w[slot / NGX_PTY_MASK_BITS], bit);
+
+    } else {
+        (void) __sync_fetch_and_and(&m->w[slot / NGX_PTY_MASK_BITS], ~bit);
+    }
+}
+
+
+ngx_uint_t
+ngx_pty_mask_take(ngx_pty_mask_t *m, ngx_int_t slot)
+{
+    ngx_atomic_t       *w;
+    ngx_atomic_uint_t   bit;
+
+    if (slot < 0) {
+        return 0;
+    }
+
+    w = &m->w[slot / NGX_PTY_MASK_BITS];
+    bit = (ngx_atomic_uint_t) 1 << (slot % NGX_PTY_MASK_BITS);
+
+    /*
+     * A plain load first: callers walk every session this worker knows,
+     * and a locked operation on each would take a cache line from the
+     * other workers, for sessions that were not rung.
+     */
+    return (*w & bit) && (__sync_fetch_and_and(w, ~bit) & bit);
 }
 
 
@@ -194,35 +235,65 @@ ngx_pty_doorbell_bit_of(ngx_pid_t pid)
  * it sees our bit, or we see its flag clear and ring again.
  */
 void
-ngx_pty_doorbell_wake(ngx_pty_session_sh_t *sh, ngx_atomic_uint_t mask)
+ngx_pty_doorbell_wake(ngx_pty_session_sh_t *sh, const ngx_pty_mask_t *mask)
 {
-    ngx_uint_t            i;
-    ngx_atomic_uint_t     pid;
+    ngx_uint_t            k, i, slot;
+    ngx_atomic_uint_t     bits, pid;
     ngx_pty_zone_t       *zone;
     ngx_pty_worker_sh_t  *w;
 
-    mask &= ~ngx_pty_doorbell_bit();
-
-    if (mask == 0 || ngx_pty_bell == NULL) {
+    if (ngx_pty_bell == NULL) {
         return;
     }
 
     zone = ngx_pty_shm_zone();
 
-    (void) __sync_fetch_and_or(&sh->wake_mask, mask);
+    for (k = 0; k < NGX_PTY_MASK_WORDS; k++) {
+        bits = mask->w[k];
 
-    for (i = 0; mask; i++, mask >>= 1) {
-        if (!(mask & 1)) {
+        if (ngx_pty_bell_slot != -1
+            && (ngx_uint_t) ngx_pty_bell_slot / NGX_PTY_MASK_BITS == k)
+        {
+            bits &= ~((ngx_atomic_uint_t) 1
+                      << (ngx_pty_bell_slot % NGX_PTY_MASK_BITS));
+        }
+
+        if (bits == 0) {
             continue;
         }
 
-        w = &zone->sh->workers[i];
-        pid = w->pid;
+        (void) __sync_fetch_and_or(&sh->wake_mask.w[k], bits);
 
-        if (pid != 0 && ngx_atomic_cmp_set(&w->rung, 0, 1)) {
-            ngx_pty_doorbell_send(i, (ngx_pid_t) pid, NGX_PTY_BELL_WAKE);
+        for (i = 0; bits; i++, bits >>= 1) {
+            if (!(bits & 1)) {
+                continue;
+            }
+
+            slot = k * NGX_PTY_MASK_BITS + i;
+            w = &zone->sh->workers[slot];
+            pid = w->pid;
+
+            if (pid != 0 && ngx_atomic_cmp_set(&w->rung, 0, 1)) {
+                ngx_pty_doorbell_send(slot, (ngx_pid_t) pid,
+                                      NGX_PTY_BELL_WAKE);
+            }
         }
     }
+}
+
+
+void
+ngx_pty_doorbell_wake_slot(ngx_pty_session_sh_t *sh, ngx_int_t slot)
+{
+    ngx_pty_mask_t  mask;
+
+    if (slot < 0) {
+        return;
+    }
+
+    ngx_memzero(&mask, sizeof(ngx_pty_mask_t));
+    ngx_pty_mask_set(&mask, slot, 1);
+    ngx_pty_doorbell_wake(sh, &mask);
 }
 
 
@@ -350,7 +421,7 @@ ngx_pty_doorbell_handler(ngx_event_t *rev)
         zone->sh->workers[ngx_pty_bell_slot].rung = 0;
         ngx_memory_barrier();
 
-        ngx_pty_sessions_wake(ngx_pty_doorbell_bit());
+        ngx_pty_sessions_wake(ngx_pty_bell_slot);
     }
 
     if (orphans) {

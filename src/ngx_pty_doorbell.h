@@ -25,14 +25,24 @@
 ngx_int_t ngx_pty_doorbell_init(ngx_cycle_t *cycle);
 void ngx_pty_doorbell_exit(void);
 
-/* this worker's bit in listen_mask and wake_mask; 0 without a doorbell */
-ngx_atomic_uint_t ngx_pty_doorbell_bit(void);
+/* this worker's slot in the worker table (its bit in the masks); -1 if none */
+ngx_int_t ngx_pty_doorbell_slot(void);
+
+/* the slot of the worker with this pid, -1 if it has no doorbell */
+ngx_int_t ngx_pty_doorbell_slot_of(ngx_pid_t pid);
+
+/* sets or clears a slot's bit (slot -1: nothing) */
+void ngx_pty_mask_set(ngx_pty_mask_t *m, ngx_int_t slot, ngx_uint_t on);
+
+/* clears a slot's bit; returns whether it was set */
+ngx_uint_t ngx_pty_mask_take(ngx_pty_mask_t *m, ngx_int_t slot);
 
 /* marks the session for the workers in mask (but us) and rings them */
-void ngx_pty_doorbell_wake(ngx_pty_session_sh_t *sh, ngx_atomic_uint_t mask);
+void ngx_pty_doorbell_wake(ngx_pty_session_sh_t *sh,
+    const ngx_pty_mask_t *mask);
 
-/* the bit of the worker with this pid, 0 if it has no doorbell */
-ngx_atomic_uint_t ngx_pty_doorbell_bit_of(ngx_pid_t pid);
+/* the same for one worker's slot (-1: nothing) */
+void ngx_pty_doorbell_wake_slot(ngx_pty_session_sh_t *sh, ngx_int_t slot);
 
 /* asks every other worker to look for sessions without a live owner */
 void ngx_pty_doorbell_orphans(void);

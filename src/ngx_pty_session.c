@@ -498,8 +498,7 @@ ngx_pty_session_free(ngx_pty_session_t *s)
         ngx_del_timer(&s->batch);
     }
 
-    (void) __sync_fetch_and_and(&s->sh->listen_mask,
-                                ~ngx_pty_doorbell_bit());
+    ngx_pty_mask_set(&s->sh->listen_mask, ngx_pty_doorbell_slot(), 0);
 
     ngx_rbtree_delete(&ngx_pty_local, &s->node);
     ngx_pty_shm_session_release(s->sh);
@@ -528,16 +527,8 @@ ngx_pty_session_unlisten(ngx_pty_session_t *s, ngx_pty_listener_t *l)
 static void
 ngx_pty_session_interest(ngx_pty_session_t *s)
 {
-    ngx_atomic_uint_t  bit;
-
-    bit = ngx_pty_doorbell_bit();
-
-    if (s->owner || !ngx_queue_empty(&s->listeners)) {
-        (void) __sync_fetch_and_or(&s->sh->listen_mask, bit);
-
-    } else {
-        (void) __sync_fetch_and_and(&s->sh->listen_mask, ~bit);
-    }
+    ngx_pty_mask_set(&s->sh->listen_mask, ngx_pty_doorbell_slot(),
+                     s->owner || !ngx_queue_empty(&s->listeners));
 }
 
 
@@ -546,7 +537,7 @@ void
 ngx_pty_session_notify(ngx_pty_session_t *s)
 {
     ngx_pty_session_notify_local(s);
-    ngx_pty_doorbell_wake(s->sh, s->sh->listen_mask);
+    ngx_pty_doorbell_wake(s->sh, &s->sh->listen_mask);
 }
 
 
@@ -1407,7 +1398,7 @@ ngx_pty_session_kill(ngx_pty_session_t *s, ngx_uint_t reason)
         return NGX_DECLINED;
     }
 
-    if (!s->owner && ngx_pty_doorbell_bit_of(s->sh->owner)) {
+    if (!s->owner && ngx_pty_doorbell_slot_of(s->sh->owner) != -1) {
         /* the owner must know why the child ends: the Closed frame says */
         ngx_memzero(&rec, sizeof(ngx_pty_inbox_t));
         rec.type = NGX_PTY_INBOX_KILL;
@@ -1994,7 +1985,7 @@ ngx_pty_session_forward(ngx_pty_session_t *s, ngx_pty_inbox_t *rec,
         return NGX_OK;
     }
 
-    ngx_pty_doorbell_wake(sh, ngx_pty_doorbell_bit_of(owner));
+    ngx_pty_doorbell_wake_slot(sh, ngx_pty_doorbell_slot_of(owner));
 
     return NGX_OK;
 }
@@ -2154,7 +2145,7 @@ ngx_pty_sessions_stat(ngx_pty_sessions_stat_t *st)
 
 /* our doorbell rang: every session marked for us gets looked at */
 void
-ngx_pty_sessions_wake(ngx_atomic_uint_t bit)
+ngx_pty_sessions_wake(ngx_int_t slot)
 {
     ngx_rbtree_node_t  *node, *next;
     ngx_pty_session_t  *s;
@@ -2171,14 +2162,7 @@ ngx_pty_sessions_wake(ngx_atomic_uint_t bit)
         next = ngx_rbtree_next(&ngx_pty_local, node);
         s = (ngx_pty_session_t *) node;
 
-        /*
-         * A plain load first: the walk covers every session this worker
-         * knows, and a locked operation on each would cost a cache line
-         * taken from the other workers, for sessions that were not rung.
-         */
-        if ((s->sh->wake_mask & bit)
-            && (__sync_fetch_and_and(&s->sh->wake_mask, ~bit) & bit))
-        {
+        if (ngx_pty_mask_take(&s->sh->wake_mask, slot)) {
             if (s->owner) {
                 ngx_pty_session_drain_inbox(s);
             }

@@ -146,7 +146,7 @@ typedef struct {
 
 void ngx_pty_sessions_stat(ngx_pty_sessions_stat_t *st);
 void ngx_pty_sessions_shutdown(ngx_cycle_t *cycle);
-void ngx_pty_sessions_wake(ngx_atomic_uint_t bit);
+void ngx_pty_sessions_wake(ngx_int_t slot);
 void ngx_pty_sessions_adopt_orphans(void);
 void ngx_pty_sessions_terminate_all(ngx_log_t *log);
 void ngx_pty_instance_started(void);

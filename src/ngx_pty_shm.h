@@ -114,6 +114,15 @@ typedef struct {
 } ngx_pty_member_t;
 
 
+/* a set of worker table slots (NGX_PTY_WORKERS_MAX below), word-atomic */
+#define NGX_PTY_MASK_BITS   (8 * sizeof(ngx_atomic_uint_t))
+#define NGX_PTY_MASK_WORDS  (256 / NGX_PTY_MASK_BITS)
+
+typedef struct {
+    ngx_atomic_t               w[NGX_PTY_MASK_WORDS];
+} ngx_pty_mask_t;
+
+
 struct ngx_pty_session_sh_s {
     ngx_rbtree_node_t          node;       /* key: hash of id */
     ngx_rbtree_node_t          name_node;  /* key: N of pty-N */
@@ -154,8 +163,8 @@ struct ngx_pty_session_sh_s {
      * n of the worker table.  listen: workers with listeners here or the
      * terminal; wake: workers that have something new here to look at.
      */
-    ngx_atomic_t               listen_mask;
-    ngx_atomic_t               wake_mask;
+    ngx_pty_mask_t             listen_mask;
+    ngx_pty_mask_t             wake_mask;
 
     /*
      * Requests of other workers for the owner, in order (ngx_pty_inbox_t):
@@ -206,7 +215,7 @@ struct ngx_pty_session_sh_s {
 
 
 /* a worker that can be woken: its doorbell is named by nonce and pid */
-#define NGX_PTY_WORKERS_MAX  64
+#define NGX_PTY_WORKERS_MAX  (NGX_PTY_MASK_WORDS * NGX_PTY_MASK_BITS)
 
 typedef struct {
     ngx_atomic_t               pid;       /* 0: a free slot */
