@@ -628,6 +628,12 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
             return;
         }
 
+        if (msg.type == NGX_PTY_KEEPER_READY
+            || msg.type == NGX_PTY_KEEPER_FAILED)
+        {
+            ngx_pty_keeper_spare_refill(s->log);
+        }
+
         switch (msg.type) {
 
         case NGX_PTY_KEEPER_READY:
