@@ -22,6 +22,8 @@
 
 static void ngx_pty_keeper_main(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid)
     ngx_pty_noreturn;
+static ngx_pty_spawn_t *ngx_pty_keeper_spare_start(int ctl, int sfd, int wfd,
+    ngx_pid_t nginx_pid, ngx_pid_t child, int master);
 static ngx_pty_spawn_t *ngx_pty_keeper_wait_start(int ctl, int sfd, int wfd,
     ngx_pid_t nginx_pid, ngx_pid_t child, u_char **raw, size_t *len);
 static void ngx_pty_keeper_spare_exit(ngx_pid_t child) ngx_pty_noreturn;
@@ -888,8 +890,6 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid)
 {
     int                    ctl, sfd, wfd, lfd, master, status, nfds,
                            timeout, wi, ci, li, wstatus, exited;
-    size_t                 len;
-    u_char                *raw;
     int64_t                deadline;
     ngx_pid_t              child, pid;
     sigset_t               set;
@@ -973,23 +973,8 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid)
 
     if (sp == NULL) {
         /* a spare: all of the above was done ahead, the rest is its start */
-        sp = ngx_pty_keeper_wait_start(ctl, sfd, wfd, nginx_pid, child, &raw,
-                                       &len);
-
-        ngx_setproctitle("pty session keeper");
-
-        ws.ws_col = (unsigned short) sp->cols;
-        ws.ws_row = (unsigned short) sp->rows;
-
-        if (ioctl(master, TIOCSWINSZ, &ws) == -1
-            || send(ngx_pty_keeper_go[0], raw, len, MSG_NOSIGNAL)
-               != (ssize_t) len)
-        {
-            (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_FAILED, errno, -1);
-            ngx_pty_keeper_spare_exit(child);
-        }
-
-        (void) close(ngx_pty_keeper_go[0]);
+        sp = ngx_pty_keeper_spare_start(ctl, sfd, wfd, nginx_pid, child,
+                                        master);
     }
 
     sh = sp->sh;
@@ -1149,6 +1134,42 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid)
     }
 
     _exit(0);
+}
+
+
+/*
+ * A spare's start: its session comes from the worker, the terminal takes
+ * the session's size, and the child waiting to exec gets the start too.
+ */
+static ngx_pty_spawn_t *
+ngx_pty_keeper_spare_start(int ctl, int sfd, int wfd, ngx_pid_t nginx_pid,
+    ngx_pid_t child, int master)
+{
+    size_t            len;
+    u_char           *raw;
+    struct winsize    ws;
+    ngx_pty_spawn_t  *sp;
+
+    sp = ngx_pty_keeper_wait_start(ctl, sfd, wfd, nginx_pid, child, &raw,
+                                   &len);
+
+    ngx_setproctitle("pty session keeper");
+
+    ngx_memzero(&ws, sizeof(struct winsize));
+    ws.ws_col = (unsigned short) sp->cols;
+    ws.ws_row = (unsigned short) sp->rows;
+
+    if (ioctl(master, TIOCSWINSZ, &ws) == -1
+        || send(ngx_pty_keeper_go[0], raw, len, MSG_NOSIGNAL)
+           != (ssize_t) len)
+    {
+        (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_FAILED, errno, -1);
+        ngx_pty_keeper_spare_exit(child);
+    }
+
+    (void) close(ngx_pty_keeper_go[0]);
+
+    return sp;
 }
 
 
