@@ -602,6 +602,13 @@ ngx_pty_keeper_forker_main(ngx_cycle_t *cycle)
     /* nothing of the worker's but the socket, the zone and stdio */
     ngx_pty_keeper_close_from(NGX_PTY_FORKER_FD + 1, -1, -1);
 
+    /*
+     * A session of its own: signals a terminal sends nginx's process group
+     * (^C of nginx in the foreground) are not for it.  It ends when its
+     * worker closes the socket, and the worker hears of it otherwise.
+     */
+    (void) setsid();
+
     /* the worker's connections: the keepers need not share them */
     ngx_free(cycle->connections);
     ngx_free(cycle->read_events);
