@@ -1,12 +1,13 @@
 #!/usr/bin/perl
 
-# The spare keeper (docs/ARCHITECTURE.md, "Processes"): the worker's keeper
-# forker keeps one keeper forked ahead, idle; a start hands it the session
+# The spare keeper (docs/ARCHITECTURE.md, "Processes"): the worker holds one
+# keeper its keeper forker forked ahead, idle; a start hands it the session
 # and the forker forks the next.  Each start is served by the spare that
 # waited for it, with the settings of its own location; the spare holds
-# nothing of nginx's and its program only its terminal.  A spare or forker
-# that is killed costs no start, and none of them outlives a reload or a
-# stop.
+# nothing of nginx's and its program only its terminal.  Starts faster
+# than spares wait for the forker, they never fork the worker.  A spare or
+# forker that is killed costs no start, and none of them outlives a reload
+# or a stop.
 
 use strict;
 use warnings;
@@ -33,7 +34,7 @@ HTTP
 # the worker's alert and nginx's line on the killed forker (its child)
 $t->allow_log(qr/the keeper forker is gone; the worker forks keepers/,
     qr/unknown process \d+ exited on signal 9/);
-$t->plan(26)->run();
+$t->plan(28)->run();
 
 my $port = $t->port(8080);
 
@@ -88,6 +89,18 @@ like($r->{screen} // '', qr{size=27 91 env=other sh=/usr/bin/bash},
 like($r->{screen} // '', qr{size=40 100 env=unset sh=/bin/bash},
     'the first location: its own');
 
+# a burst, each start right after the last one's answer, before its keeper
+# reported: the starts after the first wait for the forker's next spare,
+# and none is forked from the worker
+my @burst = map { (api_call($port, '/pty/start', {
+    command => 'exec ' . prog($_), wait_ms => 0 }))[0] } 111 .. 115;
+is(join(',', @burst), '200,200,200,200,200', 'a burst of 5 starts');
+my @bk = map { my $n = $_; my ($p) = $t->wait_until(sub {
+    program(prog($n)) }, 5); $p ? stat_of($p)->{ppid} : 0 } 111 .. 115;
+is(scalar(grep { $_ && stat_of($_)->{ppid} == $forker } @bk), 5,
+    'each by a keeper of the forker\'s');
+push @keepers, @bk;
+
 # a spare killed while it waits: the next start still gets a keeper
 $spare = wait_spare($forker, $keepers[-1]);
 kill 'KILL', $spare;
@@ -123,7 +136,7 @@ is(scalar $t->worker_pids, 1, 'the same worker serves on');
 
 # stop: no forker, spare, keeper or program of this nginx is left
 my @ours = (@old, $forker, $spare, $own, @keepers,
-    map { program(prog($_)) } 101 .. 106);
+    map { program(prog($_)) } 101 .. 106, 111 .. 115);
 $t->stop();
 ok($t->wait_until(sub { !grep { alive($_) } @ours }, 10),
     'stop: no forker, spare, keeper or program is left');
