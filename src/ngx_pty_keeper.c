@@ -20,15 +20,26 @@
 #define NGX_PTY_KEEPER_FD  3
 
 
-static void ngx_pty_keeper_main(ngx_pty_spawn_t *sp) ngx_pty_noreturn;
+static void ngx_pty_keeper_main(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid)
+    ngx_pty_noreturn;
+static ngx_pty_spawn_t *ngx_pty_keeper_spare_start(int ctl, int sfd, int wfd,
+    ngx_pid_t nginx_pid, ngx_pid_t child, int master);
+static ngx_pty_spawn_t *ngx_pty_keeper_wait_start(int ctl, int sfd, int wfd,
+    ngx_pid_t nginx_pid, ngx_pid_t child, u_char **raw, size_t *len);
+static void ngx_pty_keeper_spare_exit(ngx_pid_t child) ngx_pty_noreturn;
+static ngx_pty_spawn_t *ngx_pty_keeper_exec_wait(void);
+static int ngx_pty_keeper_start_parse(u_char *buf, size_t n,
+    ngx_pty_spawn_t *sp, char **env);
 static void ngx_pty_keeper_reset_signals(sigset_t *keep);
 static int ngx_pty_keeper_watch(ngx_pid_t pid);
 static void ngx_pty_keeper_kill_session(ngx_pid_t sid, int signo);
 static void ngx_pty_keeper_exec(ngx_pty_spawn_t *sp) ngx_pty_noreturn;
 static void ngx_pty_keeper_exec_failed(int err) ngx_pty_noreturn;
-static void ngx_pty_keeper_close_from(int from, int keep);
+static void ngx_pty_keeper_close_from(int from, int keep, int keep2);
+static void ngx_pty_keeper_close_range(int from, int to);
 
 static int  ngx_pty_keeper_exec_pipe[2];
+static int  ngx_pty_keeper_go[2];       /* a spare's start, to its child */
 static int ngx_pty_keeper_put(int ctl, uint32_t type, int32_t value, int fd);
 static int ngx_pty_keeper_listen(u_char *id);
 static int ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child,
@@ -41,43 +52,72 @@ static int ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child,
  * its page tables, each keeper keeps the old copy of every page the worker
  * writes after it, and starting and ending sessions gets slower as there
  * are more.  So at its start each worker forks a forker, still small, that
- * forks the keepers for it: the worker sends it the spawn request over a
- * socket pair and gets the keeper's pid and control socket back.  Without
- * a forker (it could not start, or died) the worker forks keepers itself.
+ * forks the keepers for it.
+ *
+ * The spare keeper.  Forks are also kept off the start's path: the forker
+ * forks one keeper ahead, a spare, that sets itself up (its own session,
+ * signals, the watch on nginx), opens the terminal and forks the process
+ * that will exec the program, which waits too.  Neither knows anything of
+ * a session yet; the worker holds the spare's control socket.  A start
+ * hands the spare its session (the zone record, size, shell, environment)
+ * in one message, which the spare passes on to its child: the start's
+ * path has no fork, only two wake-ups and the exec.  When the keeper
+ * reports the program started, the worker asks the forker for the next
+ * spare, whose answer comes to the event loop.  With no spare at hand a
+ * start waits for the forker's answer, NGX_PTY_FORKER_WAIT at most;
+ * without a forker (it could not start, died, or did not answer) the
+ * worker forks keepers itself.  Whatever belongs to a session reaches the
+ * spare only with its start.
  */
 
 #define NGX_PTY_FORKER_FD      3
-#define NGX_PTY_FORKER_MAX     65536     /* a request, with the environment */
-#define NGX_PTY_FORKER_ENV     1024
-#define NGX_PTY_FORKER_WAIT    2         /* s for its answer, then drop it */
+#define NGX_PTY_START_MAX      65536     /* a start, with the environment */
+#define NGX_PTY_START_ENV      1024
+#define NGX_PTY_FORKER_WAIT    2000      /* ms for its answer, then drop it */
 
+/* worker -> spare keeper: the session it runs */
 typedef struct {
-    ngx_pty_session_sh_t      *sh;
+    uint32_t                   type;     /* NGX_PTY_KEEPER_START */
     uint32_t                   cols;
     uint32_t                   rows;
-    ngx_pid_t                  nginx_pid;
     uint32_t                   nenv;
+    ngx_pty_session_sh_t      *sh;
     /* then the shell and nenv environment strings, each null-terminated */
-} ngx_pty_forker_req_t;
+} ngx_pty_keeper_start_t;
 
 
-static ngx_socket_t  ngx_pty_forker = (ngx_socket_t) -1;
-static ngx_pid_t     ngx_pty_forker_pid = NGX_INVALID_PID;
+static ngx_connection_t  *ngx_pty_forker;
+static ngx_pid_t          ngx_pty_forker_pid = NGX_INVALID_PID;
+static ngx_uint_t         ngx_pty_forker_asked;   /* its answer is due */
+static ngx_pid_t          ngx_pty_nginx_pid;
+static ngx_socket_t       ngx_pty_spare = (ngx_socket_t) -1;
+static ngx_pid_t          ngx_pty_spare_pid = NGX_INVALID_PID;
 
 
 static void ngx_pty_keeper_forker_main(ngx_cycle_t *cycle) ngx_pty_noreturn;
-static ngx_pid_t ngx_pty_keeper_fork(ngx_pty_spawn_t *sp, ngx_socket_t *ctl,
-    ngx_err_t *err);
-static ngx_pid_t ngx_pty_keeper_forker_spawn(ngx_pty_spawn_t *sp,
-    ngx_socket_t *ctl, ngx_uint_t *fallback, ngx_log_t *log);
+static void ngx_pty_keeper_forker_handler(ngx_event_t *rev);
+static ngx_int_t ngx_pty_keeper_forker_answer(ngx_log_t *log);
+static void ngx_pty_keeper_forker_wait(ngx_log_t *log);
+static void ngx_pty_keeper_forker_drop(void);
+static void ngx_pty_keeper_spare_ask(ngx_log_t *log);
+static ngx_socket_t ngx_pty_keeper_spare_take(ngx_pid_t *pid,
+    ngx_log_t *log);
+static u_char *ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp,
+    size_t *len, ngx_log_t *log);
+static ngx_pid_t ngx_pty_keeper_fork(ngx_pty_spawn_t *sp,
+    ngx_pid_t nginx_pid, ngx_socket_t *ctl, ngx_err_t *err);
+static int64_t ngx_pty_keeper_now(void);
 
 
 ngx_int_t
 ngx_pty_keeper_forker_start(ngx_cycle_t *cycle)
 {
-    int              sv[2];
-    ngx_pid_t        pid;
-    struct timeval   tv;
+    int                sv[2];
+    ngx_pid_t          pid;
+    ngx_connection_t  *c;
+
+    ngx_pty_nginx_pid = (ngx_process == NGX_PROCESS_SINGLE) ? ngx_pid
+                                                            : getppid();
 
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
         ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
@@ -107,32 +147,81 @@ ngx_pty_keeper_forker_start(ngx_cycle_t *cycle)
     }
 
     close(sv[1]);
-    ngx_pty_forker = sv[0];
+
+    /* the answers come to the event loop; a start waits for one in poll() */
+    if (ngx_nonblocking(sv[0]) == -1) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_socket_errno,
+                      ngx_nonblocking_n " for the keeper forker failed; "
+                      "the worker forks keepers itself");
+        close(sv[0]);
+        return NGX_OK;
+    }
+
+    c = ngx_get_connection(sv[0], cycle->log);
+    if (c == NULL) {
+        /* the forker ends on the end of its socket */
+        close(sv[0]);
+        return NGX_OK;
+    }
+
+    c->read->handler = ngx_pty_keeper_forker_handler;
+    c->read->log = cycle->log;
+    c->write->log = cycle->log;
+
+    ngx_pty_forker = c;
     ngx_pty_forker_pid = pid;
 
-    /* the worker waits for each answer: never for ever */
-    tv.tv_sec = NGX_PTY_FORKER_WAIT;
-    tv.tv_usec = 0;
-
-    if (setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1) {
-        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_socket_errno,
-                      "pty: setsockopt(SO_RCVTIMEO) for the keeper forker "
-                      "failed; the worker forks keepers itself");
-        ngx_pty_keeper_forker_stop();
+    if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                      "pty: cannot watch the keeper forker; "
+                      "the worker forks keepers itself");
+        ngx_pty_keeper_forker_drop();
+        return NGX_OK;
     }
+
+    /* the first spare, ready before the first start */
+    ngx_pty_keeper_spare_ask(cycle->log);
 
     return NGX_OK;
 }
 
 
+/* at the worker's exit: the forker and the spare end on their sockets' end */
 void
 ngx_pty_keeper_forker_stop(void)
 {
-    if (ngx_pty_forker != (ngx_socket_t) -1) {
-        /* the forker ends on the end of its socket */
-        close(ngx_pty_forker);
-        ngx_pty_forker = (ngx_socket_t) -1;
+    ngx_pty_keeper_forker_drop();
+
+    if (ngx_pty_spare != (ngx_socket_t) -1) {
+        close(ngx_pty_spare);
+        ngx_pty_spare = (ngx_socket_t) -1;
+        ngx_pty_spare_pid = NGX_INVALID_PID;
+    }
+}
+
+
+/*
+ * A keeper reported its program started (or not): the next spare is forked
+ * now, while the program starts up.  Forked at the start itself, it would
+ * take a CPU from the keeper and the program on their way to exec.
+ */
+void
+ngx_pty_keeper_spare_refill(ngx_log_t *log)
+{
+    if (!ngx_exiting && !ngx_quit && !ngx_terminate) {
+        ngx_pty_keeper_spare_ask(log);
+    }
+}
+
+
+static void
+ngx_pty_keeper_forker_drop(void)
+{
+    if (ngx_pty_forker) {
+        ngx_close_connection(ngx_pty_forker);
+        ngx_pty_forker = NULL;
         ngx_pty_forker_pid = NGX_INVALID_PID;
+        ngx_pty_forker_asked = 0;
     }
 }
 
@@ -140,21 +229,48 @@ ngx_pty_keeper_forker_stop(void)
 ngx_pid_t
 ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_log_t *log)
 {
-    ngx_pid_t   pid;
-    ngx_err_t   err;
-    ngx_uint_t  fallback;
+    u_char        *buf;
+    size_t         len;
+    ngx_pid_t      pid;
+    ngx_err_t      err;
+    ngx_uint_t     tries;
+    ngx_socket_t   fd;
 
-    fallback = 1;
+    buf = NULL;
 
-    if (ngx_pty_forker != (ngx_socket_t) -1) {
-        pid = ngx_pty_keeper_forker_spawn(sp, ctl, &fallback, log);
-
-        if (pid != NGX_INVALID_PID || !fallback) {
-            return pid;
-        }
+    if (ngx_pty_forker || ngx_pty_spare != (ngx_socket_t) -1) {
+        buf = ngx_pty_keeper_start_request(sp, &len, log);
     }
 
-    pid = ngx_pty_keeper_fork(sp, ctl, &err);
+    /* a spare that died while it waited is replaced once */
+    for (tries = 0; buf && tries < 2; tries++) {
+        fd = ngx_pty_keeper_spare_take(&pid, log);
+
+        if (fd == (ngx_socket_t) -1) {
+            break;
+        }
+
+        if (send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t) len)
+        {
+            ngx_free(buf);
+
+            ngx_log_debug1(NGX_LOG_DEBUG_CORE, log, 0,
+                           "pty: spare keeper %P takes the session", pid);
+
+            *ctl = fd;
+            return pid;
+        }
+
+        ngx_log_error(NGX_LOG_WARN, log, ngx_socket_errno,
+                      "pty: the spare keeper %P is gone", pid);
+        close(fd);
+    }
+
+    if (buf) {
+        ngx_free(buf);
+    }
+
+    pid = ngx_pty_keeper_fork(sp, sp->nginx_pid, ctl, &err);
 
     if (pid == NGX_INVALID_PID) {
         ngx_log_error(NGX_LOG_ALERT, log, err,
@@ -166,90 +282,158 @@ ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_log_t *log)
 
 
 /*
- * One request, one answer (the keeper's pid and its control socket).  The
- * worker waits for the answer: it is a fork() of a small process, shorter
- * than the fork() of the worker that it replaces.  A forker that is gone
- * is dropped, and the caller forks itself.
+ * The start message for a spare; NULL when it is too big for one (the
+ * worker then forks the keeper itself, with the request in its memory).
  */
-static ngx_pid_t
-ngx_pty_keeper_forker_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl,
-    ngx_uint_t *fallback, ngx_log_t *log)
+static u_char *
+ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp, size_t *len,
+    ngx_log_t *log)
 {
-    u_char                *buf, *p;
-    size_t                 len;
-    ssize_t                n;
-    ngx_fd_t               fd;
-    ngx_int_t              rc;
-    ngx_uint_t             i;
-    ngx_pty_forker_req_t   req;
-    ngx_pty_keeper_msg_t   msg;
+    u_char                  *buf, *p;
+    size_t                   n;
+    ngx_uint_t               i;
+    ngx_pty_keeper_start_t   st;
 
-    len = sizeof(ngx_pty_forker_req_t) + ngx_strlen(sp->shell) + 1;
+    n = sizeof(ngx_pty_keeper_start_t) + ngx_strlen(sp->shell) + 1;
 
     for (i = 0; sp->envp[i]; i++) {
-        len += ngx_strlen(sp->envp[i]) + 1;
+        n += ngx_strlen(sp->envp[i]) + 1;
     }
 
-    if (len > NGX_PTY_FORKER_MAX || i > NGX_PTY_FORKER_ENV) {
-        /* the worker forks this one itself */
-        return NGX_INVALID_PID;
+    if (n > NGX_PTY_START_MAX || i > NGX_PTY_START_ENV) {
+        return NULL;
     }
 
-    buf = ngx_alloc(len, log);
+    buf = ngx_alloc(n, log);
     if (buf == NULL) {
-        return NGX_INVALID_PID;
+        return NULL;
     }
 
-    req.sh = sp->sh;
-    req.cols = (uint32_t) sp->cols;
-    req.rows = (uint32_t) sp->rows;
-    req.nginx_pid = sp->nginx_pid;
-    req.nenv = (uint32_t) i;
+    ngx_memzero(&st, sizeof(ngx_pty_keeper_start_t));
+    st.type = NGX_PTY_KEEPER_START;
+    st.cols = (uint32_t) sp->cols;
+    st.rows = (uint32_t) sp->rows;
+    st.nenv = (uint32_t) i;
+    st.sh = sp->sh;
 
-    p = ngx_cpymem(buf, &req, sizeof(ngx_pty_forker_req_t));
+    p = ngx_cpymem(buf, &st, sizeof(ngx_pty_keeper_start_t));
     p = ngx_cpymem(p, sp->shell, ngx_strlen(sp->shell) + 1);
 
     for (i = 0; sp->envp[i]; i++) {
         p = ngx_cpymem(p, sp->envp[i], ngx_strlen(sp->envp[i]) + 1);
     }
 
-    n = send(ngx_pty_forker, buf, len, MSG_NOSIGNAL);
+    *len = n;
 
-    ngx_free(buf);
+    return buf;
+}
 
-    if (n != (ssize_t) len) {
-        goto gone;
+
+/*
+ * The spare held, or the forker's next one: a start waits for the forker's
+ * answer (a fork of a small process) rather than fork the worker.
+ */
+static ngx_socket_t
+ngx_pty_keeper_spare_take(ngx_pid_t *pid, ngx_log_t *log)
+{
+    ngx_socket_t  fd;
+
+    if (ngx_pty_spare == (ngx_socket_t) -1) {
+        ngx_pty_keeper_spare_ask(log);
+
+        if (ngx_pty_forker_asked) {
+            ngx_pty_keeper_forker_wait(log);
+        }
     }
 
-    /* the socket blocks, NGX_PTY_FORKER_WAIT at most: wait for the answer */
-    do {
-        rc = ngx_pty_keeper_recv(ngx_pty_forker, &msg, &fd, log);
-    } while (rc == NGX_AGAIN && ngx_socket_errno == NGX_EINTR);
+    fd = ngx_pty_spare;
+    *pid = ngx_pty_spare_pid;
+
+    ngx_pty_spare = (ngx_socket_t) -1;
+    ngx_pty_spare_pid = NGX_INVALID_PID;
+
+    return fd;
+}
+
+
+/* the forker forks a spare: ngx_pty_keeper_forker_answer() gets it */
+static void
+ngx_pty_keeper_spare_ask(ngx_log_t *log)
+{
+    ngx_pty_keeper_msg_t  msg;
+
+    if (ngx_pty_forker == NULL || ngx_pty_forker_asked
+        || ngx_pty_spare != (ngx_socket_t) -1)
+    {
+        return;
+    }
+
+    msg.type = NGX_PTY_KEEPER_SPARE;
+    msg.value = (int32_t) ngx_pty_nginx_pid;
+
+    if (send(ngx_pty_forker->fd, &msg, sizeof(msg),
+             MSG_DONTWAIT | MSG_NOSIGNAL)
+        != (ssize_t) sizeof(msg))
+    {
+        ngx_log_error(NGX_LOG_ALERT, log, ngx_socket_errno,
+                      "pty: the keeper forker is gone; the worker forks "
+                      "keepers itself");
+        ngx_pty_keeper_forker_drop();
+        return;
+    }
+
+    ngx_pty_forker_asked = 1;
+}
+
+
+static void
+ngx_pty_keeper_forker_handler(ngx_event_t *rev)
+{
+    ngx_log_t  *log;
+
+    log = rev->log;
+
+    /* a start may have read the answer already: then nothing is there */
+    while (ngx_pty_forker && ngx_pty_keeper_forker_answer(log) == NGX_OK) {
+        /* void */
+    }
+
+    if (ngx_pty_forker && ngx_handle_read_event(rev, 0) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "pty: cannot watch the keeper forker; the worker "
+                      "forks keepers itself");
+        ngx_pty_keeper_forker_drop();
+    }
+}
+
+
+/* one answer of the forker, if it has come: a spare, or why there is none */
+static ngx_int_t
+ngx_pty_keeper_forker_answer(ngx_log_t *log)
+{
+    ngx_fd_t              fd;
+    ngx_int_t             rc;
+    ngx_pty_keeper_msg_t  msg;
+
+    rc = ngx_pty_keeper_recv(ngx_pty_forker->fd, &msg, &fd, log);
 
     if (rc == NGX_AGAIN) {
-        /*
-         * A forker that does not answer (stopped, or starved) is killed
-         * and dropped, and this start fails: a keeper it might still
-         * have forked must not meet a second one forked here.
-         */
-        ngx_log_error(NGX_LOG_ALERT, log, 0,
-                      "pty: the keeper forker did not answer in %d s; it is "
-                      "killed, and the worker forks keepers itself",
-                      NGX_PTY_FORKER_WAIT);
-
-        if (ngx_pty_forker_pid != NGX_INVALID_PID) {
-            (void) kill(ngx_pty_forker_pid, SIGKILL);
-        }
-
-        ngx_pty_keeper_forker_stop();
-        *fallback = 0;
-
-        return NGX_INVALID_PID;
+        return NGX_AGAIN;
     }
 
     if (rc != NGX_OK || msg.type != NGX_PTY_KEEPER_SPAWNED) {
-        goto gone;
+        if (rc == NGX_OK && fd != NGX_INVALID_FILE) {
+            close(fd);
+        }
+
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "pty: the keeper forker is gone; the worker forks "
+                      "keepers itself");
+        ngx_pty_keeper_forker_drop();
+        return NGX_ERROR;
     }
+
+    ngx_pty_forker_asked = 0;
 
     if (msg.value <= 0 || fd == NGX_INVALID_FILE) {
         ngx_log_error(NGX_LOG_ALERT, log, (ngx_err_t) -msg.value,
@@ -259,36 +443,100 @@ ngx_pty_keeper_forker_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl,
             close(fd);
         }
 
-        return NGX_INVALID_PID;
+        return NGX_DECLINED;
+    }
+
+    if (ngx_pty_spare != (ngx_socket_t) -1) {
+        /* one spare is enough; this one ends on the end of its socket */
+        close(fd);
+        return NGX_OK;
     }
 
     if (ngx_nonblocking(fd) == -1) {
         ngx_log_error(NGX_LOG_ALERT, log, ngx_socket_errno,
-                      ngx_nonblocking_n " keeper socket failed");
+                      ngx_nonblocking_n " spare keeper socket failed");
         close(fd);
-        kill(msg.value, SIGKILL);
-        return NGX_INVALID_PID;
+        return NGX_DECLINED;
     }
 
-    *ctl = fd;
+    ngx_pty_spare = fd;
+    ngx_pty_spare_pid = (ngx_pid_t) msg.value;
 
-    return (ngx_pid_t) msg.value;
-
-gone:
-
-    ngx_log_error(NGX_LOG_ALERT, log, ngx_socket_errno,
-                  "pty: the keeper forker is gone; the worker forks "
-                  "keepers itself");
-
-    ngx_pty_keeper_forker_stop();
-
-    return NGX_INVALID_PID;
+    return NGX_OK;
 }
 
 
-/* forks a keeper; no logging: the forker has no log */
+/*
+ * A start with no spare at hand waits for the one asked for, in poll(),
+ * NGX_PTY_FORKER_WAIT at most.  A forker that does not answer (stopped, or
+ * starved) is killed and dropped: it knows nothing of the session, so the
+ * worker may fork the keeper itself without meeting a second one.
+ */
+static void
+ngx_pty_keeper_forker_wait(ngx_log_t *log)
+{
+    int            n;
+    int64_t        deadline, left;
+    struct pollfd  pfd;
+
+    deadline = ngx_pty_keeper_now() + NGX_PTY_FORKER_WAIT;
+
+    while (ngx_pty_forker_asked) {
+        left = deadline - ngx_pty_keeper_now();
+
+        if (left <= 0) {
+            ngx_log_error(NGX_LOG_ALERT, log, 0,
+                          "pty: the keeper forker did not answer in %d s; "
+                          "it is killed, and the worker forks keepers "
+                          "itself", NGX_PTY_FORKER_WAIT / 1000);
+
+            if (kill(ngx_pty_forker_pid, SIGKILL) == -1) {
+                ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+                              "pty: kill(%P) of the keeper forker failed",
+                              ngx_pty_forker_pid);
+            }
+
+            ngx_pty_keeper_forker_drop();
+            return;
+        }
+
+        pfd.fd = ngx_pty_forker->fd;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+
+        n = poll(&pfd, 1, (int) left);
+
+        if (n == -1 && ngx_errno != NGX_EINTR) {
+            ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+                          "pty: poll() for the keeper forker failed");
+            return;
+        }
+
+        if (n > 0) {
+            (void) ngx_pty_keeper_forker_answer(log);
+        }
+    }
+}
+
+
+static int64_t
+ngx_pty_keeper_now(void)
+{
+    struct timespec  ts;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+/*
+ * Forks a keeper: a spare (sp NULL) waits for its session, the worker's own
+ * fork gets it in its memory.  No logging: the forker has no log.
+ */
 static ngx_pid_t
-ngx_pty_keeper_fork(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_err_t *err)
+ngx_pty_keeper_fork(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid,
+    ngx_socket_t *ctl, ngx_err_t *err)
 {
     int        sv[2];
     ngx_pid_t  pid;
@@ -318,7 +566,7 @@ ngx_pty_keeper_fork(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_err_t *err)
             _exit(0);
         }
 
-        ngx_pty_keeper_main(sp);
+        ngx_pty_keeper_main(sp, nginx_pid);
     }
 
     close(sv[1]);
@@ -342,21 +590,24 @@ ngx_pty_keeper_fork(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_err_t *err)
 static void
 ngx_pty_keeper_forker_main(ngx_cycle_t *cycle)
 {
-    char                   *env[NGX_PTY_FORKER_ENV + 1];
-    u_char                 *buf, *p, *last;
     ssize_t                 n;
     ngx_err_t               err;
     ngx_pid_t               pid;
-    ngx_uint_t              i;
     ngx_socket_t            ctl;
-    ngx_pty_spawn_t         sp;
     struct sigaction        sa;
-    ngx_pty_forker_req_t    req;
+    ngx_pty_keeper_msg_t    msg;
 
     ngx_setproctitle("pty keeper forker");
 
     /* nothing of the worker's but the socket, the zone and stdio */
-    ngx_pty_keeper_close_from(NGX_PTY_FORKER_FD + 1, -1);
+    ngx_pty_keeper_close_from(NGX_PTY_FORKER_FD + 1, -1, -1);
+
+    /*
+     * A session of its own: signals a terminal sends nginx's process group
+     * (^C of nginx in the foreground) are not for it.  It ends when its
+     * worker closes the socket, and the worker hears of it otherwise.
+     */
+    (void) setsid();
 
     /* the worker's connections: the keepers need not share them */
     ngx_free(cycle->connections);
@@ -371,13 +622,8 @@ ngx_pty_keeper_forker_main(ngx_cycle_t *cycle)
     sigemptyset(&sa.sa_mask);
     (void) sigaction(SIGCHLD, &sa, NULL);
 
-    buf = malloc(NGX_PTY_FORKER_MAX);
-    if (buf == NULL) {
-        _exit(0);
-    }
-
     for ( ;; ) {
-        n = recv(NGX_PTY_FORKER_FD, buf, NGX_PTY_FORKER_MAX, 0);
+        n = recv(NGX_PTY_FORKER_FD, &msg, sizeof(msg), 0);
 
         if (n == -1 && errno == EINTR) {
             continue;
@@ -388,50 +634,13 @@ ngx_pty_keeper_forker_main(ngx_cycle_t *cycle)
             _exit(0);
         }
 
-        if ((size_t) n < sizeof(ngx_pty_forker_req_t)) {
-            continue;
-        }
-
-        ngx_memcpy(&req, buf, sizeof(ngx_pty_forker_req_t));
-
-        p = buf + sizeof(ngx_pty_forker_req_t);
-        last = buf + n;
-
-        ngx_memzero(&sp, sizeof(ngx_pty_spawn_t));
-        sp.sh = req.sh;
-        sp.command = req.sh->command;
-        sp.cols = req.cols;
-        sp.rows = req.rows;
-        sp.nginx_pid = req.nginx_pid;
-        sp.envp = env;
-
-        for (i = 0; i <= req.nenv && i <= NGX_PTY_FORKER_ENV && p < last; i++)
-        {
-            if (i == 0) {
-                sp.shell = (char *) p;
-
-            } else {
-                env[i - 1] = (char *) p;
-            }
-
-            p = ngx_strlchr(p, last, '\0');
-
-            if (p == NULL) {
-                break;
-            }
-
-            p++;
-        }
-
-        if (p == NULL || i != req.nenv + 1) {
+        if (n != (ssize_t) sizeof(msg) || msg.type != NGX_PTY_KEEPER_SPARE) {
             (void) ngx_pty_keeper_put(NGX_PTY_FORKER_FD,
                                       NGX_PTY_KEEPER_SPAWNED, -EINVAL, -1);
             continue;
         }
 
-        env[req.nenv] = NULL;
-
-        pid = ngx_pty_keeper_fork(&sp, &ctl, &err);
+        pid = ngx_pty_keeper_fork(NULL, (ngx_pid_t) msg.value, &ctl, &err);
 
         if (pid == NGX_INVALID_PID) {
             (void) ngx_pty_keeper_put(NGX_PTY_FORKER_FD,
@@ -439,6 +648,7 @@ ngx_pty_keeper_forker_main(ngx_cycle_t *cycle)
             continue;
         }
 
+        /* a spare the worker does not get ends on the end of its socket */
         (void) ngx_pty_keeper_put(NGX_PTY_FORKER_FD, NGX_PTY_KEEPER_SPAWNED,
                                   pid, ctl);
         close(ctl);
@@ -446,14 +656,55 @@ ngx_pty_keeper_forker_main(ngx_cycle_t *cycle)
 }
 
 
+/*
+ * HOME and USER of the worker's user, looked up once per worker: a start
+ * need not read /etc/passwd.
+ */
+static ngx_int_t
+ngx_pty_keeper_user_env(char **home, char **user)
+{
+    char            *dir;
+    struct passwd   *pw;
+    static char     *h, *u;
+
+    if (h == NULL) {
+        pw = getpwuid(getuid());
+        dir = (pw && pw->pw_dir) ? pw->pw_dir : "/";
+
+        h = ngx_alloc(sizeof("HOME=") + ngx_strlen(dir), ngx_cycle->log);
+        if (h == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_sprintf((u_char *) h, "HOME=%s%Z", dir);
+
+        if (pw && pw->pw_name) {
+            u = ngx_alloc(sizeof("USER=") + ngx_strlen(pw->pw_name),
+                          ngx_cycle->log);
+            if (u == NULL) {
+                ngx_free(h);
+                h = NULL;
+                return NGX_ERROR;
+            }
+
+            ngx_sprintf((u_char *) u, "USER=%s%Z", pw->pw_name);
+        }
+    }
+
+    *home = h;
+    *user = u;
+
+    return NGX_OK;
+}
+
+
 /* the child's environment: a terminal's basics, then the operator's */
 char **
 ngx_pty_keeper_env(ngx_pool_t *pool, ngx_array_t *extra)
 {
-    char            **envp, *home;
+    char            **envp, *home, *user;
     size_t            n, i, j;
     ngx_str_t        *e;
-    struct passwd    *pw;
     static char      *base[] = {
         "TERM=xterm-256color",
         "COLORTERM=truecolor",
@@ -461,6 +712,10 @@ ngx_pty_keeper_env(ngx_pool_t *pool, ngx_array_t *extra)
         "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
         NULL
     };
+
+    if (ngx_pty_keeper_user_env(&home, &user) != NGX_OK) {
+        return NULL;
+    }
 
     n = (extra ? extra->nelts : 0) + 8;
 
@@ -473,24 +728,10 @@ ngx_pty_keeper_env(ngx_pool_t *pool, ngx_array_t *extra)
         envp[i] = base[i];
     }
 
-    pw = getpwuid(getuid());
-    home = (pw && pw->pw_dir) ? pw->pw_dir : "/";
+    envp[i++] = home;
 
-    envp[i] = (char *) ngx_pnalloc(pool, sizeof("HOME=") + ngx_strlen(home));
-    if (envp[i] == NULL) {
-        return NULL;
-    }
-
-    ngx_sprintf((u_char *) envp[i++], "HOME=%s%Z", home);
-
-    if (pw && pw->pw_name) {
-        envp[i] = (char *) ngx_pnalloc(pool,
-                                     sizeof("USER=") + ngx_strlen(pw->pw_name));
-        if (envp[i] == NULL) {
-            return NULL;
-        }
-
-        ngx_sprintf((u_char *) envp[i++], "USER=%s%Z", pw->pw_name);
+    if (user) {
+        envp[i++] = user;
     }
 
     if (extra == NULL) {
@@ -652,7 +893,7 @@ ngx_pty_keeper_send(ngx_socket_t ctl, ngx_uint_t type, ngx_log_t *log)
 
 
 static void
-ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
+ngx_pty_keeper_main(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid)
 {
     int                    ctl, sfd, wfd, lfd, master, status, nfds,
                            timeout, wi, ci, li, wstatus, exited;
@@ -666,12 +907,11 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
     ngx_pty_session_sh_t  *sh;
 
     ctl = NGX_PTY_KEEPER_FD;
-    sh = sp->sh;
 
-    ngx_setproctitle("pty session keeper");
+    ngx_setproctitle(sp ? "pty session keeper" : "pty spare keeper");
 
     /* nothing of the worker's but the control socket and the zone */
-    ngx_pty_keeper_close_from(NGX_PTY_KEEPER_FD + 1, -1);
+    ngx_pty_keeper_close_from(NGX_PTY_KEEPER_FD + 1, -1, -1);
 
     (void) setsid();
 
@@ -692,19 +932,30 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
     ngx_pty_keeper_reset_signals(&set);
 
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
-    wfd = ngx_pty_keeper_watch(sp->nginx_pid);
-    lfd = ngx_pty_keeper_listen(sh->id);
-
-    ngx_memzero(&ws, sizeof(struct winsize));
-    ws.ws_col = (unsigned short) sp->cols;
-    ws.ws_row = (unsigned short) sp->rows;
+    wfd = ngx_pty_keeper_watch(nginx_pid);
 
     /* the child reports a failed exec here; a good one just closes it */
-    if (pipe2(ngx_pty_keeper_exec_pipe, O_CLOEXEC) == -1) {
+    if (pipe2(ngx_pty_keeper_exec_pipe, O_CLOEXEC) == -1
+        || (sp == NULL
+            && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+                          ngx_pty_keeper_go)
+               == -1))
+    {
         (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_FAILED, errno, -1);
         _exit(0);
     }
 
+    ngx_memzero(&ws, sizeof(struct winsize));
+
+    if (sp) {
+        ws.ws_col = (unsigned short) sp->cols;
+        ws.ws_row = (unsigned short) sp->rows;
+    }
+
+    /*
+     * A spare forks its child ahead too, and the child waits for its
+     * command: a start costs no fork at all.
+     */
     child = forkpty(&master, NULL, NULL, &ws);
 
     if (child == 0) {
@@ -713,10 +964,30 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
 
     (void) close(ngx_pty_keeper_exec_pipe[1]);
 
+    if (sp == NULL) {
+        (void) close(ngx_pty_keeper_go[1]);
+    }
+
     if (child == -1 || sfd == -1) {
         (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_FAILED, errno, -1);
+
+        if (child > 0) {
+            (void) kill(child, SIGKILL);
+        }
+
         _exit(0);
     }
+
+    if (sp == NULL) {
+        /* a spare: all of the above was done ahead, the rest is its start */
+        sp = ngx_pty_keeper_spare_start(ctl, sfd, wfd, nginx_pid, child,
+                                        master);
+    }
+
+    sh = sp->sh;
+
+    /* a worker that takes the session over needs it later: not before exec */
+    lfd = ngx_pty_keeper_listen(sh->id);
 
     /* the keeper may block: it is its own process */
     while ((nfds = read(ngx_pty_keeper_exec_pipe[0], &status, sizeof(int)))
@@ -764,7 +1035,7 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
         /* without a pidfd (old kernels, valgrind) nginx is polled */
         timeout = (wfd == -1 && deadline == -1) ? 1000 : -1;
 
-        if (wfd == -1 && kill(sp->nginx_pid, 0) == -1 && errno == ESRCH
+        if (wfd == -1 && kill(nginx_pid, 0) == -1 && errno == ESRCH
             && deadline == -1)
         {
             goto terminate;
@@ -870,6 +1141,188 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
     }
 
     _exit(0);
+}
+
+
+/*
+ * A spare's start: its session comes from the worker, the terminal takes
+ * the session's size, and the child waiting to exec gets the start too.
+ */
+static ngx_pty_spawn_t *
+ngx_pty_keeper_spare_start(int ctl, int sfd, int wfd, ngx_pid_t nginx_pid,
+    ngx_pid_t child, int master)
+{
+    size_t            len;
+    u_char           *raw;
+    struct winsize    ws;
+    ngx_pty_spawn_t  *sp;
+
+    sp = ngx_pty_keeper_wait_start(ctl, sfd, wfd, nginx_pid, child, &raw,
+                                   &len);
+
+    ngx_setproctitle("pty session keeper");
+
+    ngx_memzero(&ws, sizeof(struct winsize));
+    ws.ws_col = (unsigned short) sp->cols;
+    ws.ws_row = (unsigned short) sp->rows;
+
+    if (ioctl(master, TIOCSWINSZ, &ws) == -1
+        || send(ngx_pty_keeper_go[0], raw, len, MSG_NOSIGNAL)
+           != (ssize_t) len)
+    {
+        (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_FAILED, errno, -1);
+        ngx_pty_keeper_spare_exit(child);
+    }
+
+    (void) close(ngx_pty_keeper_go[0]);
+
+    return sp;
+}
+
+
+/*
+ * A spare waits for its session.  It ends without a word, and takes its
+ * waiting child with it, when the worker lets it go (the end of its
+ * socket), when nginx goes, on a signal, or when the child died.
+ */
+static ngx_pty_spawn_t *
+ngx_pty_keeper_wait_start(int ctl, int sfd, int wfd, ngx_pid_t nginx_pid,
+    ngx_pid_t child, u_char **raw, size_t *len)
+{
+    u_char                   *buf;
+    ssize_t                   n;
+    struct pollfd             pfd[3];
+    struct signalfd_siginfo   si;
+    static ngx_pty_spawn_t    sp;
+    static char              *env[NGX_PTY_START_ENV + 1];
+
+    buf = malloc(NGX_PTY_START_MAX);
+    if (buf == NULL) {
+        ngx_pty_keeper_spare_exit(child);
+    }
+
+    for ( ;; ) {
+        pfd[0].fd = ctl;
+        pfd[0].events = POLLIN;
+        pfd[1].fd = sfd;
+        pfd[1].events = POLLIN;
+        pfd[2].fd = wfd;            /* -1 (no pidfd): poll() skips it */
+        pfd[2].events = POLLIN;
+
+        if (wfd == -1 && kill(nginx_pid, 0) == -1 && errno == ESRCH) {
+            ngx_pty_keeper_spare_exit(child);
+        }
+
+        if (poll(pfd, 3, wfd == -1 ? 1000 : -1) == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+
+            ngx_pty_keeper_spare_exit(child);
+        }
+
+        if (pfd[2].revents) {
+            ngx_pty_keeper_spare_exit(child);
+        }
+
+        if ((pfd[1].revents & POLLIN)
+            && read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)
+            && (si.ssi_signo != SIGCHLD || waitpid(child, NULL, WNOHANG)))
+        {
+            /* asked to stop, or the child is gone (or cannot be waited) */
+            ngx_pty_keeper_spare_exit(child);
+        }
+
+        if (pfd[0].revents == 0) {
+            continue;
+        }
+
+        n = recv(ctl, buf, NGX_PTY_START_MAX, 0);
+
+        if (n == -1 && (errno == EINTR || errno == EAGAIN)) {
+            continue;
+        }
+
+        if (n <= 0) {
+            ngx_pty_keeper_spare_exit(child);
+        }
+
+        if (ngx_pty_keeper_start_parse(buf, n, &sp, env) == -1) {
+            (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_FAILED, EINVAL, -1);
+            ngx_pty_keeper_spare_exit(child);
+        }
+
+        sp.nginx_pid = nginx_pid;
+        *raw = buf;
+        *len = n;
+
+        return &sp;
+    }
+}
+
+
+/* a spare that ends reaps its child: no command comes for it */
+static void
+ngx_pty_keeper_spare_exit(ngx_pid_t child)
+{
+    (void) kill(child, SIGKILL);
+    (void) waitpid(child, NULL, 0);
+
+    _exit(0);
+}
+
+
+/* the start the worker sent (ngx_pty_keeper_start_request); -1: malformed */
+static int
+ngx_pty_keeper_start_parse(u_char *buf, size_t n, ngx_pty_spawn_t *sp,
+    char **env)
+{
+    u_char                  *p, *s, *last;
+    ngx_uint_t               i;
+    ngx_pty_keeper_start_t   st;
+
+    if (n < sizeof(ngx_pty_keeper_start_t)) {
+        return -1;
+    }
+
+    ngx_memcpy(&st, buf, sizeof(ngx_pty_keeper_start_t));
+
+    if (st.type != NGX_PTY_KEEPER_START || st.nenv > NGX_PTY_START_ENV) {
+        return -1;
+    }
+
+    ngx_memzero(sp, sizeof(ngx_pty_spawn_t));
+    sp->sh = st.sh;
+    sp->command = st.sh->command;
+    sp->cols = st.cols;
+    sp->rows = st.rows;
+    sp->envp = env;
+
+    p = buf + sizeof(ngx_pty_keeper_start_t);
+    last = buf + n;
+
+    /* the shell, then the environment */
+    for (i = 0; i <= st.nenv; i++) {
+        s = p;
+        p = ngx_strlchr(p, last, '\0');
+
+        if (p == NULL) {
+            return -1;
+        }
+
+        p++;
+
+        if (i == 0) {
+            sp->shell = (char *) s;
+
+        } else {
+            env[i - 1] = (char *) s;
+        }
+    }
+
+    env[st.nenv] = NULL;
+
+    return 0;
 }
 
 
@@ -1065,10 +1518,18 @@ ngx_pty_keeper_exec(ngx_pty_spawn_t *sp)
     ngx_pty_keeper_reset_signals(NULL);
 
     /*
-     * Everything but the exec pipe, which exec closes (O_CLOEXEC): no
-     * descriptor of nginx's may reach the user's program, however high.
+     * Everything but the exec pipe, which exec closes (O_CLOEXEC), and the
+     * socket a spare's child waits on: no descriptor of nginx's may reach
+     * the user's program, however high.
      */
-    ngx_pty_keeper_close_from(3, ngx_pty_keeper_exec_pipe[1]);
+    if (sp) {
+        ngx_pty_keeper_close_from(3, ngx_pty_keeper_exec_pipe[1], -1);
+
+    } else {
+        ngx_pty_keeper_close_from(3, ngx_pty_keeper_exec_pipe[1],
+                                  ngx_pty_keeper_go[1]);
+        sp = ngx_pty_keeper_exec_wait();
+    }
 
     home = NULL;
 
@@ -1093,29 +1554,87 @@ ngx_pty_keeper_exec(ngx_pty_spawn_t *sp)
 }
 
 
-/* closes every descriptor from "from" up, except "keep" */
-static void
-ngx_pty_keeper_close_from(int from, int keep)
+/* a spare's child: the start its keeper passes on, or the end */
+static ngx_pty_spawn_t *
+ngx_pty_keeper_exec_wait(void)
 {
-    int  fd;
+    u_char                  *buf;
+    ssize_t                  n;
+    static ngx_pty_spawn_t   sp;
+    static char             *env[NGX_PTY_START_ENV + 1];
+
+    buf = malloc(NGX_PTY_START_MAX);
+    if (buf == NULL) {
+        ngx_pty_keeper_exec_failed(ENOMEM);
+    }
+
+    do {
+        n = recv(ngx_pty_keeper_go[1], buf, NGX_PTY_START_MAX, 0);
+    } while (n == -1 && errno == EINTR);
+
+    if (n <= 0) {
+        /* the spare is gone, never used */
+        _exit(0);
+    }
+
+    if (ngx_pty_keeper_start_parse(buf, n, &sp, env) == -1) {
+        ngx_pty_keeper_exec_failed(EINVAL);
+    }
+
+    (void) close(ngx_pty_keeper_go[1]);
+
+    return &sp;
+}
+
+
+/* closes every descriptor from "from" up, except "keep" and "keep2" */
+static void
+ngx_pty_keeper_close_from(int from, int keep, int keep2)
+{
+    int  k;
+
+    if (keep > keep2) {
+        k = keep;
+        keep = keep2;
+        keep2 = k;
+    }
 
     if (keep >= from) {
-        if (keep > from
-            && syscall(SYS_close_range, from, keep - 1, 0) == -1)
-        {
-            for (fd = from; fd < keep; fd++) {
-                (void) close(fd);
-            }
-        }
-
+        ngx_pty_keeper_close_range(from, keep - 1);
         from = keep + 1;
     }
 
-    if (syscall(SYS_close_range, from, ~0U, 0) == -1) {
-        /* pre-5.9 kernels: as far as the descriptor limit goes */
-        for (fd = from; fd < (int) sysconf(_SC_OPEN_MAX); fd++) {
-            (void) close(fd);
-        }
+    if (keep2 >= from) {
+        ngx_pty_keeper_close_range(from, keep2 - 1);
+        from = keep2 + 1;
+    }
+
+    ngx_pty_keeper_close_range(from, -1);
+}
+
+
+/* from..to, to -1: all above */
+static void
+ngx_pty_keeper_close_range(int from, int to)
+{
+    int  fd, last;
+
+    if (to != -1 && to < from) {
+        return;
+    }
+
+    if (syscall(SYS_close_range, (unsigned int) from,
+                to == -1 ? ~0U : (unsigned int) to, 0)
+        == 0)
+    {
+        return;
+    }
+
+    /* pre-5.9 kernels: as far as the descriptor limit goes */
+    last = (to == -1) ? (int) sysconf(_SC_OPEN_MAX) - 1 : to;
+
+    for (fd = from; fd <= last; fd++) {
+        (void) close(fd);
     }
 }
 

@@ -1,12 +1,12 @@
 
 /*
- * The session keeper: a small process per session, forked by the worker
- * that starts the session.  It owns the child: forkpty()s the command,
- * waits for it (nginx's SIGCHLD handler in workers would throw the exit
- * status away), runs SIGTERM -> grace -> SIGKILL, and ends the session when
- * nginx itself goes away.  The worker gets the PTY master from it over a
- * socket pair (SCM_RIGHTS) and does all I/O in its own event loop: the
- * keeper is never on the data path.
+ * The session keeper: a small process per session, forked ahead of its
+ * start (a spare) by the worker's keeper forker.  It owns the child:
+ * forkpty()s the command, waits for it (nginx's SIGCHLD handler in workers
+ * would throw the exit status away), runs SIGTERM -> grace -> SIGKILL, and
+ * ends the session when nginx itself goes away.  The worker gets the PTY
+ * master from it over a socket pair (SCM_RIGHTS) and does all I/O in its
+ * own event loop: the keeper is never on the data path.
  */
 
 #ifndef _NGX_PTY_KEEPER_H_INCLUDED_
@@ -26,8 +26,12 @@ typedef enum {
     NGX_PTY_KEEPER_FAILED,         /* value: errno of forkpty/exec */
     NGX_PTY_KEEPER_KILL,           /* worker -> keeper: end the child */
     NGX_PTY_KEEPER_TERMINATE,      /* worker -> keeper: nginx stops */
-    NGX_PTY_KEEPER_SPAWNED         /* forker -> worker: value: keeper pid
+    NGX_PTY_KEEPER_SPAWNED,        /* forker -> worker: value: spare's pid
                                       or -errno; carries its socket */
+    NGX_PTY_KEEPER_SPARE,          /* worker -> forker: fork a spare;
+                                      value: nginx's pid */
+    NGX_PTY_KEEPER_START           /* worker -> spare: its session
+                                      (ngx_pty_keeper_start_t) */
 } ngx_pty_keeper_msg_e;
 
 
@@ -51,6 +55,7 @@ typedef struct {
 /* the worker's keeper forker: started at its start, ended at its exit */
 ngx_int_t ngx_pty_keeper_forker_start(ngx_cycle_t *cycle);
 void ngx_pty_keeper_forker_stop(void);
+void ngx_pty_keeper_spare_refill(ngx_log_t *log);
 
 ngx_pid_t ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl,
     ngx_log_t *log);

@@ -131,10 +131,6 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     sh->closed_linger = plcf->closed_linger;
     ngx_pty_session_own(s);
 
-    if (ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
-        goto failed;
-    }
-
     ngx_memzero(&sp, sizeof(ngx_pty_spawn_t));
     sp.sh = sh;
     sp.command = sh->command;
@@ -150,6 +146,13 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 
     keeper = ngx_pty_keeper_spawn(&sp, &ctl, log);
     if (keeper == NGX_INVALID_PID) {
+        goto failed;
+    }
+
+    /* the screen model is made while the program starts */
+    if (ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
+        kill(keeper, SIGKILL);
+        close(ctl);
         goto failed;
     }
 
@@ -629,6 +632,12 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
             }
 
             return;
+        }
+
+        if (msg.type == NGX_PTY_KEEPER_READY
+            || msg.type == NGX_PTY_KEEPER_FAILED)
+        {
+            ngx_pty_keeper_spare_refill(s->log);
         }
 
         switch (msg.type) {

@@ -1,9 +1,11 @@
 #!/usr/bin/perl
 
-# The worker asks its keeper forker for each session's keeper and waits for
-# the answer: a forker that does not answer (here: stopped) costs one start
-# a bounded wait and an error, never the worker.  The forker is killed, and
-# the worker forks keepers itself from then on.
+# The worker keeps a spare keeper that its keeper forker forked ahead, and
+# asks the forker for the next after each start.  A forker that does not
+# answer (here: stopped) costs no start the spare serves, and the next one
+# a bounded wait, never the worker: the forker is killed, and the worker
+# forks keepers itself from then on (the forker knew nothing of the
+# session, so no second keeper can meet it).
 
 use strict;
 use warnings;
@@ -22,7 +24,7 @@ my $t = pty_nginx(workers => 1);
 # the alert, and nginx's own line on the killed forker (its child)
 $t->allow_log(qr/the keeper forker did not answer in 2 s/,
     qr/unknown process \d+ exited on signal 9/);
-$t->plan(7)->run();
+$t->plan(10)->run();
 
 my $port = $t->port(8080);
 
@@ -34,16 +36,28 @@ ok($forker, 'the worker has a keeper forker');
 my $s = start_session($t, 'echo before-$((6*7))');
 ok($s->{id}, 'a start through the forker');
 
+# the spare forked after that start is the worker's before the forker stops
+ok($t->wait_until(sub { grep { procs_titled($_, 'pty spare keeper') }
+    children($forker) }, 5), 'the forker forked the next spare');
+select undef, undef, undef, 0.2;
 kill 'STOP', $forker;
 
 my $t0 = time;
-my ($st, $r) = api_call($port, '/pty/start', { command => 'echo stuck',
-    wait_ms => 0 });
+my ($st, $r) = api_call($port, '/pty/start', { command => 'echo spare-$((6*7))',
+    wait_for => 'spare-42', wait_ms => 5000 });
 my $took = time - $t0;
-ok($st >= 500 || (($r->{closed_reason} // '') eq 'error' && !$r->{running}),
-    "a start while the forker is stopped fails (closed: error)")
-    or diag(explain $r);
-cmp_ok($took, '<', 10, sprintf('within the bounded wait (%.1f s)', $took));
+ok($st == 200 && $r->{matched}, 'the spare serves a start while the forker '
+    . 'is stopped');
+cmp_ok($took, '<', 1, sprintf('without waiting for it (%.2f s)', $took));
+
+$t0 = time;
+($st, $r) = api_call($port, '/pty/start', { command => 'echo stuck-$((6*7))',
+    wait_for => 'stuck-42', wait_ms => 5000 });
+$took = time - $t0;
+ok($st == 200 && $r->{matched}, 'the next start waits for the stopped '
+    . 'forker, then the worker forks its keeper') or diag(explain $r);
+ok($took > 1.5 && $took < 10, sprintf('within the bounded wait (%.1f s)',
+    $took));
 
 ok($t->wait_until(sub { !kill 0, $forker
     or (Test::Nginx::_proc_stat($forker) // {})->{state} eq 'Z' }, 5),
@@ -56,7 +70,8 @@ is(scalar $t->worker_pids, 1, 'the same worker serves on');
 
 sub children {
     my ($ppid) = @_;
-    return grep { (Test::Nginx::_proc_stat($_) // {})->{ppid} == $ppid }
+    return grep {
+        ((Test::Nginx::_proc_stat($_) // {})->{ppid} // 0) == $ppid }
         map { m{/(\d+)$} } glob '/proc/[0-9]*';
 }
 

@@ -5,7 +5,8 @@
 # binary (its zone is new and empty); they keep working under the old
 # master while it lives.  When it quits, the sessions end as on any stop:
 # each client gets exactly one Closed instance_terminated, and the
-# programs go.  The new binary serves new sessions.
+# programs go, and so do its workers' keeper forkers and spare keepers.
+# The new binary serves new sessions.
 
 use strict;
 use warnings;
@@ -20,12 +21,16 @@ use Test::Nginx::PtyWS qw(session_frame_kind);
 use Test::Nginx::PtyAPI qw(api_call);
 
 my $t = pty_nginx(workers => 2);
-$t->plan(14)->run();
+$t->plan(17)->run();
 
 my $tag = "new-$$";
 my $s = start_session($t, "exec sleep 1$$");
 my ($ws) = attach_join($t, $s, role => 'controller');
 ok(procs_running("sleep 1$$"), 'a session under the old binary');
+
+my @helpers;
+ok($t->wait_until(sub { (@helpers = helpers($t->worker_pids)) == 4 }, 5),
+    'each worker has a forker and a spare');
 
 my $old = $t->binary_upgrade();
 ok($old, 'USR2: a new master and its workers');
@@ -46,6 +51,8 @@ is($closed[0]{payload}{reason}, 'instance_terminated',
 is($f[-1]{payload}{reason}, 'session_closed', 'then goodbye session_closed');
 ok($t->wait_until(sub { !procs_running("sleep 1$$") }, 10),
     'its program is gone');
+ok($t->wait_until(sub { !grep { Test::Nginx::_alive($_) } @helpers }, 10),
+    'and its forkers and spares');
 
 # the new binary: a fresh zone that serves new sessions
 my ($st, $list) = api_call($t->port(8080), '/pty/list', {});
@@ -62,6 +69,7 @@ ok($t->worker_pids >= 2, 'the new workers run');
 
 # and a plain stop (nginx -s quit): the same end for its clients
 my $master = $t->master_pid;
+@helpers = helpers($t->worker_pids);
 kill 'QUIT', $master;
 @f = $wn->recv_until(sub { ($_[0]{op} // '') eq 'binding_goodbye' }, 10);
 is(join(',', map { $_->{payload}{reason} }
@@ -69,3 +77,14 @@ is(join(',', map { $_->{payload}{reason} }
     'instance_terminated', 'quit: one Closed instance_terminated');
 ok($t->wait_until(sub { !Test::Nginx::_alive($master) }, 15),
     'nginx stopped');
+ok($t->wait_until(sub { !grep { Test::Nginx::_alive($_) } @helpers }, 10),
+    'its forkers and spares are gone');
+
+# the workers' keeper forkers and the spares they hold
+sub helpers {
+    my @f = map { Test::Nginx::_children($_) } @_;
+    @f = grep { Test::Nginx::_cmdline($_) =~ /pty keeper forker/ } @f;
+    my @s = grep { Test::Nginx::_cmdline($_) =~ /pty spare keeper/ }
+        map { Test::Nginx::_children($_) } @f;
+    return (@f, @s);
+}

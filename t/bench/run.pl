@@ -19,6 +19,9 @@
 #   start             POST /pty/start until its wait_for mark appears,
 #                     against forkpty() of the same `bash -lc` (ptylat)
 # Plots (BENCH_PLOTS=0 skips them) are written as SVG into docs/img.
+# BENCH_ONLY runs some sections only, a comma-separated list of
+# throughput, echo, keyframe, echo1, flood, attach, start (or latency:
+# the last four), e.g. BENCH_ONLY=start.
 
 use strict;
 use warnings;
@@ -40,6 +43,8 @@ my $rawpty = "$root/build/rawpty";
 my $wsbench = "$root/build/wsbench";
 my $runs = $ENV{BENCH_RUNS} // 3;
 my $mib = $ENV{BENCH_MIB} // 64;
+my %only = map { $_ eq 'latency' ? (echo1 => 1, flood => 1, attach => 1,
+    start => 1) : ($_ => 1) } split /,/, $ENV{BENCH_ONLY} // '';
 
 -x $rawpty && -x $wsbench or die "build t/bench first (make bench)\n";
 
@@ -50,7 +55,7 @@ my $t = pty_nginx(zone => '256m',
 $t->run();
 
 my $dir = $t->testdir;
-make_inputs($dir);
+make_inputs($dir) if want('throughput');
 
 my %content = (
     'plain text' => "cat $dir/plain.txt",
@@ -65,6 +70,8 @@ my @rows;
 for my $name ('plain text', 'colour ls -lR', 'CJK/emoji', 'TUI repaint',
     "yes ''")
 {
+    last unless want('throughput');
+
     my (@raw, @ws, @ratio);
     for (1 .. $runs) {
         my ($rb, $rs) = split ' ', `$rawpty 120 30 "$content{$name}"`;
@@ -83,7 +90,7 @@ for my $name ('plain text', 'colour ls -lR', 'CJK/emoji', 'TUI repaint',
 
 # Keyframe cost: a snapshot of a full screen, worst content per geometry
 my %kf;
-for my $run (1 .. $runs) {
+for my $run (1 .. (want('keyframe') ? $runs : 0)) {
     for (split /\n/, `$root/build/screenbench keyframe`) {
         my ($what, $geo, $us) = split ' ';
         next unless defined $us && $us =~ /^[\d.]+$/;
@@ -91,13 +98,18 @@ for my $run (1 .. $runs) {
     }
 }
 
-my $s = start_session($t, 'cat', cols => 120, rows => 30);
-my @lat = split /\n/, `$wsbench echo @{[$t->port(8080)]} $s->{attach_path} 2000`;
-ok(@lat == 2000, 'echo: 2000 keystrokes answered');
+my @lat;
+if (want('echo')) {
+    my $s = start_session($t, 'cat', cols => 120, rows => 30);
+    @lat = split /\n/,
+        `$wsbench echo @{[$t->port(8080)]} $s->{attach_path} 2000`;
+    ok(@lat == 2000, 'echo: 2000 keystrokes answered');
+}
 
 $t->stop();
 
-my %latency = latency_figures();
+my %latency = (grep { want($_) } qw(echo1 flood attach start))
+    ? latency_figures() : ();
 done_testing();
 
 print "\n";
@@ -109,13 +121,16 @@ for my $r (@rows) {
         mmm($raw), mmm($ws), mmm($ratio, '%.2f'), ">=$target",
         median(@$ratio) >= $target ? 'pass' : 'FAIL';
 }
-my ($p50, $p99) = @lat[int(@lat * 0.5), int(@lat * 0.99)];
-printf "%-24s %-26s %-26s %-22s %-7s %s\n", 'echo p50 (us)', '', '',
-    sprintf('%.0f', $p50), '<=60', $p50 <= 60 ? 'pass' : 'FAIL';
-printf "%-24s %-26s %-26s %-22s %-7s %s\n", 'echo p99 (us)', '', '',
-    sprintf('%.0f', $p99), '<=150', $p99 <= 150 ? 'pass' : 'FAIL';
+if (@lat) {
+    my ($p50, $p99) = @lat[int(@lat * 0.5), int(@lat * 0.99)];
+    printf "%-24s %-26s %-26s %-22s %-7s %s\n", 'echo p50 (us)', '', '',
+        sprintf('%.0f', $p50), '<=60', $p50 <= 60 ? 'pass' : 'FAIL';
+    printf "%-24s %-26s %-26s %-22s %-7s %s\n", 'echo p99 (us)', '', '',
+        sprintf('%.0f', $p99), '<=150', $p99 <= 150 ? 'pass' : 'FAIL';
+}
 for ([ '120x30', 50 ], [ '250x80', 250 ]) {
     my ($geo, $target) = @$_;
+    next unless $kf{$geo};
     # per run, the most expensive content kind
     my @worst = map { (sort { $b <=> $a } @{$kf{$geo}{$_}})[0] }
         sort keys %{$kf{$geo}};
@@ -128,7 +143,13 @@ print "\n(min/median/max over $runs runs, $mib MiB each, 120x30;"
     . " keyframe: the costliest of plain, colour, CJK and TUI screens)\n";
 
 plots(\@rows, $latency{idle_all}, $latency{flood_all})
-    if $ENV{BENCH_PLOTS} // 1;
+    if ($ENV{BENCH_PLOTS} // 1) && !%only;
+
+# a section to run: all of them unless BENCH_ONLY names some
+sub want {
+    my ($section) = @_;
+    return !%only || $only{$section};
+}
 
 
 
@@ -196,7 +217,7 @@ sub latency_figures {
 
     -x $ptylat or die "build t/bench first (make bench)\n";
 
-    for (1 .. $runs) {
+    for (1 .. (want('echo1') ? $runs : 0)) {
         my $s = start_session($t, 'cat', cols => 120, rows => 30);
         my @l = split /\n/, `$wsbench echo $port $s->{attach_path} 2000`;
         api_call($port, '/pty/kill', { id => $s->{id} });
@@ -207,7 +228,7 @@ sub latency_figures {
     }
 
     # the flood and the keystrokes share the worker's event loop
-    for (1 .. $runs) {
+    for (1 .. (want('flood') ? $runs : 0)) {
         my $s = start_session($t, 'cat', cols => 120, rows => 30);
         my $f = start_session($t, 'read x; yes', cols => 120, rows => 30);
         open my $drain, '-|', "$wsbench throughput $port $f->{attach_path}"
@@ -227,17 +248,20 @@ sub latency_figures {
     }
 
     # a full screen of 120-column lines, the program waiting for input
-    my ($st, $s) = api_call($port, '/pty/start', {
-        command => q{for i in $(seq 1 40); do printf '%03d %0116d\n' $i $i; }
-            . q{done; cat}, cols => 120, rows => 30, wait_for => '040 ' });
-    for (1 .. $runs) {
-        my @l = map { [split] } split /\n/,
-            `$wsbench attach $port $s->{attach_path} 200`;
-        ok(@l == 200, 'attach: 200 Keyframes received');
-        push @{ $r{attach} }, $l[@l / 2][0];
-        push @{ $r{attach_join} }, $l[@l / 2][1];
+    if (want('attach')) {
+        my ($st, $s) = api_call($port, '/pty/start', {
+            command => q{for i in $(seq 1 40); do printf '%03d %0116d\n' }
+                . q{$i $i; done; cat}, cols => 120, rows => 30,
+            wait_for => '040 ' });
+        for (1 .. $runs) {
+            my @l = map { [split] } split /\n/,
+                `$wsbench attach $port $s->{attach_path} 200`;
+            ok(@l == 200, 'attach: 200 Keyframes received');
+            push @{ $r{attach} }, $l[@l / 2][0];
+            push @{ $r{attach_join} }, $l[@l / 2][1];
+        }
+        api_call($port, '/pty/kill', { id => $s->{id} });
     }
-    api_call($port, '/pty/kill', { id => $s->{id} });
 
     # the floor runs the session's own command line in the session's
     # environment (the keeper's defaults, HOME as pty_env sets it)
@@ -245,7 +269,7 @@ sub latency_figures {
     my $env = "env -i HOME=$dir TERM=xterm-256color COLORTERM=truecolor "
         . 'LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:'
         . '/usr/sbin:/sbin';
-    for (1 .. $runs) {
+    for (1 .. (want('start') ? $runs : 0)) {
         my @floor = split /\n/,
             `$env $ptylat start 10 /bin/bash -lc '$cmd'`;
         my @api = split /\n/, `$wsbench start $port 10 '$cmd' READY`;
@@ -264,22 +288,33 @@ sub latency_rows {
     my (%r) = @_;
     my $row = "%-24s %-26s %-26s %-22s %-7s %s\n";
 
-    printf $row, 'echo p50, 1 worker', '', '', mmm($r{idle_p50}), '<=60',
-        median(@{ $r{idle_p50} }) <= 60 ? 'pass' : 'FAIL';
-    printf $row, 'echo p99, 1 worker', '', '', mmm($r{idle_p99}), '<=150',
-        median(@{ $r{idle_p99} }) <= 150 ? 'pass' : 'FAIL';
-    printf $row, 'echo p50 under flood', '', '', mmm($r{flood_p50}), '', '';
-    printf $row, 'echo p99 under flood', '', '', mmm($r{flood_p99}),
-        '<=2000', median(@{ $r{flood_p99} }) <= 2000 ? 'pass' : 'FAIL';
-    printf $row, 'attach->Keyframe (us)', '', '', mmm($r{attach}),
-        '<=1000', median(@{ $r{attach} }) <= 1000 ? 'pass' : 'FAIL';
-    printf $row, '  of which join (us)', '', '', mmm($r{attach_join}), '', '';
-    printf $row, 'start->output (us)', 'floor ' . mmm($r{start_floor}),
-        'API ' . mmm($r{start_api}), mmm($r{start_ratio}, '%.2f'), '<=1.2',
-        median(@{ $r{start_ratio} }) <= 1.2 ? 'pass' : 'FAIL';
+    if ($r{idle_p50}) {
+        printf $row, 'echo p50, 1 worker', '', '', mmm($r{idle_p50}),
+            '<=60', median(@{ $r{idle_p50} }) <= 60 ? 'pass' : 'FAIL';
+        printf $row, 'echo p99, 1 worker', '', '', mmm($r{idle_p99}),
+            '<=150', median(@{ $r{idle_p99} }) <= 150 ? 'pass' : 'FAIL';
+    }
+    if ($r{flood_p50}) {
+        printf $row, 'echo p50 under flood', '', '', mmm($r{flood_p50}),
+            '', '';
+        printf $row, 'echo p99 under flood', '', '', mmm($r{flood_p99}),
+            '<=2000', median(@{ $r{flood_p99} }) <= 2000 ? 'pass' : 'FAIL';
+    }
+    if ($r{attach}) {
+        printf $row, 'attach->Keyframe (us)', '', '', mmm($r{attach}),
+            '<=1000', median(@{ $r{attach} }) <= 1000 ? 'pass' : 'FAIL';
+        printf $row, '  of which join (us)', '', '', mmm($r{attach_join}),
+            '', '';
+    }
+    if ($r{start_ratio}) {
+        printf $row, 'start->output (us)', 'floor ' . mmm($r{start_floor}),
+            'API ' . mmm($r{start_api}), mmm($r{start_ratio}, '%.2f'),
+            '<=1.2', median(@{ $r{start_ratio} }) <= 1.2 ? 'pass' : 'FAIL';
+    }
     printf "\n(flood: `yes` drained at %s MB/s; echo and flood in us, "
         . "2000 keystrokes a run; attach: median of 200 a run; start: "
-        . "median of 10 a run)\n", mmm($r{flood_rate});
+        . "median of 10 a run)\n", $r{flood_rate} ? mmm($r{flood_rate})
+        : '-';
 }
 
 ###############################################################################
