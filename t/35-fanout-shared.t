@@ -18,12 +18,13 @@ use Test::Nginx::Pty;
 use Test::Nginx::PtyExt;
 use Test::Nginx::PtyWS qw(decode_output);
 
-# the ring keeps the whole flood: the observers read it after the controller
-my $t = pty_nginx(extra_loc => 'pty_ring_max_size 32m; '
-    . 'pty_replay_buffer_frames 5000;');
+# the ring keeps the whole flood, however many reads it took: the observers
+# read it after the controller (and are not read for that long: no Ping)
+my $t = pty_nginx(extra_loc => 'pty_ring_size 16m; pty_ring_max_size 32m; '
+    . 'pty_ws_ping_interval 600s;');
 $t->plan(1 + 4 * 4)->run();
 
-my $lines = 800000;
+my $lines = 300000;
 my $s = start_session($t, "read -p go? x; seq 1 $lines; echo DO\"\"NE");
 
 my $ctl = attach($t, $s);
