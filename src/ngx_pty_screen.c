@@ -485,20 +485,39 @@ ngx_pty_sgr_bit(unsigned bit, unsigned on)
 }
 
 
+/* how many CSI parameters p[0..n) holds, each after a ';' or a ':' */
+static unsigned
+ngx_pty_count_args(const char *p, size_t n)
+{
+    unsigned  k;
+
+    for (k = 0; n; n--, p++) {
+        k += (*p == ';' || *p == ':');
+    }
+
+    return k;
+}
+
+
 /*
- * SGR parameters (each after a ';') for what differs between two pens in
- * the "mask" attributes and the colours; at most 80 bytes
+ * SGR for what differs between two pens in the "mask" attributes and the
+ * colours, written at buf (at most 80 bytes); returns its end (buf when
+ * they do not differ).  libvterm 0.1.4 overruns its parameter array past
+ * 16 parameters, so the colours then go in an SGR of their own.
  */
 static char *
-ngx_pty_sgr_diff(char *p, const ngx_pty_pen_t *from, const ngx_pty_pen_t *want,
-    unsigned mask)
+ngx_pty_sgr_diff(char *buf, const ngx_pty_pen_t *from,
+    const ngx_pty_pen_t *want, unsigned mask)
 {
+    char                *p, *q, colors[40];
     unsigned             i, diff, b;
     static unsigned      bits[] = { NGX_PTY_A_BOLD, NGX_PTY_A_ITALIC,
                                     NGX_PTY_A_BLINK, NGX_PTY_A_REVERSE,
                                     NGX_PTY_A_STRIKE, NGX_PTY_A_CONCEAL };
     static const char   *ul[] = { ";24", ";4", ";21", ";4:3" };
 
+    /* buf[1] gets the first ';', which becomes the '[' */
+    p = buf + 1;
     b = want->attr;
     diff = (from->attr ^ b) & mask;
 
@@ -517,13 +536,36 @@ ngx_pty_sgr_diff(char *p, const ngx_pty_pen_t *from, const ngx_pty_pen_t *want,
                                      >> NGX_PTY_A_FONT_SHIFT));
     }
 
+    q = colors;
+
     if (!ngx_pty_color_eq(&from->fg, &want->fg)) {
-        p = ngx_pty_sgr_color(p, &want->fg, 1);
+        q = ngx_pty_sgr_color(q, &want->fg, 1);
     }
 
     if (!ngx_pty_color_eq(&from->bg, &want->bg)) {
-        p = ngx_pty_sgr_color(p, &want->bg, 0);
+        q = ngx_pty_sgr_color(q, &want->bg, 0);
     }
+
+    if (p > buf + 1 && q > colors
+        && ngx_pty_count_args(buf + 1, p - buf - 1)
+           + ngx_pty_count_args(colors, q - colors) > NGX_PTY_CSI_ARGS)
+    {
+        buf[0] = '\x1b';
+        buf[1] = '[';
+        *p++ = 'm';
+        buf = p++;
+    }
+
+    memcpy(p, colors, q - colors);
+    p += q - colors;
+
+    if (p == buf + 1) {
+        return buf;
+    }
+
+    buf[0] = '\x1b';
+    buf[1] = '[';
+    *p++ = 'm';
 
     return p;
 }
@@ -1329,13 +1371,10 @@ ngx_pty_vt_sync(ngx_pty_screen_t *s)
 
     if (dirty & NGX_PTY_VT_PEN) {
         /* libvterm does not know SGR 8; the model keeps it itself */
-        p = ngx_pty_sgr_diff(buf + 1, &s->vt_pen, &s->pen,
+        p = ngx_pty_sgr_diff(buf, &s->vt_pen, &s->pen,
                              NGX_PTY_A_SGR & ~NGX_PTY_A_CONCEAL);
 
-        if (p != buf + 1) {
-            buf[0] = '\x1b';
-            buf[1] = '[';
-            *p++ = 'm';
+        if (p != buf) {
             vterm_input_write(s->vt, buf, p - buf);
         }
     }
@@ -3583,11 +3622,7 @@ ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
     }
 
     p = ngx_pty_sgr_diff(buf, &e->pen, want, NGX_PTY_A_SGR);
-
-    buf[0] = '[';
-    ngx_pty_emit(e, "\x1b", 1);
     ngx_pty_emit(e, buf, p - buf);
-    ngx_pty_emit(e, "m", 1);
 
     e->pen = *want;
 }
