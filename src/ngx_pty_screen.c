@@ -1861,18 +1861,29 @@ static void
 ngx_pty_fast_store(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
     const u_char *p, size_t j, size_t k, int row, int col)
 {
-    uint64_t         v;
+    uint64_t         v, w0, w1, unit;
     ngx_pty_row_t   *line;
     ngx_pty_cell_t  *cell;
 
+    /* in registers: the stores below could alias *t */
+    w0 = t->w0;
+    w1 = t->w1;
+    unit = t->unit;
+
+    /* blanks before the glyphs only: a recycled row is all past its len */
     line = s->cur->rows[row];
-    ngx_pty_row_materialize(line, col + (k - j));
+    ngx_pty_row_materialize(line, col);
     cell = &line->cells[col];
+    col += k - j;
 
     for ( /* void */ ; j < k; j++, cell++) {
-        v = t->w0 + t->unit * p[j];
+        v = w0 + unit * p[j];
         memcpy(cell, &v, 8);
-        memcpy((u_char *) cell + 8, &t->w1, 8);
+        memcpy((u_char *) cell + 8, &w1, 8);
+    }
+
+    if (line->len < (unsigned) col) {
+        line->len = col;
     }
 }
 
@@ -1893,13 +1904,14 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i, size_t n)
 {
     u_char          c;
-    size_t          e, last, end, stop, j, k;
+    size_t          e, last, end, stop, j, k, x;
     int             row, col, r;
-    unsigned        ph;
+    unsigned        ph, ctl;
     VTermPos        pos;
     ngx_pty_tmpl_t  t;
 
     last = n;
+    ctl = 0;
 
     for (e = i; e < n; e++) {
         c = p[e];
@@ -1907,7 +1919,10 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         if (c >= 0x20 && c < 0x7f) {
             last = e;
 
-        } else if (c < 0x0a || c > 0x0d) {
+        } else if (c >= 0x0a && c <= 0x0d) {
+            ctl = 1;
+
+        } else {
             break;
         }
     }
@@ -1988,10 +2003,14 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         }
 
         /* the glyphs up to the end of the row at once */
-        for (k = j + 1; k < end && k - j < s->cols - col
-                        && p[k] >= 0x20 && p[k] < 0x7f; k++)
-        {
-            /* void */
+        k = (end - j < s->cols - col) ? end : j + (s->cols - col);
+
+        if (ctl) {
+            for (x = j + 1; x < k && p[x] >= 0x20 && p[x] < 0x7f; x++) {
+                /* void */
+            }
+
+            k = x;
         }
 
         ngx_pty_fast_store(s, &t, p, j, k, row, col);
@@ -2362,7 +2381,16 @@ ngx_pty_fast_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         digits = 0;
     }
 
-    if (j == n || strchr("mKJHfABCDEFG`ade", c) == NULL || c == '\0') {
+    if (j == n) {
+        return 0;
+    }
+
+    switch (c) {
+    case 'm': case 'K': case 'J': case 'H': case 'f': case 'A': case 'B':
+    case 'C': case 'D': case 'E': case 'F': case 'G': case '`': case 'a':
+    case 'd': case 'e':
+        break;
+    default:
         return 0;
     }
 
@@ -2682,8 +2710,15 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             i += len;
             *normal = i;
 
-            /* a stretch of lines to skip may start after a cursor move */
-            if (p[i - 1] != 'm') {
+            /*
+             * a stretch of lines to skip may start after a cursor move or
+             * an erase (as "clear; cat"); hardly one without a line feed
+             * in the next rows' worth of bytes (a repaint)
+             */
+            if (p[i - 1] != 'm'
+                && memchr(p + i, '\n', n - i < 4 * (size_t) s->cols
+                                        ? n - i : 4 * (size_t) s->cols))
+            {
                 i = ngx_pty_skip_lines(s, p, start, i, n);
             }
 
