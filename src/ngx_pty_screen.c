@@ -1888,6 +1888,24 @@ ngx_pty_fast_store(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
 }
 
 
+/* whether the 8 bytes at p are all printable ASCII (0x20..0x7e) */
+static int
+ngx_pty_printable8(const u_char *p)
+{
+    uint64_t  w;
+
+    memcpy(&w, p, 8);
+
+    /*
+     * bit 7 of a byte is set in w for 0x80.., in w - 0x20 (first) for a
+     * byte below 0x20, in w + 1 for 0x7f; without those, no byte borrows
+     * or carries into the next
+     */
+    return ((w | (w - 0x2020202020202020ULL) | (w + 0x0101010101010101ULL))
+            & 0x8080808080808080ULL) == 0;
+}
+
+
 /*
  * Printable ASCII, CR and LF from p[i] on, in the ground state.  libvterm
  * costs a decode, two table walks and a callback per glyph, and a state
@@ -1914,6 +1932,15 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     ctl = 0;
 
     for (e = i; e < n; e++) {
+        while (n - e >= 8 && ngx_pty_printable8(p + e)) {
+            e += 8;
+            last = e - 1;
+        }
+
+        if (e == n) {
+            break;
+        }
+
         c = p[e];
 
         if (c >= 0x20 && c < 0x7f) {
@@ -2230,12 +2257,17 @@ ngx_pty_fast_sgr(ngx_pty_screen_t *s, const unsigned long *args, int argc)
         }
     }
 
+    /* field by field: a whole copy stalls on the stores that made them */
     if (!(s->vt_dirty & NGX_PTY_VT_PEN)) {
-        s->vt_pen = s->pen;
+        s->vt_pen.attr = s->pen.attr;
+        s->vt_pen.fg = s->pen.fg;
+        s->vt_pen.bg = s->pen.bg;
         s->vt_dirty |= NGX_PTY_VT_PEN;
     }
 
-    s->pen = pen;
+    s->pen.attr = pen.attr;
+    s->pen.fg = pen.fg;
+    s->pen.bg = pen.bg;
 
     return 1;
 }
