@@ -36,6 +36,7 @@
 #define NGX_PTY_FAST_MIN      8           /* bytes worth a CUP to skip */
 #define NGX_PTY_FAST_ARGS     12          /* CSI parameters ngx_pty_fast_csi takes */
 #define NGX_PTY_FAST_DIGITS   5           /* digits a parameter may have there */
+#define NGX_PTY_NO_ESC        ((size_t) -1)
 
 #define NGX_PTY_ARG_MORE      (1UL << 31)
 #define NGX_PTY_ARG_MISSING   ((1UL << 31) - 1)
@@ -177,6 +178,7 @@ struct ngx_pty_screen_s {
 
     /* G0-G3 not known to map ASCII to itself (SCS), and which is GL */
     u_char                        charset[4];
+    u_char                        ascii;    /* G0-G3 given ASCII since reset */
     unsigned                      gl;
     unsigned                      vt_text;  /* libvterm must decode text */
 
@@ -186,6 +188,7 @@ struct ngx_pty_screen_s {
      * by ngx_pty_vt_sync() before it reads another byte
      */
     unsigned                      vt_dirty;
+    unsigned                      vt_args;  /* its CSI parameters not args[] */
     VTermPos                      vt_cur;
     VTermPos                      vt_gpos;
     ngx_pty_pen_t                 vt_pen;
@@ -1333,6 +1336,54 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
 
 
 /*
+ * libvterm 0.1.4 reads the colour of an SGR that ends in a bare 38 or 48
+ * from the parameter slots past its own, which hold what earlier CSI
+ * sequences left there.  args[] holds what they hold in libvterm fed
+ * the stream alone; when libvterm's may differ (it did not parse the
+ * sequences the model applied itself, and it parsed ngx_pty_vt_sync()'s),
+ * a CSI it ignores puts them back before a sequence that may read them.
+ */
+static void
+ngx_pty_vt_args(ngx_pty_screen_t *s)
+{
+    char      buf[NGX_PTY_CSI_ARGS * 21 + 4], *p, tmp[24], *t;
+    unsigned  k;
+    uint64_t  v;
+
+    if (!s->vt_args) {
+        return;
+    }
+
+    s->vt_args = 0;
+    p = buf + 2;
+
+    for (k = 0; k < NGX_PTY_CSI_ARGS; k++) {
+        /* the number parsed back gives the same bits, flags included */
+        v = s->args[k];
+        t = tmp + sizeof(tmp);
+
+        do {
+            *--t = (char) ('0' + v % 10);
+            v /= 10;
+        } while (v);
+
+        if (k) {
+            *p++ = ';';
+        }
+
+        memcpy(p, t, tmp + sizeof(tmp) - t);
+        p += tmp + sizeof(tmp) - t;
+    }
+
+    buf[0] = '\x1b';
+    buf[1] = '[';
+    *p++ = 'y';     /* not a command libvterm 0.1.4 knows */
+
+    vterm_input_write(s->vt, buf, p - buf);
+}
+
+
+/*
  * Brings libvterm up to what the model did without it: the last glyph,
  * then the cursor (CUP also cancels a pending wrap, as the moves did),
  * then the pen.  Called before libvterm reads anything else and at the
@@ -1351,6 +1402,7 @@ ngx_pty_vt_sync(ngx_pty_screen_t *s)
     }
 
     s->vt_dirty = 0;
+    s->vt_args = 1;
 
     if (dirty & NGX_PTY_VT_GLYPH) {
         ngx_pty_vt_prime(s);
@@ -1450,6 +1502,7 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     s->phantom = 0;
     s->pen.attr &= ~NGX_PTY_A_CONCEAL;
     memset(s->charset, 0, sizeof(s->charset));
+    s->ascii = 0;
     s->gl = 0;
     s->vt_text = 0;
 }
@@ -1531,9 +1584,14 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 }
 
 
-/* SGR 8/28: walk the parameters exactly as libvterm's setpen() does */
+/*
+ * SGR 8/28: walk the parameters exactly as libvterm's setpen() does; and
+ * a bare 38 or 48 at the end, which reads the slots past them
+ * (ngx_pty_vt_args), when the sequence starts at p[esc]
+ */
 static void
-ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
+ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
+    size_t esc)
 {
     int            argi, argc, n;
     unsigned       conceal;
@@ -1553,6 +1611,11 @@ ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
             conceal = 1;
 
         } else if (arg == 38 || arg == 48) {
+            if (argi + 1 >= argc && esc != NGX_PTY_NO_ESC && esc >= *start) {
+                ngx_pty_flush(s, p, start, esc);
+                ngx_pty_vt_args(s);
+            }
+
             n = argc - argi - 2;
             pal = (argi + 1 < NGX_PTY_CSI_ARGS)
                   ? NGX_PTY_ARG(s->args[argi + 1]) : 0;
@@ -1607,7 +1670,7 @@ ngx_pty_margins(ngx_pty_screen_t *s, int *lo, int *hi, unsigned size,
 
 static void
 ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
-    u_char c)
+    u_char c, size_t esc)
 {
     u_char         leader, inter;
     long           v, end;
@@ -1663,7 +1726,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         break;
 
     case 'm':
-        ngx_pty_sgr(s, p, start, i);
+        ngx_pty_sgr(s, p, start, i, esc);
         break;
 
     case 'r':
@@ -1725,7 +1788,7 @@ static void
 ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     u_char c)
 {
-    unsigned  phantom;
+    unsigned  phantom, k;
     VTermPos  ph_pos;
     int       combine_w;
 
@@ -1745,9 +1808,23 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     }
 
     if (s->intermedlen == 1 && s->intermed >= '(' && s->intermed <= '+') {
-        /* SCS: anything but ASCII may change what the text fast path sees */
-        s->charset[s->intermed - '('] = (c != 'B');
-        s->vt_text = 1;
+        /*
+         * SCS: anything but ASCII may change what the text fast path
+         * sees.  ASCII gives the set libvterm's US-ASCII decoder, which
+         * reads ASCII as the UTF-8 one does and keeps no state: nothing
+         * the fast path could skip past.
+         */
+        k = s->intermed - '(';
+        s->charset[k] = (c != 'B');
+
+        if (c == 'B') {
+            s->ascii |= 1 << k;
+
+        } else {
+            s->ascii &= ~(1 << k);
+            s->vt_text = 1;
+        }
+
         return;
     }
 
@@ -2437,6 +2514,10 @@ ngx_pty_fast_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         }
     }
 
+    /* libvterm alone would have parsed them into its slots */
+    memcpy(s->args, args, argc * sizeof(unsigned long));
+    s->vt_args = 1;
+
     if (c == 'm') {
         if (!ngx_pty_fast_sgr(s, args, argc)) {
             return 0;
@@ -2604,7 +2685,8 @@ ngx_pty_stretch_end(const u_char *p, size_t i, size_t n, unsigned *sgr)
 static void
 ngx_pty_skip_pen(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t cut)
 {
-    size_t         k, from, len;
+    size_t         k, from, len, j;
+    int            argi;
     const u_char  *q;
 
     from = i;
@@ -2616,6 +2698,33 @@ ngx_pty_skip_pen(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t cut)
         {
             from = k - 1;
             break;
+        }
+    }
+
+    /* the slots the skipped ones leave (ngx_pty_vt_args), as the parser */
+    for (k = i; (q = memchr(p + k, 0x1b, from - k)) != NULL; k += len) {
+        k = q - p;
+        len = ngx_pty_sgr_at(p, k, cut);
+
+        if (len == 0) {
+            break;
+        }
+
+        argi = 0;
+        s->args[0] = NGX_PTY_ARG_MISSING;
+
+        for (j = k + 2; j < k + len - 1 && argi < NGX_PTY_CSI_ARGS; j++) {
+            if (p[j] >= '0' && p[j] <= '9') {
+                s->args[argi] = (s->args[argi] == NGX_PTY_ARG_MISSING
+                                 ? 0 : s->args[argi]) * 10 + (p[j] - '0');
+                continue;
+            }
+
+            s->args[argi] |= (p[j] == ':') ? NGX_PTY_ARG_MORE : 0;
+
+            if (++argi < NGX_PTY_CSI_ARGS) {
+                s->args[argi] = NGX_PTY_ARG_MISSING;
+            }
         }
     }
 
@@ -2711,6 +2820,7 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
     vterm_input_write(s->vt, (const char *) buf,
                       ngx_pty_cup(buf, s->rows - 1, 0));
+    s->vt_args = 1;
     s->phantom = 0;
     *start = cut;
 
@@ -2734,6 +2844,21 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
         if (c == 0x1b) {
             len = ngx_pty_fast_csi(s, p, start, i, n);
+
+            if (len == 0 && n - i >= 3 && p[i + 1] >= '(' && p[i + 1] <= '+'
+                && p[i + 2] == 'B' && (s->ascii & (1 << (p[i + 1] - '('))))
+            {
+                /*
+                 * ncurses ends every attribute change so ("ESC ( B ESC [ m"):
+                 * a set given ASCII again, which libvterm need not see
+                 */
+                if (*start < i) {
+                    ngx_pty_flush(s, p, start, i);
+                }
+
+                len = 3;
+                *start = i + len;
+            }
 
             if (len == 0) {
                 return i;
@@ -2827,7 +2952,7 @@ static void
 ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
 {
     u_char  c;
-    size_t  i, start, normal;
+    size_t  i, start, normal, esc;
 
     if (n == 0) {
         return;
@@ -2835,6 +2960,7 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
 
     start = 0;
     normal = (s->ps == NGX_PTY_PS_NORMAL) ? 0 : n;
+    esc = NGX_PTY_NO_ESC;     /* where the sequence being read starts */
 
     for (i = 0; i < n; i++) {
 
@@ -2861,6 +2987,7 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
             s->intermedlen = 0;
             s->ps = (s->ps == NGX_PTY_PS_STRING) ? NGX_PTY_PS_ESC_STRING
                                                   : NGX_PTY_PS_ESC;
+            esc = i;
             continue;
         }
 
@@ -2971,7 +3098,7 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
             normal = i + 1;
 
             if (c >= 0x40 && c <= 0x7e) {
-                ngx_pty_csi(s, p, &start, i, c);
+                ngx_pty_csi(s, p, &start, i, c, esc);
             }
 
             break;
@@ -3003,6 +3130,14 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
             normal = i + 1;
             break;
         }
+    }
+
+    if (s->ps >= NGX_PTY_PS_ESC && s->ps <= NGX_PTY_PS_CSI_INTER
+        && esc != NGX_PTY_NO_ESC && esc >= start)
+    {
+        /* libvterm reads the rest later: its slots must be right from here */
+        ngx_pty_flush(s, p, &start, esc);
+        ngx_pty_vt_args(s);
     }
 
     ngx_pty_flush(s, p, &start, n);
