@@ -1393,7 +1393,7 @@ static void
 ngx_pty_vt_sync(ngx_pty_screen_t *s)
 {
     char      buf[128], *p;
-    unsigned  dirty;
+    unsigned  dirty, edge;
 
     dirty = s->vt_dirty;
 
@@ -1407,9 +1407,15 @@ ngx_pty_vt_sync(ngx_pty_screen_t *s)
     if (dirty & NGX_PTY_VT_GLYPH) {
         ngx_pty_vt_prime(s);
 
-        /* libvterm's cursor is past the glyph now, its pending wrap off */
+        /*
+         * libvterm's cursor is past the glyph now, or on it waiting to
+         * wrap if it is in the last column: where the model's may be
+         */
+        edge = ((unsigned) s->vt_gpos.col + 1 >= s->cols);
+
         if (s->vt_cur.row == s->vt_gpos.row
-            && s->vt_cur.col == s->vt_gpos.col + 1)
+            && s->vt_cur.col == s->vt_gpos.col + !edge
+            && s->phantom == (edge && s->autowrap))
         {
             dirty &= ~NGX_PTY_VT_POS;
         }
@@ -1990,9 +1996,8 @@ ngx_pty_printable8(const u_char *p)
  * libvterm's on_text() and on_control() do in the plain case (no insert,
  * origin, newline or left/right margin mode, no line attributes, GL
  * ASCII, no pending wrap on entry).  libvterm is left behind (vt_dirty):
- * ngx_pty_vt_sync() gives it the cursor and the last glyph later.  A last
- * glyph in the last column is left to libvterm itself, so that a pending
- * wrap is always its own.  Returns where the stretch ends.
+ * ngx_pty_vt_sync() gives it the last glyph (and so a pending wrap) and
+ * the cursor later.  Returns where the stretch ends.
  */
 static size_t
 ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
@@ -2131,15 +2136,7 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         if (ph) {
             ngx_pty_fast_lf(s, &row);
             col = 0;
-        }
-
-        if ((unsigned) col + 1 >= s->cols) {
-            /* in the last column: libvterm prints it and what follows */
-            s->vt_cur.row = row;
-            s->vt_cur.col = col;
-            s->vt_dirty |= NGX_PTY_VT_POS;
-            *start = last;
-            return stop;
+            ph = 0;
         }
 
         ngx_pty_fast_store(s, &t, p, last, last + 1, row, col);
@@ -2150,17 +2147,35 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         s->vt_gpos.col = col;
         s->vt_dirty |= NGX_PTY_VT_GLYPH;
         s->combine_w = 1;
-        s->edge = 0;
+        s->edge = ((unsigned) col + 1 >= s->cols);
         s->edge_pos = s->vt_gpos;
-        col++;
+        s->ph_pos = s->vt_gpos;
+
+        if (s->edge) {
+            ph = s->autowrap;
+        } else {
+            col++;
+        }
 
         for (j = last + 1; j < e; j++) {
             if (p[j] == '\r') {
-                col = 0;
-            } else {
-                ngx_pty_fast_lf(s, &row);
+                if (col) {
+                    col = 0;
+                    ph = 0;
+                }
+
+                continue;
+            }
+
+            r = row;
+            ngx_pty_fast_lf(s, &row);
+
+            if (row != r) {
+                ph = 0;
             }
         }
+
+        s->phantom = ph;
     }
 
     s->vt_cur.row = row;
@@ -2835,7 +2850,7 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 {
     u_char    c;
     size_t    len;
-    unsigned  k;
+    unsigned  k, move;
 
     i = ngx_pty_skip_lines(s, p, start, i, n);
 
@@ -2844,6 +2859,7 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
         if (c == 0x1b) {
             len = ngx_pty_fast_csi(s, p, start, i, n);
+            move = (len != 0 && p[i + len - 1] != 'm');
 
             if (len == 0 && n - i >= 3 && p[i + 1] >= '(' && p[i + 1] <= '+'
                 && p[i + 2] == 'B' && (s->ascii & (1 << (p[i + 1] - '('))))
@@ -2872,9 +2888,8 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
              * an erase (as "clear; cat"); hardly one without a line feed
              * in the next rows' worth of bytes (a repaint)
              */
-            if (p[i - 1] != 'm'
-                && memchr(p + i, '\n', n - i < 4 * (size_t) s->cols
-                                        ? n - i : 4 * (size_t) s->cols))
+            if (move && memchr(p + i, '\n', n - i < 4 * (size_t) s->cols
+                                             ? n - i : 4 * (size_t) s->cols))
             {
                 i = ngx_pty_skip_lines(s, p, start, i, n);
             }

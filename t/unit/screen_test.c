@@ -1463,6 +1463,12 @@ test_fast_csi(void)
     check_whole("fast CSI: a bare 48 after skipped lines", 20, 3,
                 "\x1b[1;48;5;77m\x1b[0;44ma\r\nb\r\nc\r\nd\r\ne\r\nf\r\n"
                 "g\r\nh\r\n\x1b[1;48m", "x\x1b[Hy\x1b[2;48mz");
+    checks("fast CSI: a move onto a glyph waiting to wrap", 10, 3,
+           "0123456789\x1b[1;10H\xc3\xa9x\x1b[2;1Habcdefghij\x1b[2;10H", "yz");
+    checks("fast CSI: a line feed at the bottom keeps the wrap pending", 10, 3,
+           "\x1b[3;1H0123456789\n\x1b[31mx\x1b[3;1Habcdefghij\n", "yz");
+    check_whole("fast CSI: the same in one piece", 10, 3,
+                "\x1b[3;1H0123456789\n\x1b[31mx\x1b[3;1Habcdefghij\n", "yz");
     checks("fast CSI: conceal, reset, DECSC, DECRC", 20, 3,
            "\x1b[8mab\x1b[1;31m\x1b" "7\x1b[mcd\x1b" "8ef\x1b[28mgh", "ij");
 
