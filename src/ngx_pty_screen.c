@@ -11,6 +11,13 @@
  * away from inputs that crash or hang it, and to split the stream where
  * such an event must be ordered against the callbacks.
  *
+ * The common case goes around libvterm: printable ASCII, CR and LF, the
+ * plain forms of cursor moves, SGR, EL and ED are applied to the grid by
+ * the model itself, and whole screenfuls of lines that scroll away unseen
+ * are skipped.  libvterm is then behind (its cursor, pen, last glyph and
+ * pending wrap) and is caught up with a few sequences of its own just
+ * before it reads anything else, and at the end of each piece of input.
+ *
  * Memory comes from malloc()/calloc()/free(), not from an nginx pool: the
  * model is a process-local object that lives as long as its session, is
  * resized and freed independently of any request, and must also work in
@@ -34,8 +41,8 @@
 #define NGX_PTY_CSI_ARGS      16          /* libvterm's CSI_ARGS_MAX */
 #define NGX_PTY_TITLE_MAX     256
 #define NGX_PTY_FAST_MIN      8           /* bytes worth a CUP to skip */
-#define NGX_PTY_FAST_ARGS     12          /* CSI parameters ngx_pty_fast_csi takes */
-#define NGX_PTY_FAST_DIGITS   5           /* digits a parameter may have there */
+#define NGX_PTY_FAST_ARGS     12          /* ngx_pty_fast_csi(): parameters */
+#define NGX_PTY_FAST_DIGITS   5           /* and digits of one */
 #define NGX_PTY_NO_ESC        ((size_t) -1)
 
 #define NGX_PTY_ARG_MORE      (1UL << 31)
@@ -2615,9 +2622,21 @@ ngx_pty_utf8_whole(const u_char *p, size_t i, size_t e)
 {
     u_char    c;
     size_t    k;
+    uint64_t  w;
     unsigned  cont, len;
 
     for ( ;; ) {
+        /* 8 control bytes at a time (b + 0x60 below 0x80 for b < 0x20) */
+        while (e - i >= 8) {
+            memcpy(&w, p + e - 8, 8);
+
+            if (((w + 0x6060606060606060ULL) | w) & 0x8080808080808080ULL) {
+                break;
+            }
+
+            e -= 8;
+        }
+
         while (e > i && p[e - 1] < 0x20) {
             e--;
         }
