@@ -40,7 +40,7 @@
 #define NGX_PTY_WRITE_MAX     4096        /* libvterm puts len*4 on stack */
 #define NGX_PTY_CSI_ARGS      16          /* libvterm's CSI_ARGS_MAX */
 #define NGX_PTY_TITLE_MAX     256
-#define NGX_PTY_FAST_MIN      8           /* bytes worth a CUP to skip */
+#define NGX_PTY_FAST_MIN      8           /* bytes worth catching libvterm up */
 #define NGX_PTY_FAST_ARGS     12          /* ngx_pty_fast_csi(): parameters */
 #define NGX_PTY_FAST_DIGITS   5           /* and digits of one */
 #define NGX_PTY_NO_ESC        ((size_t) -1)
