@@ -11,6 +11,13 @@
  * away from inputs that crash or hang it, and to split the stream where
  * such an event must be ordered against the callbacks.
  *
+ * The common case goes around libvterm: printable ASCII, CR and LF, the
+ * plain forms of cursor moves, SGR, EL and ED are applied to the grid by
+ * the model itself, and whole screenfuls of lines that scroll away unseen
+ * are skipped.  libvterm is then behind (its cursor, pen, last glyph and
+ * pending wrap) and is caught up with a few sequences of its own just
+ * before it reads anything else, and at the end of each piece of input.
+ *
  * Memory comes from malloc()/calloc()/free(), not from an nginx pool: the
  * model is a process-local object that lives as long as its session, is
  * resized and freed independently of any request, and must also work in
@@ -33,7 +40,10 @@
 #define NGX_PTY_WRITE_MAX     4096        /* libvterm puts len*4 on stack */
 #define NGX_PTY_CSI_ARGS      16          /* libvterm's CSI_ARGS_MAX */
 #define NGX_PTY_TITLE_MAX     256
-#define NGX_PTY_FAST_MIN      8           /* bytes worth a CUP to skip */
+#define NGX_PTY_FAST_MIN      8           /* bytes worth catching libvterm up */
+#define NGX_PTY_FAST_ARGS     12          /* ngx_pty_fast_csi(): parameters */
+#define NGX_PTY_FAST_DIGITS   5           /* and digits of one */
+#define NGX_PTY_NO_ESC        ((size_t) -1)
 
 #define NGX_PTY_ARG_MORE      (1UL << 31)
 #define NGX_PTY_ARG_MISSING   ((1UL << 31) - 1)
@@ -69,6 +79,11 @@
 #define NGX_PTY_PS_ESC_STRING 6
 #define NGX_PTY_PS_DROP       7   /* swallowing an over-long CSI */
 #define NGX_PTY_PS_DROP_INTER 8
+
+/* what libvterm does not know yet of what the model did (vt_dirty) */
+#define NGX_PTY_VT_POS        0x01  /* the cursor is vt_cur */
+#define NGX_PTY_VT_PEN        0x02  /* the pen is s->pen, libvterm's vt_pen */
+#define NGX_PTY_VT_GLYPH      0x04  /* the last glyph is vt_glyph at vt_gpos */
 
 
 typedef struct {
@@ -148,7 +163,7 @@ struct ngx_pty_screen_s {
     unsigned                      lines:1;    /* DECDWL/DECDHL ever used */
     unsigned                      phantom:1;
     unsigned                      edge:1;
-    unsigned                      in_decaln:1;
+    unsigned                      untracked:1; /* DECALN, ngx_pty_vt_prime */
     unsigned                      last_text:1;
     unsigned                      saved_valid:1;
     unsigned                      saved_visible:1;
@@ -170,8 +185,21 @@ struct ngx_pty_screen_s {
 
     /* G0-G3 not known to map ASCII to itself (SCS), and which is GL */
     u_char                        charset[4];
+    u_char                        ascii;    /* G0-G3 given ASCII since reset */
     unsigned                      gl;
     unsigned                      vt_text;  /* libvterm must decode text */
+
+    /*
+     * libvterm left behind by the model's own handling of text and CSI
+     * sequences (ngx_pty_fast_text, ngx_pty_fast_csi), brought up to date
+     * by ngx_pty_vt_sync() before it reads another byte
+     */
+    unsigned                      vt_dirty;
+    unsigned                      vt_args;  /* its CSI parameters not args[] */
+    VTermPos                      vt_cur;
+    VTermPos                      vt_gpos;
+    ngx_pty_pen_t                 vt_pen;
+    u_char                        vt_glyph;
 
     /* scanner */
     unsigned                      ps;
@@ -377,6 +405,179 @@ ngx_pty_pen_eq(const ngx_pty_pen_t *a, const ngx_pty_pen_t *b, unsigned mask)
     return ((a->attr ^ b->attr) & mask) == 0
            && ngx_pty_color_eq(&a->fg, &b->fg)
            && ngx_pty_color_eq(&a->bg, &b->bg);
+}
+
+
+/* ";" and a number, without printf: a snapshot writes many */
+static char *
+ngx_pty_put_arg(char *p, unsigned v)
+{
+    char  tmp[10], *t;
+
+    t = tmp + sizeof(tmp);
+
+    do {
+        *--t = (char) ('0' + v % 10);
+        v /= 10;
+    } while (v);
+
+    *p++ = ';';
+
+    while (t < tmp + sizeof(tmp)) {
+        *p++ = *t++;
+    }
+
+    return p;
+}
+
+
+static char *
+ngx_pty_put_str(char *p, const char *str)
+{
+    while (*str) {
+        *p++ = *str++;
+    }
+
+    return p;
+}
+
+
+static char *
+ngx_pty_sgr_color(char *p, const VTermColor *c, int fg)
+{
+    unsigned  base;
+
+    if (fg ? VTERM_COLOR_IS_DEFAULT_FG(c) : VTERM_COLOR_IS_DEFAULT_BG(c)) {
+        return ngx_pty_put_arg(p, fg ? 39 : 49);
+    }
+
+    base = fg ? 30 : 40;
+
+    if (VTERM_COLOR_IS_INDEXED(c)) {
+        if (c->indexed.idx < 8) {
+            return ngx_pty_put_arg(p, base + c->indexed.idx);
+        }
+
+        if (c->indexed.idx < 16) {
+            return ngx_pty_put_arg(p, base + 60 + c->indexed.idx - 8);
+        }
+
+        p = ngx_pty_put_arg(p, base + 8);
+        p = ngx_pty_put_arg(p, 5);
+        return ngx_pty_put_arg(p, c->indexed.idx);
+    }
+
+    p = ngx_pty_put_arg(p, base + 8);
+    p = ngx_pty_put_arg(p, 2);
+    p = ngx_pty_put_arg(p, c->rgb.red);
+    p = ngx_pty_put_arg(p, c->rgb.green);
+    return ngx_pty_put_arg(p, c->rgb.blue);
+}
+
+
+static const char *
+ngx_pty_sgr_bit(unsigned bit, unsigned on)
+{
+    switch (bit) {
+    case NGX_PTY_A_BOLD:
+        return on ? ";1" : ";22";
+    case NGX_PTY_A_ITALIC:
+        return on ? ";3" : ";23";
+    case NGX_PTY_A_BLINK:
+        return on ? ";5" : ";25";
+    case NGX_PTY_A_REVERSE:
+        return on ? ";7" : ";27";
+    case NGX_PTY_A_STRIKE:
+        return on ? ";9" : ";29";
+    default: /* NGX_PTY_A_CONCEAL */
+        return on ? ";8" : ";28";
+    }
+}
+
+
+/* how many CSI parameters p[0..n) holds, each after a ';' or a ':' */
+static unsigned
+ngx_pty_count_args(const char *p, size_t n)
+{
+    unsigned  k;
+
+    for (k = 0; n; n--, p++) {
+        k += (*p == ';' || *p == ':');
+    }
+
+    return k;
+}
+
+
+/*
+ * SGR for what differs between two pens in the "mask" attributes and the
+ * colours, written at buf (at most 80 bytes); returns its end (buf when
+ * they do not differ).  libvterm 0.1.4 overruns its parameter array past
+ * 16 parameters, so the colours then go in an SGR of their own.
+ */
+static char *
+ngx_pty_sgr_diff(char *buf, const ngx_pty_pen_t *from,
+    const ngx_pty_pen_t *want, unsigned mask)
+{
+    char                *p, *q, colors[40];
+    unsigned             i, diff, b;
+    static unsigned      bits[] = { NGX_PTY_A_BOLD, NGX_PTY_A_ITALIC,
+                                    NGX_PTY_A_BLINK, NGX_PTY_A_REVERSE,
+                                    NGX_PTY_A_STRIKE, NGX_PTY_A_CONCEAL };
+    static const char   *ul[] = { ";24", ";4", ";21", ";4:3" };
+
+    /* buf[1] gets the first ';', which becomes the '[' */
+    p = buf + 1;
+    b = want->attr;
+    diff = (from->attr ^ b) & mask;
+
+    for (i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
+        if (diff & bits[i]) {
+            p = ngx_pty_put_str(p, ngx_pty_sgr_bit(bits[i], b & bits[i]));
+        }
+    }
+
+    if (diff & NGX_PTY_A_UL) {
+        p = ngx_pty_put_str(p, ul[(b & NGX_PTY_A_UL) >> NGX_PTY_A_UL_SHIFT]);
+    }
+
+    if (diff & NGX_PTY_A_FONT) {
+        p = ngx_pty_put_arg(p, 10 + ((b & NGX_PTY_A_FONT)
+                                     >> NGX_PTY_A_FONT_SHIFT));
+    }
+
+    q = colors;
+
+    if (!ngx_pty_color_eq(&from->fg, &want->fg)) {
+        q = ngx_pty_sgr_color(q, &want->fg, 1);
+    }
+
+    if (!ngx_pty_color_eq(&from->bg, &want->bg)) {
+        q = ngx_pty_sgr_color(q, &want->bg, 0);
+    }
+
+    if (p > buf + 1 && q > colors
+        && ngx_pty_count_args(buf + 1, p - buf - 1)
+           + ngx_pty_count_args(colors, q - colors) > NGX_PTY_CSI_ARGS)
+    {
+        buf[0] = '\x1b';
+        buf[1] = '[';
+        *p++ = 'm';
+        buf = p++;
+    }
+
+    memcpy(p, colors, q - colors);
+    p += q - colors;
+
+    if (p == buf + 1) {
+        return buf;
+    }
+
+    buf[0] = '\x1b';
+    buf[1] = '[';
+    *p++ = 'm';
+
+    return p;
 }
 
 
@@ -647,7 +848,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
         row->cells[pos.col + i].ncomb = 0;
     }
 
-    if (!s->in_decaln) {
+    if (!s->untracked) {
         /* libvterm's combine_width and at_phantom, which it keeps private */
         s->combine_w = w;
         s->edge = pos.col + w >= (s->lines ? ngx_pty_row_width(s, pos.row)
@@ -1072,9 +1273,185 @@ ngx_pty_output(const char *buf, size_t len, void *user)
 }
 
 
+/* "CSI row;col H", 1-based */
+static size_t
+ngx_pty_cup(u_char *buf, int row, int col)
+{
+    u_char  *p;
+
+    p = (u_char *) ngx_pty_put_arg((char *) buf + 1, (unsigned) row + 1);
+    p = (u_char *) ngx_pty_put_arg((char *) p, (unsigned) col + 1);
+    buf[0] = '\x1b';
+    buf[1] = '[';
+    *p++ = 'H';
+
+    return p - buf;
+}
+
+
+/* the cursor: the model's while libvterm is behind, else libvterm's */
+static VTermPos
+ngx_pty_cursor(ngx_pty_screen_t *s)
+{
+    VTermPos  pos;
+
+    if (s->vt_dirty & NGX_PTY_VT_POS) {
+        return s->vt_cur;
+    }
+
+    vterm_state_get_cursorpos(s->state, &pos);
+
+    return pos;
+}
+
+
+/*
+ * libvterm keeps the last glyph it printed (combine_chars, combine_pos) to
+ * add the combining marks that follow it, and for REP.  When the model
+ * printed it, write it again at its place, then put back the cell and the
+ * wrap state, which were right already.
+ */
+static void
+ngx_pty_vt_prime(ngx_pty_screen_t *s)
+{
+    u_char           buf[32];
+    size_t           len;
+    unsigned         rlen;
+    ngx_pty_row_t   *row;
+    ngx_pty_cell_t   cell;
+
+    row = s->cur->rows[s->vt_gpos.row];
+    rlen = row->len;
+
+    if ((unsigned) s->vt_gpos.col < rlen) {
+        cell = row->cells[s->vt_gpos.col];
+    }
+
+    len = ngx_pty_cup(buf, s->vt_gpos.row, s->vt_gpos.col);
+    buf[len++] = s->vt_glyph;
+
+    s->untracked = 1;
+    vterm_input_write(s->vt, (const char *) buf, len);
+    s->untracked = 0;
+
+    row->len = rlen;
+
+    if ((unsigned) s->vt_gpos.col < rlen) {
+        row->cells[s->vt_gpos.col] = cell;
+    }
+}
+
+
+/*
+ * libvterm 0.1.4 reads the colour of an SGR that ends in a bare 38 or 48
+ * from the parameter slots past its own, which hold what earlier CSI
+ * sequences left there.  args[] holds what they hold in libvterm fed
+ * the stream alone; when libvterm's may differ (it did not parse the
+ * sequences the model applied itself, and it parsed ngx_pty_vt_sync()'s),
+ * a CSI it ignores puts them back before a sequence that may read them.
+ */
+static void
+ngx_pty_vt_args(ngx_pty_screen_t *s)
+{
+    char      buf[NGX_PTY_CSI_ARGS * 21 + 4], *p, tmp[24], *t;
+    unsigned  k;
+    uint64_t  v;
+
+    if (!s->vt_args) {
+        return;
+    }
+
+    s->vt_args = 0;
+    p = buf + 2;
+
+    for (k = 0; k < NGX_PTY_CSI_ARGS; k++) {
+        /* the number parsed back gives the same bits, flags included */
+        v = s->args[k];
+        t = tmp + sizeof(tmp);
+
+        do {
+            *--t = (char) ('0' + v % 10);
+            v /= 10;
+        } while (v);
+
+        if (k) {
+            *p++ = ';';
+        }
+
+        memcpy(p, t, tmp + sizeof(tmp) - t);
+        p += tmp + sizeof(tmp) - t;
+    }
+
+    buf[0] = '\x1b';
+    buf[1] = '[';
+    *p++ = 'y';     /* not a command libvterm 0.1.4 knows */
+
+    vterm_input_write(s->vt, buf, p - buf);
+}
+
+
+/*
+ * Brings libvterm up to what the model did without it: the last glyph,
+ * then the cursor (CUP also cancels a pending wrap, as the moves did),
+ * then the pen.  Called before libvterm reads anything else and at the
+ * end of each scan, so outside the scanner libvterm is never behind.
+ */
+static void
+ngx_pty_vt_sync(ngx_pty_screen_t *s)
+{
+    char      buf[128], *p;
+    unsigned  dirty, edge;
+
+    dirty = s->vt_dirty;
+
+    if (dirty == 0) {
+        return;
+    }
+
+    s->vt_dirty = 0;
+    s->vt_args = 1;
+
+    if (dirty & NGX_PTY_VT_GLYPH) {
+        ngx_pty_vt_prime(s);
+
+        /*
+         * libvterm's cursor is past the glyph now, or on it waiting to
+         * wrap if it is in the last column: where the model's may be
+         */
+        edge = ((unsigned) s->vt_gpos.col + 1 >= s->cols);
+
+        if (s->vt_cur.row == s->vt_gpos.row
+            && s->vt_cur.col == s->vt_gpos.col + !edge
+            && s->phantom == (edge && s->autowrap))
+        {
+            dirty &= ~NGX_PTY_VT_POS;
+        }
+    }
+
+    if (dirty & NGX_PTY_VT_POS) {
+        vterm_input_write(s->vt, buf, ngx_pty_cup((u_char *) buf,
+                                                  s->vt_cur.row,
+                                                  s->vt_cur.col));
+    }
+
+    if (dirty & NGX_PTY_VT_PEN) {
+        /* libvterm does not know SGR 8; the model keeps it itself */
+        p = ngx_pty_sgr_diff(buf, &s->vt_pen, &s->pen,
+                             NGX_PTY_A_SGR & ~NGX_PTY_A_CONCEAL);
+
+        if (p != buf) {
+            vterm_input_write(s->vt, buf, p - buf);
+        }
+    }
+}
+
+
+/* hands libvterm p[*start..end), after what the model did before it */
 static void
 ngx_pty_flush(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t end)
 {
+    ngx_pty_vt_sync(s);
+
     if (end > *start) {
         ngx_pty_vt_write(s, p + *start, end - *start);
     }
@@ -1138,6 +1515,7 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     s->phantom = 0;
     s->pen.attr &= ~NGX_PTY_A_CONCEAL;
     memset(s->charset, 0, sizeof(s->charset));
+    s->ascii = 0;
     s->gl = 0;
     s->vt_text = 0;
 }
@@ -1219,9 +1597,14 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 }
 
 
-/* SGR 8/28: walk the parameters exactly as libvterm's setpen() does */
+/*
+ * SGR 8/28: walk the parameters exactly as libvterm's setpen() does; and
+ * a bare 38 or 48 at the end, which reads the slots past them
+ * (ngx_pty_vt_args), when the sequence starts at p[esc]
+ */
 static void
-ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
+ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
+    size_t esc)
 {
     int            argi, argc, n;
     unsigned       conceal;
@@ -1241,6 +1624,11 @@ ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
             conceal = 1;
 
         } else if (arg == 38 || arg == 48) {
+            if (argi + 1 >= argc && esc != NGX_PTY_NO_ESC && esc >= *start) {
+                ngx_pty_flush(s, p, start, esc);
+                ngx_pty_vt_args(s);
+            }
+
             n = argc - argi - 2;
             pal = (argi + 1 < NGX_PTY_CSI_ARGS)
                   ? NGX_PTY_ARG(s->args[argi + 1]) : 0;
@@ -1295,7 +1683,7 @@ ngx_pty_margins(ngx_pty_screen_t *s, int *lo, int *hi, unsigned size,
 
 static void
 ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
-    u_char c)
+    u_char c, size_t esc)
 {
     u_char         leader, inter;
     long           v, end;
@@ -1351,7 +1739,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         break;
 
     case 'm':
-        ngx_pty_sgr(s, p, start, i);
+        ngx_pty_sgr(s, p, start, i, esc);
         break;
 
     case 'r':
@@ -1413,7 +1801,7 @@ static void
 ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     u_char c)
 {
-    unsigned  phantom;
+    unsigned  phantom, k;
     VTermPos  ph_pos;
     int       combine_w;
 
@@ -1423,9 +1811,9 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         phantom = s->phantom;
         ph_pos = s->ph_pos;
         combine_w = s->combine_w;
-        s->in_decaln = 1;
+        s->untracked = 1;
         ngx_pty_feed_final(s, p, start, i);
-        s->in_decaln = 0;
+        s->untracked = 0;
         s->phantom = phantom;
         s->ph_pos = ph_pos;
         s->combine_w = combine_w;
@@ -1433,9 +1821,23 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     }
 
     if (s->intermedlen == 1 && s->intermed >= '(' && s->intermed <= '+') {
-        /* SCS: anything but ASCII may change what the text fast path sees */
-        s->charset[s->intermed - '('] = (c != 'B');
-        s->vt_text = 1;
+        /*
+         * SCS: anything but ASCII may change what the text fast path
+         * sees.  ASCII gives the set libvterm's US-ASCII decoder, which
+         * reads ASCII as the UTF-8 one does and keeps no state: nothing
+         * the fast path could skip past.
+         */
+        k = s->intermed - '(';
+        s->charset[k] = (c != 'B');
+
+        if (c == 'B') {
+            s->ascii |= 1 << k;
+
+        } else {
+            s->ascii &= ~(1 << k);
+            s->vt_text = 1;
+        }
+
         return;
     }
 
@@ -1486,14 +1888,6 @@ ngx_pty_drop(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
 }
 
 
-/* "CSI row;col H", 1-based */
-static size_t
-ngx_pty_cup(u_char *buf, int row, int col)
-{
-    return (size_t) snprintf((char *) buf, 32, "\x1b[%d;%dH", row + 1, col + 1);
-}
-
-
 /* libvterm's linefeed(): scroll at the region's bottom, else move down */
 static void
 ngx_pty_fast_lf(ngx_pty_screen_t *s, int *row)
@@ -1520,73 +1914,178 @@ ngx_pty_fast_lf(ngx_pty_screen_t *s, int *row)
 }
 
 
+/* the two 8-byte words of a cell of glyph c in the pen fast text writes */
+typedef struct {
+    uint64_t  w0;
+    uint64_t  w1;
+    uint64_t  unit;
+} ngx_pty_tmpl_t;
+
+
+static void
+ngx_pty_tmpl_init(ngx_pty_screen_t *s, ngx_pty_tmpl_t *t)
+{
+    ngx_pty_cell_t  tmpl;
+
+    memset(&tmpl, 0, sizeof(ngx_pty_cell_t));
+    tmpl.ch = 1;
+    tmpl.width = 1;
+    tmpl.pen = s->pen;
+    tmpl.pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT);
+    tmpl.pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
+
+    memcpy(&t->unit, &tmpl, 8);
+    tmpl.ch = 0;
+    memcpy(&t->w0, &tmpl, 8);
+    memcpy(&t->w1, (u_char *) &tmpl + 8, 8);
+    t->unit -= t->w0;   /* what ch = 1 adds to the first word, either endian */
+}
+
+
+/*
+ * p[j..k) into row "row" from column "col" on (they fit): two 8-byte
+ * stores a cell, as gcc assembles a template struct field by field each
+ * time, and the load stalls on that store
+ */
+static void
+ngx_pty_fast_store(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
+    const u_char *p, size_t j, size_t k, int row, int col)
+{
+    uint64_t         v, w0, w1, unit;
+    ngx_pty_row_t   *line;
+    ngx_pty_cell_t  *cell;
+
+    /* in registers: the stores below could alias *t */
+    w0 = t->w0;
+    w1 = t->w1;
+    unit = t->unit;
+
+    /* blanks before the glyphs only: a recycled row is all past its len */
+    line = s->cur->rows[row];
+    ngx_pty_row_materialize(line, col);
+    cell = &line->cells[col];
+    col += k - j;
+
+    for ( /* void */ ; j < k; j++, cell++) {
+        v = w0 + unit * p[j];
+        memcpy(cell, &v, 8);
+        memcpy((u_char *) cell + 8, &w1, 8);
+    }
+
+    if (line->len < (unsigned) col) {
+        line->len = col;
+    }
+}
+
+
+/* whether the 8 bytes at p are all printable ASCII (0x20..0x7e) */
+static int
+ngx_pty_printable8(const u_char *p)
+{
+    uint64_t  w;
+
+    memcpy(&w, p, 8);
+
+    /*
+     * bit 7 of a byte is set in w for 0x80.., in w - 0x20 (first) for a
+     * byte below 0x20, in w + 1 for 0x7f; without those, no byte borrows
+     * or carries into the next
+     */
+    return ((w | (w - 0x2020202020202020ULL) | (w + 0x0101010101010101ULL))
+            & 0x8080808080808080ULL) == 0;
+}
+
+
 /*
  * Printable ASCII, CR and LF from p[i] on, in the ground state.  libvterm
  * costs a decode, two table walks and a callback per glyph, and a state
  * update per control; here they go straight into the grid, doing what
  * libvterm's on_text() and on_control() do in the plain case (no insert,
  * origin, newline or left/right margin mode, no line attributes, GL
- * ASCII, no pending wrap on entry).  libvterm is then moved to our cursor
- * with CUP and fed the last glyph and the controls after it itself, so
- * its pending wrap, combining state and cursor stay its own.  Returns
- * where the stretch ends.
+ * ASCII, no pending wrap on entry).  libvterm is left behind (vt_dirty):
+ * ngx_pty_vt_sync() gives it the last glyph (and so a pending wrap) and
+ * the cursor later.  Returns where the stretch ends.
  */
 static size_t
 ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i, size_t n)
 {
-    u_char           c, buf[32];
-    size_t           e, last, end, j, k;
-    int              row, col, r;
-    unsigned         ph;
-    VTermPos         pos;
-    ngx_pty_pen_t    pen;
-    ngx_pty_row_t   *line;
-    uint64_t         w0, w1, unit, v;
-    ngx_pty_cell_t  *cell, tmpl;
+    u_char          c;
+    size_t          e, last, end, stop, j, k, x;
+    int             row, col, r;
+    unsigned        ph, ctl;
+    VTermPos        pos;
+    ngx_pty_tmpl_t  t;
 
     last = n;
+    ctl = 0;
 
     for (e = i; e < n; e++) {
+        while (n - e >= 8 && ngx_pty_printable8(p + e)) {
+            e += 8;
+            last = e - 1;
+        }
+
+        if (e == n) {
+            break;
+        }
+
         c = p[e];
 
         if (c >= 0x20 && c < 0x7f) {
             last = e;
 
-        } else if (c < 0x0a || c > 0x0d) {
+        } else if (c >= 0x0a && c <= 0x0d) {
+            ctl = 1;
+
+        } else {
             break;
         }
     }
 
-    if (e - i < NGX_PTY_FAST_MIN) {
+    /* a few bytes cost libvterm less than catching it up after them */
+    if (e - i < NGX_PTY_FAST_MIN && s->vt_dirty == 0) {
         return e;
     }
 
-    /* libvterm may set these only now, on the bytes before */
-    ngx_pty_flush(s, p, start, i);
+    stop = e;
+
+    if (last + 1 == e && e < n && p[e] >= 0x80) {
+        /*
+         * libvterm decodes a text chunk with the decoder its first byte
+         * chooses, and keeps a broken sequence in that one: the glyphs
+         * since the last CR or LF stay in one piece with what follows
+         */
+        for (e = last; e > i && p[e - 1] >= 0x20; e--) {
+            /* void */
+        }
+
+        if (e == i) {
+            return stop;
+        }
+
+        for (last = e; last > i && p[last - 1] < 0x20; last--) {
+            /* void */
+        }
+
+        last = (last > i) ? last - 1 : n;
+    }
+
+    if (*start < i) {
+        /* libvterm may set these only now, on the bytes before */
+        ngx_pty_flush(s, p, start, i);
+    }
 
     if (s->phantom || s->lines) {
-        return e;
+        return stop;
     }
 
-    vterm_state_get_cursorpos(s->state, &pos);
+    pos = ngx_pty_cursor(s);
     row = pos.row;
     col = pos.col;
     ph = 0;
 
-    pen = s->pen;
-    pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT);
-    pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
-
-    memset(&tmpl, 0, sizeof(ngx_pty_cell_t));
-    tmpl.ch = 1;
-    tmpl.width = 1;
-    tmpl.pen = pen;
-    memcpy(&unit, &tmpl, 8);
-    tmpl.ch = 0;
-    memcpy(&w0, &tmpl, 8);
-    memcpy(&w1, (u_char *) &tmpl + 8, 8);
-    unit -= w0;     /* what ch = 1 adds to the first word, either endian */
+    ngx_pty_tmpl_init(s, &t);
 
     end = last < e ? last : e;
 
@@ -1620,28 +2119,19 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         }
 
         /* the glyphs up to the end of the row at once */
-        for (k = j + 1; k < end && k - j < s->cols - col
-                        && p[k] >= 0x20 && p[k] < 0x7f; k++)
-        {
-            /* void */
+        k = (end - j < s->cols - col) ? end : j + (s->cols - col);
+
+        if (ctl) {
+            for (x = j + 1; x < k && p[x] >= 0x20 && p[x] < 0x7f; x++) {
+                /* void */
+            }
+
+            k = x;
         }
 
-        line = s->cur->rows[row];
-        ngx_pty_row_materialize(line, col + (k - j));
-        cell = &line->cells[col];
+        ngx_pty_fast_store(s, &t, p, j, k, row, col);
         col += k - j;
-
-        for ( /* void */ ; j < k; j++, cell++) {
-            /*
-             * two 8-byte stores a cell: gcc assembles a template struct
-             * field by field each time, and the load stalls on that store
-             */
-            v = w0 + unit * p[j];
-            memcpy(cell, &v, 8);
-            memcpy((u_char *) cell + 8, &w1, 8);
-        }
-
-        j--;
+        j = k - 1;
 
         if ((unsigned) col >= s->cols) {
             col = s->cols - 1;
@@ -1649,19 +2139,429 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         }
     }
 
-    /* the last glyph: libvterm cannot be told of a pending wrap, so wrap */
-    if (ph) {
-        ngx_pty_fast_lf(s, &row);
-        col = 0;
+    if (last < e) {
+        if (ph) {
+            ngx_pty_fast_lf(s, &row);
+            col = 0;
+            ph = 0;
+        }
+
+        ngx_pty_fast_store(s, &t, p, last, last + 1, row, col);
+
+        /* what ngx_pty_cb_putglyph() keeps of it; libvterm gets it later */
+        s->vt_glyph = p[last];
+        s->vt_gpos.row = row;
+        s->vt_gpos.col = col;
+        s->vt_dirty |= NGX_PTY_VT_GLYPH;
+        s->combine_w = 1;
+        s->edge = ((unsigned) col + 1 >= s->cols);
+        s->edge_pos = s->vt_gpos;
+        s->ph_pos = s->vt_gpos;
+
+        if (s->edge) {
+            ph = s->autowrap;
+        } else {
+            col++;
+        }
+
+        for (j = last + 1; j < e; j++) {
+            if (p[j] == '\r') {
+                if (col) {
+                    col = 0;
+                    ph = 0;
+                }
+
+                continue;
+            }
+
+            r = row;
+            ngx_pty_fast_lf(s, &row);
+
+            if (row != r) {
+                ph = 0;
+            }
+        }
+
+        s->phantom = ph;
     }
 
-    if (row != pos.row || col != pos.col) {
-        vterm_input_write(s->vt, (const char *) buf, ngx_pty_cup(buf, row, col));
+    s->vt_cur.row = row;
+    s->vt_cur.col = col;
+    s->vt_dirty |= NGX_PTY_VT_POS;
+    *start = e;
+
+    return stop;
+}
+
+
+/*
+ * The colour of SGR 38 or 48 at args[k] (5;N or 2;R;G;B, either separator):
+ * the parameters it takes after args[k], 0 if the form is not one of those
+ */
+static int
+ngx_pty_fast_color(const unsigned long *args, int k, int argc, VTermColor *c)
+{
+    unsigned long  pal;
+
+    if (k + 1 >= argc) {
+        return 0;
     }
 
-    *start = end;
+    pal = NGX_PTY_ARG(args[k + 1]);
 
-    return e;
+    /* NGX_PTY_ARG_MISSING is above 255 too */
+    if (pal == 5 && k + 2 < argc && NGX_PTY_ARG(args[k + 2]) < 256) {
+        vterm_color_indexed(c, (uint8_t) NGX_PTY_ARG(args[k + 2]));
+        return 2;
+    }
+
+    if (pal == 2 && k + 4 < argc && NGX_PTY_ARG(args[k + 2]) < 256
+        && NGX_PTY_ARG(args[k + 3]) < 256 && NGX_PTY_ARG(args[k + 4]) < 256)
+    {
+        vterm_color_rgb(c, (uint8_t) NGX_PTY_ARG(args[k + 2]),
+                        (uint8_t) NGX_PTY_ARG(args[k + 3]),
+                        (uint8_t) NGX_PTY_ARG(args[k + 4]));
+        return 4;
+    }
+
+    return 0;
+}
+
+
+/*
+ * One SGR parameter at args[*argi] into pen, as libvterm's setpen() and
+ * ngx_pty_sgr() take it; 0 for a form left to libvterm
+ */
+static int
+ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
+    const unsigned long *args, int *argi, int argc)
+{
+    int            k, n;
+    unsigned long  arg, ul;
+    VTermColor     c;
+
+    k = *argi;
+    arg = NGX_PTY_ARG(args[k]);
+
+    switch (arg) {
+
+    case NGX_PTY_ARG_MISSING:
+    case 0:
+        pen->attr &= ~NGX_PTY_A_SGR;
+        pen->fg = s->default_pen.fg;
+        pen->bg = s->default_pen.bg;
+        break;
+
+    case 1: case 22:
+        ngx_pty_pen_bit(pen, NGX_PTY_A_BOLD, arg == 1);
+        break;
+
+    case 3: case 23:
+        ngx_pty_pen_bit(pen, NGX_PTY_A_ITALIC, arg == 3);
+        break;
+
+    case 5: case 25:
+        ngx_pty_pen_bit(pen, NGX_PTY_A_BLINK, arg == 5);
+        break;
+
+    case 7: case 27:
+        ngx_pty_pen_bit(pen, NGX_PTY_A_REVERSE, arg == 7);
+        break;
+
+    case 8: case 28:
+        ngx_pty_pen_bit(pen, NGX_PTY_A_CONCEAL, arg == 8);
+        break;
+
+    case 9: case 29:
+        ngx_pty_pen_bit(pen, NGX_PTY_A_STRIKE, arg == 9);
+        break;
+
+    case 4: case 21: case 24:
+        ul = (arg == 4) ? 1 : (arg == 21) ? 2 : 0;
+
+        /* 4:N, N 0..3; other N keep the single underline */
+        if (arg == 4 && (args[k] & NGX_PTY_ARG_MORE)) {
+            k++;
+            ul = NGX_PTY_ARG(args[k]) <= 3 ? NGX_PTY_ARG(args[k]) : 1;
+        }
+
+        pen->attr = (pen->attr & ~NGX_PTY_A_UL) | (ul << NGX_PTY_A_UL_SHIFT);
+        break;
+
+    case 38: case 48:
+        n = ngx_pty_fast_color(args, k, argc, &c);
+
+        if (n == 0) {
+            return 0;
+        }
+
+        if (arg == 38) {
+            pen->fg = ngx_pty_color(&c);
+        } else {
+            pen->bg = ngx_pty_color(&c);
+        }
+
+        k += n;
+        break;
+
+    case 39:
+        pen->fg = s->default_pen.fg;
+        break;
+
+    case 49:
+        pen->bg = s->default_pen.bg;
+        break;
+
+    default:
+        if (arg >= 10 && arg <= 19) {
+            pen->attr = (pen->attr & ~NGX_PTY_A_FONT)
+                        | ((arg - 10) << NGX_PTY_A_FONT_SHIFT);
+
+        } else if ((arg >= 30 && arg <= 37) || (arg >= 90 && arg <= 97)) {
+            vterm_color_indexed(&c, arg < 90 ? arg - 30 : arg - 90 + 8);
+            pen->fg = ngx_pty_color(&c);
+
+        } else if ((arg >= 40 && arg <= 47) || (arg >= 100 && arg <= 107)) {
+            vterm_color_indexed(&c, arg < 100 ? arg - 40 : arg - 100 + 8);
+            pen->bg = ngx_pty_color(&c);
+        }
+
+        /* anything else libvterm ignores */
+        break;
+    }
+
+    /* the sub-parameters of what was taken */
+    while (k < argc && (args[k++] & NGX_PTY_ARG_MORE)) {
+        /* void */
+    }
+
+    *argi = k;
+
+    return 1;
+}
+
+
+/* SGR: 0 for a form left to libvterm (the pen is then unchanged) */
+static int
+ngx_pty_fast_sgr(ngx_pty_screen_t *s, const unsigned long *args, int argc)
+{
+    int            argi;
+    ngx_pty_pen_t  pen;
+
+    pen = s->pen;
+
+    for (argi = 0; argi < argc; /* void */) {
+        if (!ngx_pty_fast_sgr_arg(s, &pen, args, &argi, argc)) {
+            return 0;
+        }
+    }
+
+    /* field by field: a whole copy stalls on the stores that made them */
+    if (!(s->vt_dirty & NGX_PTY_VT_PEN)) {
+        s->vt_pen.attr = s->pen.attr;
+        s->vt_pen.fg = s->pen.fg;
+        s->vt_pen.bg = s->pen.bg;
+        s->vt_dirty |= NGX_PTY_VT_PEN;
+    }
+
+    s->pen.attr = pen.attr;
+    s->pen.fg = pen.fg;
+    s->pen.bg = pen.bg;
+
+    return 1;
+}
+
+
+/* EL, ED (v: 0, 1 or 2) at the cursor, as libvterm's on_csi() erases */
+static void
+ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
+{
+    VTermPos   pos;
+    VTermRect  rect;
+
+    pos = ngx_pty_cursor(s);
+
+    rect.start_row = (c == 'J' && v != 0) ? 0 : pos.row;
+    rect.end_row = (c == 'J' && v == 1) ? pos.row : pos.row + 1;
+    rect.start_col = (v == 0) ? pos.col : 0;
+    rect.end_col = s->cols;
+
+    if (c == 'K' && v == 1) {
+        rect.end_col = pos.col + 1;
+    }
+
+    if (c == 'J' && v == 2) {
+        rect.end_row = s->rows;
+    }
+
+    ngx_pty_erase_rect(s, rect, 0);
+
+    if (c == 'J' && v == 0) {
+        /* the rows below (no line attribute to reset: s->lines is 0) */
+        rect.start_row = pos.row + 1;
+        rect.end_row = s->rows;
+        rect.start_col = 0;
+        ngx_pty_erase_rect(s, rect, 0);
+
+    } else if (c == 'J' && v == 1) {
+        rect.start_row = pos.row;
+        rect.end_row = pos.row + 1;
+        rect.end_col = pos.col + 1;
+        ngx_pty_erase_rect(s, rect, 0);
+    }
+}
+
+
+/* the cursor moves, as libvterm's on_csi() does them outside origin mode */
+static void
+ngx_pty_fast_move(ngx_pty_screen_t *s, u_char c, const unsigned long *args,
+    int argc)
+{
+    long      row, col, a, count;
+    VTermPos  pos;
+
+    pos = ngx_pty_cursor(s);
+    row = pos.row;
+    col = pos.col;
+
+    a = NGX_PTY_ARG(args[0]);
+    count = (a == NGX_PTY_ARG_MISSING || a == 0) ? 1 : a;
+    a = (a == NGX_PTY_ARG_MISSING) ? 1 : a;
+
+    switch (c) {
+    case 'A': row -= count; break;
+    case 'B': case 'e': row += count; break;
+    case 'C': case 'a': col += count; break;
+    case 'D': col -= count; break;
+    case 'E': row += count; col = 0; break;
+    case 'F': row -= count; col = 0; break;
+    case 'G': case '`': col = a - 1; break;
+    case 'd': row = a - 1; break;
+
+    default: /* CUP, HVP */
+        row = a - 1;
+        col = (argc < 2 || NGX_PTY_ARG(args[1]) == NGX_PTY_ARG_MISSING)
+              ? 0 : (long) NGX_PTY_ARG(args[1]) - 1;
+        break;
+    }
+
+    row = row < 0 ? 0 : (row >= (long) s->rows ? (long) s->rows - 1 : row);
+    col = col < 0 ? 0 : (col >= (long) s->cols ? (long) s->cols - 1 : col);
+
+    /* a move cancels a pending wrap even in place; so does the sync's CUP */
+    s->vt_cur.row = (int) row;
+    s->vt_cur.col = (int) col;
+    s->vt_dirty |= NGX_PTY_VT_POS;
+    s->phantom = 0;
+}
+
+
+/*
+ * The CSI sequences full-screen programs repaint with (cursor moves, SGR,
+ * EL, ED), whole at p[i] in the ground state, applied to the model without
+ * libvterm, which is left behind (vt_dirty) until ngx_pty_vt_sync().
+ * Only plain forms: no leader, intermediate or embedded control, a few
+ * short parameters, no origin mode or line attributes (with either, a
+ * CSI may move the cursor into the margins or the half row).  Returns
+ * the sequence's length, 0 to leave it to the scanner and libvterm.
+ */
+static size_t
+ngx_pty_fast_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t n)
+{
+    u_char         c;
+    size_t         j;
+    int            argc, digits;
+    unsigned long  v, args[NGX_PTY_FAST_ARGS];
+
+    if (s->origin || s->lines || n - i < 3 || p[i + 1] != '[') {
+        return 0;
+    }
+
+    c = 0;
+    argc = 0;
+    digits = 0;
+    args[0] = NGX_PTY_ARG_MISSING;
+
+    for (j = i + 2; j < n; j++) {
+        c = p[j];
+
+        if (c >= '0' && c <= '9') {
+            if (++digits > NGX_PTY_FAST_DIGITS) {
+                return 0;
+            }
+
+            v = args[argc];
+            args[argc] = (v == NGX_PTY_ARG_MISSING ? 0 : v) * 10 + (c - '0');
+            continue;
+        }
+
+        if (c != ';' && c != ':') {
+            break;
+        }
+
+        if (argc == NGX_PTY_FAST_ARGS - 1) {
+            return 0;
+        }
+
+        if (c == ':') {
+            args[argc] |= NGX_PTY_ARG_MORE;
+        }
+
+        args[++argc] = NGX_PTY_ARG_MISSING;
+        digits = 0;
+    }
+
+    if (j == n) {
+        return 0;
+    }
+
+    switch (c) {
+    case 'm': case 'K': case 'J': case 'H': case 'f': case 'A': case 'B':
+    case 'C': case 'D': case 'E': case 'F': case 'G': case '`': case 'a':
+    case 'd': case 'e':
+        break;
+    default:
+        return 0;
+    }
+
+    argc++;
+
+    if (*start < i) {
+        ngx_pty_flush(s, p, start, i);
+
+        /* what libvterm did with those bytes */
+        if (s->lines) {
+            return 0;
+        }
+    }
+
+    /* libvterm alone would have parsed them into its slots */
+    memcpy(s->args, args, argc * sizeof(unsigned long));
+    s->vt_args = 1;
+
+    if (c == 'm') {
+        if (!ngx_pty_fast_sgr(s, args, argc)) {
+            return 0;
+        }
+
+    } else if (c == 'K' || c == 'J') {
+        v = NGX_PTY_ARG(args[0]);
+        v = (v == NGX_PTY_ARG_MISSING) ? 0 : v;
+
+        if (v > 2) {
+            return 0;
+        }
+
+        ngx_pty_fast_erase(s, c, v);
+
+    } else {
+        ngx_pty_fast_move(s, c, args, argc);
+    }
+
+    *start = j + 1;
+
+    return j + 1 - i;
 }
 
 
@@ -1722,9 +2622,21 @@ ngx_pty_utf8_whole(const u_char *p, size_t i, size_t e)
 {
     u_char    c;
     size_t    k;
+    uint64_t  w;
     unsigned  cont, len;
 
     for ( ;; ) {
+        /* 8 control bytes at a time (b + 0x60 below 0x80 for b < 0x20) */
+        while (e - i >= 8) {
+            memcpy(&w, p + e - 8, 8);
+
+            if (((w + 0x6060606060606060ULL) | w) & 0x8080808080808080ULL) {
+                break;
+            }
+
+            e -= 8;
+        }
+
         while (e > i && p[e - 1] < 0x20) {
             e--;
         }
@@ -1807,7 +2719,8 @@ ngx_pty_stretch_end(const u_char *p, size_t i, size_t n, unsigned *sgr)
 static void
 ngx_pty_skip_pen(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t cut)
 {
-    size_t         k, from, len;
+    size_t         k, from, len, j;
+    int            argi;
     const u_char  *q;
 
     from = i;
@@ -1819,6 +2732,33 @@ ngx_pty_skip_pen(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t cut)
         {
             from = k - 1;
             break;
+        }
+    }
+
+    /* the slots the skipped ones leave (ngx_pty_vt_args), as the parser */
+    for (k = i; (q = memchr(p + k, 0x1b, from - k)) != NULL; k += len) {
+        k = q - p;
+        len = ngx_pty_sgr_at(p, k, cut);
+
+        if (len == 0) {
+            break;
+        }
+
+        argi = 0;
+        s->args[0] = NGX_PTY_ARG_MISSING;
+
+        for (j = k + 2; j < k + len - 1 && argi < NGX_PTY_CSI_ARGS; j++) {
+            if (p[j] >= '0' && p[j] <= '9') {
+                s->args[argi] = (s->args[argi] == NGX_PTY_ARG_MISSING
+                                 ? 0 : s->args[argi]) * 10 + (p[j] - '0');
+                continue;
+            }
+
+            s->args[argi] |= (p[j] == ':') ? NGX_PTY_ARG_MORE : 0;
+
+            if (++argi < NGX_PTY_CSI_ARGS) {
+                s->args[argi] = NGX_PTY_ARG_MISSING;
+            }
         }
     }
 
@@ -1914,6 +2854,7 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
     vterm_input_write(s->vt, (const char *) buf,
                       ngx_pty_cup(buf, s->rows - 1, 0));
+    s->vt_args = 1;
     s->phantom = 0;
     *start = cut;
 
@@ -1924,10 +2865,11 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 /* ground-state bytes from p[i]: returns where the next ESC is, or n */
 static size_t
 ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
-    size_t n)
+    size_t n, size_t *normal)
 {
     u_char    c;
-    unsigned  len, k;
+    size_t    len;
+    unsigned  k, move;
 
     i = ngx_pty_skip_lines(s, p, start, i, n);
 
@@ -1935,7 +2877,43 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         c = p[i];
 
         if (c == 0x1b) {
-            return i;
+            len = ngx_pty_fast_csi(s, p, start, i, n);
+            move = (len != 0 && p[i + len - 1] != 'm');
+
+            if (len == 0 && n - i >= 3 && p[i + 1] >= '(' && p[i + 1] <= '+'
+                && p[i + 2] == 'B' && (s->ascii & (1 << (p[i + 1] - '('))))
+            {
+                /*
+                 * ncurses ends every attribute change so ("ESC ( B ESC [ m"):
+                 * a set given ASCII again, which libvterm need not see
+                 */
+                if (*start < i) {
+                    ngx_pty_flush(s, p, start, i);
+                }
+
+                len = 3;
+                *start = i + len;
+            }
+
+            if (len == 0) {
+                return i;
+            }
+
+            i += len;
+            *normal = i;
+
+            /*
+             * a stretch of lines to skip may start after a cursor move or
+             * an erase (as "clear; cat"); hardly one without a line feed
+             * in the next rows' worth of bytes (a repaint)
+             */
+            if (move && memchr(p + i, '\n', n - i < 4 * (size_t) s->cols
+                                             ? n - i : 4 * (size_t) s->cols))
+            {
+                i = ngx_pty_skip_lines(s, p, start, i, n);
+            }
+
+            continue;
         }
 
         if (((c >= 0x20 && c < 0x7f) || (c >= 0x0a && c <= 0x0d))
@@ -2008,7 +2986,7 @@ static void
 ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
 {
     u_char  c;
-    size_t  i, start, normal;
+    size_t  i, start, normal, esc;
 
     if (n == 0) {
         return;
@@ -2016,11 +2994,12 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
 
     start = 0;
     normal = (s->ps == NGX_PTY_PS_NORMAL) ? 0 : n;
+    esc = NGX_PTY_NO_ESC;     /* where the sequence being read starts */
 
     for (i = 0; i < n; i++) {
 
         if (s->ps == NGX_PTY_PS_NORMAL) {
-            i = ngx_pty_text(s, p, &start, i, n);
+            i = ngx_pty_text(s, p, &start, i, n, &normal);
             if (i == n) {
                 break;
             }
@@ -2042,6 +3021,7 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
             s->intermedlen = 0;
             s->ps = (s->ps == NGX_PTY_PS_STRING) ? NGX_PTY_PS_ESC_STRING
                                                   : NGX_PTY_PS_ESC;
+            esc = i;
             continue;
         }
 
@@ -2152,7 +3132,7 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
             normal = i + 1;
 
             if (c >= 0x40 && c <= 0x7e) {
-                ngx_pty_csi(s, p, &start, i, c);
+                ngx_pty_csi(s, p, &start, i, c, esc);
             }
 
             break;
@@ -2184,6 +3164,14 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
             normal = i + 1;
             break;
         }
+    }
+
+    if (s->ps >= NGX_PTY_PS_ESC && s->ps <= NGX_PTY_PS_CSI_INTER
+        && esc != NGX_PTY_NO_ESC && esc >= start)
+    {
+        /* libvterm reads the rest later: its slots must be right from here */
+        ngx_pty_flush(s, p, &start, esc);
+        ngx_pty_vt_args(s);
     }
 
     ngx_pty_flush(s, p, &start, n);
@@ -2803,40 +3791,6 @@ ngx_pty_emitf(ngx_pty_emit_t *e, const char *fmt, int a, int b)
 }
 
 
-/* ";" and a number, without printf: a snapshot writes many */
-static char *
-ngx_pty_put_arg(char *p, unsigned v)
-{
-    char  tmp[10], *t;
-
-    t = tmp + sizeof(tmp);
-
-    do {
-        *--t = (char) ('0' + v % 10);
-        v /= 10;
-    } while (v);
-
-    *p++ = ';';
-
-    while (t < tmp + sizeof(tmp)) {
-        *p++ = *t++;
-    }
-
-    return p;
-}
-
-
-static char *
-ngx_pty_put_str(char *p, const char *str)
-{
-    while (*str) {
-        *p++ = *str++;
-    }
-
-    return p;
-}
-
-
 /* CSI a ; b final (b < 0: CSI a final) */
 static void
 ngx_pty_emit_csi(ngx_pty_emit_t *e, int a, int b, char final)
@@ -2886,70 +3840,12 @@ ngx_pty_emit_move(ngx_pty_emit_t *e, int row, int col)
 }
 
 
-static char *
-ngx_pty_sgr_color(char *p, const VTermColor *c, int fg)
-{
-    unsigned  base;
-
-    if (fg ? VTERM_COLOR_IS_DEFAULT_FG(c) : VTERM_COLOR_IS_DEFAULT_BG(c)) {
-        return ngx_pty_put_arg(p, fg ? 39 : 49);
-    }
-
-    base = fg ? 30 : 40;
-
-    if (VTERM_COLOR_IS_INDEXED(c)) {
-        if (c->indexed.idx < 8) {
-            return ngx_pty_put_arg(p, base + c->indexed.idx);
-        }
-
-        if (c->indexed.idx < 16) {
-            return ngx_pty_put_arg(p, base + 60 + c->indexed.idx - 8);
-        }
-
-        p = ngx_pty_put_arg(p, base + 8);
-        p = ngx_pty_put_arg(p, 5);
-        return ngx_pty_put_arg(p, c->indexed.idx);
-    }
-
-    p = ngx_pty_put_arg(p, base + 8);
-    p = ngx_pty_put_arg(p, 2);
-    p = ngx_pty_put_arg(p, c->rgb.red);
-    p = ngx_pty_put_arg(p, c->rgb.green);
-    return ngx_pty_put_arg(p, c->rgb.blue);
-}
-
-
-static const char *
-ngx_pty_sgr_bit(unsigned bit, unsigned on)
-{
-    switch (bit) {
-    case NGX_PTY_A_BOLD:
-        return on ? ";1" : ";22";
-    case NGX_PTY_A_ITALIC:
-        return on ? ";3" : ";23";
-    case NGX_PTY_A_BLINK:
-        return on ? ";5" : ";25";
-    case NGX_PTY_A_REVERSE:
-        return on ? ";7" : ";27";
-    case NGX_PTY_A_STRIKE:
-        return on ? ";9" : ";29";
-    default: /* NGX_PTY_A_CONCEAL */
-        return on ? ";8" : ";28";
-    }
-}
-
-
 /* SGR for what differs between the terminal's pen and "want" */
 static void
 ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
     const ngx_pty_pen_t *def)
 {
-    char             buf[160], *p;
-    unsigned         i, diff, b;
-    static unsigned  bits[] = { NGX_PTY_A_BOLD, NGX_PTY_A_ITALIC,
-                                NGX_PTY_A_BLINK, NGX_PTY_A_REVERSE,
-                                NGX_PTY_A_STRIKE, NGX_PTY_A_CONCEAL };
-    static const char *ul[] = { ";24", ";4", ";21", ";4:3" };
+    char  buf[160], *p;
 
     if (ngx_pty_pen_eq(&e->pen, want, NGX_PTY_A_SGR)) {
         return;
@@ -2961,37 +3857,8 @@ ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
         return;
     }
 
-    p = buf;
-    b = want->attr;
-    diff = (e->pen.attr ^ b) & NGX_PTY_A_SGR;
-
-    for (i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
-        if (diff & bits[i]) {
-            p = ngx_pty_put_str(p, ngx_pty_sgr_bit(bits[i], b & bits[i]));
-        }
-    }
-
-    if (diff & NGX_PTY_A_UL) {
-        p = ngx_pty_put_str(p, ul[(b & NGX_PTY_A_UL) >> NGX_PTY_A_UL_SHIFT]);
-    }
-
-    if (diff & NGX_PTY_A_FONT) {
-        p = ngx_pty_put_arg(p, 10 + ((b & NGX_PTY_A_FONT)
-                                     >> NGX_PTY_A_FONT_SHIFT));
-    }
-
-    if (!ngx_pty_color_eq(&e->pen.fg, &want->fg)) {
-        p = ngx_pty_sgr_color(p, &want->fg, 1);
-    }
-
-    if (!ngx_pty_color_eq(&e->pen.bg, &want->bg)) {
-        p = ngx_pty_sgr_color(p, &want->bg, 0);
-    }
-
-    buf[0] = '[';
-    ngx_pty_emit(e, "\x1b", 1);
+    p = ngx_pty_sgr_diff(buf, &e->pen, want, NGX_PTY_A_SGR);
     ngx_pty_emit(e, buf, p - buf);
-    ngx_pty_emit(e, "m", 1);
 
     e->pen = *want;
 }

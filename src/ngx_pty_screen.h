@@ -8,10 +8,12 @@
  * it as a "vt100-screen-state-v1" snapshot (docs/SNAPSHOT.md): escape
  * sequences that rebuild the same screen in a freshly reset terminal.
  *
- * Parsing is libvterm's (parser + state layer); the grid is ours, because
- * libvterm's VTermScreen moves every cell of the screen on each scrolled
- * line.  Scrolling here rotates row pointers and clears rows lazily, so
- * every input byte costs a small constant whatever the geometry.
+ * Parsing is libvterm's (parser + state layer), but for text and the
+ * common cursor, SGR and erase sequences, which the model applies itself;
+ * the grid is ours, because libvterm's VTermScreen moves every cell of the
+ * screen on each scrolled line.  Scrolling here rotates row pointers and
+ * clears rows lazily, so every input byte costs a small constant whatever
+ * the geometry.
  *
  * Depends only on libc and libvterm (so t/tools can link it without
  * nginx).  Not thread-safe; one model per PTY.
