@@ -37,8 +37,10 @@ sub pty_nginx {
 
     my $loc = $opts{extra_loc} // '';
     my $http = $opts{extra_http} // '';
-    # reuseport: the kernel spreads connections over every worker
+    # reuseport: the kernel spreads connections over every worker;
+    # listen_opts: more parameters of the listen directive (sndbuf=...)
     my $listen = $opts{reuseport} ? ' reuseport' : '';
+    $listen .= " $opts{listen_opts}" if $opts{listen_opts};
     my $conf = <<'CONF';
 %%TEST_GLOBALS%%
 
