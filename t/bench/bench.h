@@ -7,9 +7,17 @@
 #define _NGX_BENCH_H_INCLUDED_
 
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 
 /* monotonic seconds */
@@ -90,6 +98,78 @@ ngx_bench_ws_text(unsigned char *buf, size_t size, const char *text)
     memcpy(buf + hlen, text, len);
 
     return hlen + len;
+}
+
+
+/* a TCP connection to 127.0.0.1:port with TCP_NODELAY, or -1 (errno) */
+static inline int
+ngx_bench_connect(int port)
+{
+    int                 fd, one;
+    struct sockaddr_in  sa;
+
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd == -1) {
+        return -1;
+    }
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+
+    if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == -1) {
+        close(fd);
+        return -1;
+    }
+
+    one = 1;
+    (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+    return fd;
+}
+
+
+/* writes all of it (a non-blocking socket waits a moment); exits on error */
+static inline void
+ngx_bench_send_all(int fd, const void *p, size_t len)
+{
+    ssize_t  n;
+
+    while (len) {
+        n = write(fd, p, len);
+
+        if (n == -1 && errno == EAGAIN) {
+            usleep(1000);
+            continue;
+        }
+
+        if (n <= 0) {
+            perror("write");
+            exit(2);
+        }
+
+        p = (const char *) p + n;
+        len -= n;
+    }
+}
+
+
+/* one client text frame; exits if it does not fit */
+static inline void
+ngx_bench_send_text(int fd, const char *text)
+{
+    size_t         n;
+    unsigned char  buf[1024];
+
+    n = ngx_bench_ws_text(buf, sizeof(buf), text);
+
+    if (n == 0) {
+        fprintf(stderr, "frame too long\n");
+        exit(2);
+    }
+
+    ngx_bench_send_all(fd, buf, n);
 }
 
 

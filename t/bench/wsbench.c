@@ -57,41 +57,6 @@ die(const char *what)
 }
 
 
-static void
-send_all(const void *p, size_t len)
-{
-    ssize_t  n;
-
-    while (len) {
-        n = write(fd, p, len);
-
-        if (n <= 0) {
-            die("write");
-        }
-
-        p = (const char *) p + n;
-        len -= n;
-    }
-}
-
-
-static void
-send_text(const char *text)
-{
-    size_t         n;
-    unsigned char  buf[1024];
-
-    n = ngx_bench_ws_text(buf, sizeof(buf), text);
-
-    if (n == 0) {
-        fprintf(stderr, "frame too long\n");
-        exit(2);
-    }
-
-    send_all(buf, n);
-}
-
-
 /* the next complete frame's payload, in place in the input buffer */
 static unsigned char *
 next_frame(size_t *plen, size_t *consumed)
@@ -160,25 +125,11 @@ output_bytes(unsigned char *p, size_t len)
 static void
 connect_to(int port)
 {
-    int                 one;
-    struct sockaddr_in  sa;
+    fd = ngx_bench_connect(port);
 
-    fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd == -1) {
-        die("socket");
-    }
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-
-    if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == -1) {
         die("connect");
     }
-
-    one = 1;
-    (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 
@@ -196,7 +147,7 @@ connect_join(int port, const char *path)
              "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
              "Sec-WebSocket-Protocol: pty-ws.v1\r\n\r\n", path);
-    send_all(req, strlen(req));
+    ngx_bench_send_all(fd, req, strlen(req));
 
     for ( ;; ) {
         ssize_t n = read(fd, in + in_len, sizeof(in) - in_len);
@@ -221,7 +172,7 @@ connect_join(int port, const char *path)
 
     join_sent = ngx_bench_now();
 
-    send_text("{\"op\":\"pty.join_session\","
+    ngx_bench_send_text(fd, "{\"op\":\"pty.join_session\","
               "\"id\":\"00000000-0000-7000-8000-000000000001\","
               "\"extensions\":[\"" NGX_BENCH_EXT "\"],"
               "\"payload\":{\"role\":\"controller\"}}");
@@ -252,7 +203,7 @@ send_input(const char *b64)
              "{\"op\":\"pty.session_input\","
              "\"id\":\"00000000-0000-7000-8000-000000000002\","
              "\"payload\":{\"data\":\"%s\"}}", b64);
-    send_text(buf);
+    ngx_bench_send_text(fd, buf);
 }
 
 
@@ -424,7 +375,7 @@ post(int port, const char *path, const char *body)
              "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
              "Content-Type: application/json\r\nConnection: close\r\n"
              "Content-Length: %zu\r\n\r\n%s", path, strlen(body), body);
-    send_all(req, strlen(req));
+    ngx_bench_send_all(fd, req, strlen(req));
 
     in_len = 0;
 

@@ -80,46 +80,6 @@ die(const char *what)
 }
 
 
-static void
-send_all(int fd, const void *p, size_t len)
-{
-    ssize_t  n;
-
-    while (len) {
-        n = write(fd, p, len);
-
-        if (n == -1 && errno == EAGAIN) {
-            usleep(1000);
-            continue;
-        }
-
-        if (n <= 0) {
-            die("write");
-        }
-
-        p = (const char *) p + n;
-        len -= n;
-    }
-}
-
-
-static void
-send_text(int fd, const char *text)
-{
-    size_t         n;
-    unsigned char  buf[1024];
-
-    n = ngx_bench_ws_text(buf, sizeof(buf), text);
-
-    if (n == 0) {
-        fprintf(stderr, "frame too long\n");
-        exit(2);
-    }
-
-    send_all(fd, buf, n);
-}
-
-
 /*
  * The Output's base64 text, hashed 32 bytes at a time in four independent
  * lanes (one chain of multiplies would make this client's own cost count).
@@ -286,34 +246,20 @@ fill(ngx_fan_conn_t *c)
 static long
 upgrade(ngx_fan_conn_t *c, int port, const char *path)
 {
-    int                 one;
-    char                req[2048], *w;
-    unsigned char      *end;
-    struct sockaddr_in  sa;
+    char            req[2048], *w;
+    unsigned char  *end;
 
-    c->fd = socket(AF_INET, SOCK_STREAM, 0);
+    c->fd = ngx_bench_connect(port);
     if (c->fd == -1) {
-        die("socket");
-    }
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-
-    if (connect(c->fd, (struct sockaddr *) &sa, sizeof(sa)) == -1) {
         die("connect");
     }
-
-    one = 1;
-    (void) setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
     snprintf(req, sizeof(req),
              "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
              "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
              "Sec-WebSocket-Protocol: pty-ws.v1\r\n\r\n", path);
-    send_all(c->fd, req, strlen(req));
+    ngx_bench_send_all(c->fd, req, strlen(req));
 
     c->in_len = 0;
 
@@ -356,7 +302,7 @@ join(ngx_fan_conn_t *c)
              "\"extensions\":[\"" NGX_FAN_EXT "\"],"
              "\"payload\":{\"role\":\"%s\"}}",
              c->controller ? "controller" : "observer");
-    send_text(c->fd, buf);
+    ngx_bench_send_text(c->fd, buf);
 
     /* the join flush ends with this connection's Keyframe */
     while (!frames(c)) {
@@ -465,7 +411,7 @@ main(int argc, char **argv)
     }
 
     /* Enter: the session's command waits for it */
-    send_text(conns[0].fd,
+    ngx_bench_send_text(conns[0].fd,
               "{\"op\":\"pty.session_input\","
               "\"id\":\"00000000-0000-7000-8000-000000000002\","
               "\"payload\":{\"data\":\"DQ==\"}}");

@@ -536,28 +536,14 @@ readable(ngx_load_conn_t *c)
 static int
 open_conn(ngx_load_conn_t *c, int port, const char *path)
 {
-    int                 one;
-    char                req[2048];
-    struct sockaddr_in  sa;
+    char  req[2048];
 
-    c->fd = socket(AF_INET, SOCK_STREAM, 0);
+    c->fd = ngx_bench_connect(port);
     if (c->fd == -1) {
-        die("socket");
-    }
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-
-    if (connect(c->fd, (struct sockaddr *) &sa, sizeof(sa)) == -1) {
         fail(c, "connect: %s", strerror(errno));
         finish(c);
         return -1;
     }
-
-    one = 1;
-    (void) setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
     snprintf(req, sizeof(req),
              "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
