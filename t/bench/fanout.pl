@@ -46,13 +46,14 @@ my @sweep = split /,/, $ENV{FANOUT_SWEEP} // '1,2,4,8,16,32';
 -x $wsfanout or die "build t/bench first (make bench)\n";
 
 # A fixed socket send buffer: with the kernel's autotuning, a few clients
-# of one worker often fell further and further behind the others until
-# they left the ring (PTY_OUTPUT_LAGGED, and the run does not count); with
-# a fixed buffer that became rarer, not gone (docs/PERFORMANCE.md).  A
-# ring of 16 MiB: a client this shared machine holds back for a moment
-# must not fall out of it either.
+# of one worker often fell behind the others until they left the ring
+# (PTY_OUTPUT_LAGGED, and the run does not count); with a fixed buffer that
+# became rarer, not gone: spurious tail loss probes on loopback cut some
+# connections' congestion windows (docs/PERFORMANCE.md).  FANOUT_LISTEN
+# replaces it (' ' for the kernel's defaults).  A ring of 16 MiB: a client
+# this shared machine holds back for a moment must not fall out of it.
 my $t = pty_nginx(workers => 2, reuseport => 1, zone => '256m',
-    listen_opts => 'sndbuf=4m',
+    listen_opts => $ENV{FANOUT_LISTEN} // 'sndbuf=4m',
     extra_loc => 'pty_closed_linger 1s; pty_max_observers 64; '
         . 'pty_ring_size 16m;');
 $t->run();
