@@ -24,6 +24,9 @@ my $t = pty_nginx(workers => 1);
 # the alert, and nginx's own line on the killed forker (its child)
 $t->allow_log(qr/the keeper forker did not answer in 2 s/,
     qr/unknown process \d+ exited on signal 9/);
+# the forker and the spares are found by their process titles, which
+# nginx cannot set when it runs under valgrind
+$t->skip_all_if(Test::Nginx::valgrind(), 'process titles under valgrind');
 $t->plan(10)->run();
 
 my $port = $t->port(8080);

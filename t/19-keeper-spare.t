@@ -34,6 +34,9 @@ HTTP
 # the worker's alert and nginx's line on the killed forker (its child)
 $t->allow_log(qr/the keeper forker is gone; the worker forks keepers/,
     qr/unknown process \d+ exited on signal 9/);
+# the forker and the spares are found by their process titles, which
+# nginx cannot set when it runs under valgrind
+$t->skip_all_if(Test::Nginx::valgrind(), 'process titles under valgrind');
 $t->plan(28)->run();
 
 my $port = $t->port(8080);
