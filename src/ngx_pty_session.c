@@ -1655,11 +1655,6 @@ ngx_pty_sessions_shutdown(ngx_cycle_t *cycle)
 }
 
 
-/*
- * nginx stops: every live session gets its one Closed frame and its
- * keeper is told to end the child.  Runs in the master (or the single
- * process) after the workers are gone.
- */
 /* the session ends with nginx: one Closed instance_terminated (locked) */
 static ngx_uint_t
 ngx_pty_session_sh_terminate(ngx_pty_session_sh_t *sh, ngx_log_t *log)
@@ -1687,6 +1682,11 @@ ngx_pty_session_sh_terminate(ngx_pty_session_sh_t *sh, ngx_log_t *log)
 }
 
 
+/*
+ * nginx stops: every live session gets its one Closed frame and its
+ * keeper is told to end the child.  Runs in the master (or the single
+ * process) after the workers are gone.
+ */
 void
 ngx_pty_sessions_terminate_all(ngx_log_t *log)
 {

@@ -11,6 +11,7 @@
 static ngx_pty_zone_t  ngx_pty_zone;
 
 
+static void ngx_pty_scroll_reserve(ngx_pty_session_sh_t *s, size_t scroll);
 static void ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool,
     ngx_pty_session_sh_t *s);
 
@@ -804,17 +805,14 @@ ngx_pty_ring_make_room(ngx_pty_session_sh_t *s, size_t need)
 void
 ngx_pty_ring_reserve(ngx_pty_session_sh_t *s, size_t len, size_t scroll)
 {
-    u_char            *data, *old;
-    size_t             need, size, n;
-    uint64_t           off;
-    ngx_uint_t         warn;
-    ngx_pty_ring_t    *ring;
-    ngx_slab_pool_t   *shpool;
-    ngx_pty_scroll_t  *sc;
+    u_char           *data, *old;
+    size_t            need, size;
+    ngx_uint_t        warn;
+    ngx_pty_ring_t   *ring;
+    ngx_slab_pool_t  *shpool;
 
     shpool = ngx_pty_zone.shpool;
     ring = s->ring;
-    sc = s->scroll;
 
     /* a pad may take up to a record's size at the end of a lap */
     need = 2 * ngx_pty_ring_need(len);
@@ -856,6 +854,26 @@ ngx_pty_ring_reserve(ngx_pty_session_sh_t *s, size_t len, size_t scroll)
             ngx_pty_ring_warn(s, 1);
         }
     }
+
+    ngx_pty_scroll_reserve(s, scroll);
+}
+
+
+/*
+ * The scrollback's part of ngx_pty_ring_reserve(): it grows, keeping what
+ * it retains at its offsets, up to its configured size.
+ */
+static void
+ngx_pty_scroll_reserve(ngx_pty_session_sh_t *s, size_t scroll)
+{
+    u_char            *data, *old;
+    size_t             size, n;
+    uint64_t           off;
+    ngx_slab_pool_t   *shpool;
+    ngx_pty_scroll_t  *sc;
+
+    shpool = ngx_pty_zone.shpool;
+    sc = s->scroll;
 
     if (sc->head + scroll <= sc->size || sc->size >= sc->max_size
         || sc->grow_failed)
