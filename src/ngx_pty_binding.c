@@ -800,6 +800,11 @@ ngx_pty_binding_serialize(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
     slot = &fc->slots[f->seq % NGX_PTY_FRAME_CACHE];
 
     if (slot->frame) {
+        if (slot->frame->key > f->seq) {
+            /* a client far behind must not evict what the others need */
+            return sf;
+        }
+
         ngx_pty_ws_shared_release(slot->frame);
     }
 
@@ -920,9 +925,8 @@ ngx_pty_binding_closed_copy(ngx_pty_client_t *cl)
 static void
 ngx_pty_binding_notify(ngx_pty_listener_t *l)
 {
+    ngx_event_t       *wev;
     ngx_pty_client_t  *cl = l->data;
-
-    ngx_event_t  *wev;
 
     if (cl->ws.finished) {
         return;
