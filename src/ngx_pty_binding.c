@@ -1006,7 +1006,7 @@ ngx_pty_binding_stop(ngx_pty_client_t *cl)
         len = ngx_pty_closed_json(ngx_pty_frame_data(closed),
                                   NGX_PTY_CLOSED_MAX,
                                   NGX_PTY_CLOSED_INSTANCE_TERMINATED, -1,
-                                  "agent_disconnect: nginx is shutting down");
+                                  NGX_PTY_CLOSED_SHUTDOWN);
         closed->len = (uint32_t) len;
         ngx_pty_uuid7_fast(closed->id, closed->ts);
     }

@@ -1668,7 +1668,7 @@ ngx_pty_session_sh_terminate(ngx_pty_session_sh_t *sh, ngx_log_t *log)
 
     len = ngx_pty_closed_json(buf, sizeof(buf),
                               NGX_PTY_CLOSED_INSTANCE_TERMINATED, -1,
-                              "agent_disconnect: nginx is shutting down");
+                              NGX_PTY_CLOSED_SHUTDOWN);
 
     (void) ngx_pty_ring_append(sh, NGX_PTY_FRAME_CLOSED, 0, buf, len);
     sh->state = NGX_PTY_STATE_CLOSED;

@@ -134,6 +134,9 @@ u_char *ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len);
 /* a Closed payload; buf holds at least NGX_PTY_CLOSED_MAX bytes */
 #define NGX_PTY_CLOSED_MAX  1200
 
+/* the detail of the Closed instance_terminated of a stop */
+#define NGX_PTY_CLOSED_SHUTDOWN  "agent_disconnect: nginx is shutting down"
+
 size_t ngx_pty_closed_json(u_char *buf, size_t size, ngx_uint_t reason,
     ngx_int_t exit_code, const char *detail);
 
