@@ -931,6 +931,13 @@ ngx_pty_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static ngx_int_t
 ngx_pty_init_process(ngx_cycle_t *cycle)
 {
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        /* a cache manager or loader: no forker, no doorbell, no orphans */
+        return NGX_OK;
+    }
+
     ngx_pty_instance_started();
 
     if (ngx_pty_shm_zone() && ngx_pty_keeper_forker_start(cycle) != NGX_OK) {

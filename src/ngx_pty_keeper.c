@@ -452,13 +452,7 @@ ngx_pty_keeper_forker_answer(ngx_log_t *log)
         return NGX_OK;
     }
 
-    if (ngx_nonblocking(fd) == -1) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_socket_errno,
-                      ngx_nonblocking_n " spare keeper socket failed");
-        close(fd);
-        return NGX_DECLINED;
-    }
-
+    /* non-blocking already: the flag travels with the open file */
     ngx_pty_spare = fd;
     ngx_pty_spare_pid = (ngx_pid_t) msg.value;
 
@@ -863,26 +857,6 @@ ngx_pty_keeper_recv(ngx_socket_t ctl, ngx_pty_keeper_msg_t *msg, ngx_fd_t *fd,
         {
             ngx_memcpy(fd, CMSG_DATA(cm), sizeof(int));
         }
-    }
-
-    return NGX_OK;
-}
-
-
-ngx_int_t
-ngx_pty_keeper_send(ngx_socket_t ctl, ngx_uint_t type, ngx_log_t *log)
-{
-    ngx_pty_keeper_msg_t  msg;
-
-    msg.type = (uint32_t) type;
-    msg.value = 0;
-
-    if (send(ctl, &msg, sizeof(msg), MSG_DONTWAIT | MSG_NOSIGNAL)
-        != (ssize_t) sizeof(msg))
-    {
-        ngx_log_error(NGX_LOG_ERR, log, ngx_socket_errno,
-                      "pty: send() to the keeper failed");
-        return NGX_ERROR;
     }
 
     return NGX_OK;
@@ -1444,7 +1418,7 @@ ngx_pty_keeper_kill_session(ngx_pid_t sid, int signo)
     int             fd;
     char           *p, *last;
     ssize_t         n;
-    ngx_pid_t       pid, stack[NGX_PTY_KEEPER_TREE];
+    ngx_pid_t       pid, child, stack[NGX_PTY_KEEPER_TREE];
     ngx_uint_t      sp;
     struct dirent  *de;
     DIR            *dir;
@@ -1488,18 +1462,19 @@ ngx_pty_keeper_kill_session(ngx_pid_t sid, int signo)
             buf[n] = '\0';
             last = buf + n;
 
+            /* pid names the next thread's file: the children get their own */
             for (p = buf; p < last; p++) {
-                pid = (ngx_pid_t) strtol(p, &p, 10);
+                child = (ngx_pid_t) strtol(p, &p, 10);
 
-                if (pid <= 0 || getsid(pid) != sid) {
+                if (child <= 0 || getsid(child) != sid) {
                     /* another session's: nothing of ours below it */
                     continue;
                 }
 
-                (void) kill(pid, signo);
+                (void) kill(child, signo);
 
                 if (sp < NGX_PTY_KEEPER_TREE) {
-                    stack[sp++] = pid;
+                    stack[sp++] = child;
                 }
             }
         }

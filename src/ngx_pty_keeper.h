@@ -67,8 +67,6 @@ ngx_socket_t ngx_pty_keeper_connect(u_char *id, ngx_log_t *log);
 /* non-blocking; NGX_AGAIN when nothing is there yet */
 ngx_int_t ngx_pty_keeper_recv(ngx_socket_t ctl, ngx_pty_keeper_msg_t *msg,
     ngx_fd_t *fd, ngx_log_t *log);
-ngx_int_t ngx_pty_keeper_send(ngx_socket_t ctl, ngx_uint_t type,
-    ngx_log_t *log);
 
 
 #endif /* _NGX_PTY_KEEPER_H_INCLUDED_ */

@@ -151,6 +151,11 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 
     /* the screen model is made while the program starts */
     if (ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
+        /*
+         * SIGKILL: the record is freed below, and a keeper ending
+         * gracefully would write its status into it; the program goes
+         * with the hang-up of its terminal
+         */
         kill(keeper, SIGKILL);
         close(ctl);
         goto failed;
@@ -161,7 +166,8 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     ngx_pty_session_interest(s);
 
     if (ngx_pty_session_watch_keeper(s, ctl) != NGX_OK) {
-        kill(keeper, SIGKILL);
+        /* the record stays: the keeper ends the program's whole session */
+        kill(keeper, SIGTERM);
         ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
                               "cannot watch the keeper");
         return s;
@@ -616,6 +622,7 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
 
         if (rc != NGX_OK) {
             /* the keeper is gone: the zone may still hold the status */
+            ngx_pty_keeper_spare_refill(s->log);
             ngx_pty_session_release_io(s);
 
             if (!s->exited && (s->sh->keeper_status & 1)) {
