@@ -2536,10 +2536,6 @@ ngx_pty_fast_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         }
     }
 
-    /* libvterm alone would have parsed them into its slots */
-    memcpy(s->args, args, argc * sizeof(unsigned long));
-    s->vt_args = 1;
-
     if (c == 'm') {
         if (!ngx_pty_fast_sgr(s, args, argc)) {
             return 0;
@@ -2558,6 +2554,10 @@ ngx_pty_fast_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     } else {
         ngx_pty_fast_move(s, c, args, argc);
     }
+
+    /* libvterm alone would have parsed them into its slots */
+    memcpy(s->args, args, argc * sizeof(unsigned long));
+    s->vt_args = 1;
 
     *start = j + 1;
 
