@@ -34,6 +34,10 @@ typedef struct {
 } buf_t;
 
 
+/* every character set back to ASCII, GL on G0: ends random streams */
+#define RESET_SETS  "\x1b(B\x1b)B\x1b*B\x1b+B\x0f"
+
+
 static void
 ok(int cond, const char *fmt, ...)
 {
@@ -299,6 +303,16 @@ check_quiet(const char *desc, unsigned cols, unsigned rows,
     ngx_pty_screen_destroy(s);
 
     return good;
+}
+
+
+/* check_quiet() of a stream in one piece and in the pieces seed cuts */
+static int
+check_pieces(const char *desc, unsigned cols, unsigned rows, const buf_t *b,
+    unsigned seed)
+{
+    return check_quiet(desc, cols, rows, b->p, b->len, 0)
+           && check_quiet(desc, cols, rows, b->p, b->len, seed);
 }
 
 
@@ -1181,7 +1195,7 @@ test_fast_text(void)
         }
 
         /* snapshots do not carry character sets (docs/SNAPSHOT.md) */
-        adds(&b, "\x1b(B\x1b)B\x1b*B\x1b+B\x0f");
+        adds(&b, RESET_SETS);
 
         snprintf(desc, sizeof(desc), "fast text seed %d (%ux%u)", i, cols,
                  rows);
@@ -1277,15 +1291,13 @@ test_skip_lines(void)
                                     : (size_t) rand() % (sizeof(tok) / sizeof(tok[0]))]);
         }
 
-        adds(&b, "\x1b(B\x1b)B\x1b*B\x1b+B\x0f");
+        adds(&b, RESET_SETS);
 
         snprintf(desc, sizeof(desc), "skip lines seed %d (%ux%u)", i, cols,
                  rows);
 
         /* in one piece (the skip applies), and in pieces */
-        if (!check_quiet(desc, cols, rows, b.p, b.len, 0)
-            || !check_quiet(desc, cols, rows, b.p, b.len, i))
-        {
+        if (!check_pieces(desc, cols, rows, &b, i)) {
             bad++;
         }
     }
@@ -1491,13 +1503,10 @@ test_fast_csi(void)
          */
         adds(&b, "\x0f");
 
-
         snprintf(desc, sizeof(desc), "fast CSI seed %d (%ux%u)", i, cols,
                  rows);
 
-        if (!check_quiet(desc, cols, rows, b.p, b.len, 0)
-            || !check_quiet(desc, cols, rows, b.p, b.len, i))
-        {
+        if (!check_pieces(desc, cols, rows, &b, i)) {
             bad++;
         }
     }
