@@ -31,13 +31,15 @@ my $t = pty_nginx(workers => 1, extra_http => <<'HTTP');
         }
     }
 HTTP
-# the worker's alert and nginx's line on the killed forker (its child)
+# the worker's alert and nginx's line on the killed forker (its child),
+# the master's on the killed worker
 $t->allow_log(qr/the keeper forker is gone; the worker forks keepers/,
-    qr/unknown process \d+ exited on signal 9/);
+    qr/unknown process \d+ exited on signal 9/,
+    qr/worker process \d+ exited on signal 9/);
 # the forker and the spares are found by their process titles, which
 # nginx cannot set when it runs under valgrind
 $t->skip_all_if(Test::Nginx::valgrind(), 'process titles under valgrind');
-$t->plan(28)->run();
+$t->plan(30)->run();
 
 my $port = $t->port(8080);
 
@@ -125,6 +127,19 @@ ok($t->wait_until(sub { !grep { alive($_) } @old }, 10),
 ok($forker && wait_spare($forker), 'the new worker has a forker and a spare');
 ok(program(prog(101)), 'the sessions run on');
 
+# a worker killed outright: its forker and spare see their sockets end and
+# go with it; its replacement has its own
+my @crashed = ($forker, wait_spare($forker));
+my $dead = $worker;
+kill 'KILL', $dead;
+ok($t->wait_until(sub { !grep { alive($_) } @crashed }, 10),
+    'a killed worker\'s forker and spare are gone');
+($worker) = $t->wait_until(sub { my @w = $t->worker_pids;
+    @w == 1 && $w[0] != $dead ? $w[0] : undef }, 10);
+($forker) = $worker ? titled('pty keeper forker', children($worker)) : ();
+ok($forker && wait_spare($forker),
+    'its replacement has a forker and a spare');
+
 # the forker killed: the spare the worker holds serves, then the worker
 # forks keepers itself
 $spare = wait_spare($forker);
@@ -138,7 +153,7 @@ is($own && stat_of($own)->{ppid}, $worker, 'then the worker forks keepers');
 is(scalar $t->worker_pids, 1, 'the same worker serves on');
 
 # stop: no forker, spare, keeper or program of this nginx is left
-my @ours = (@old, $forker, $spare, $own, @keepers,
+my @ours = (@old, @crashed, $forker, $spare, $own, @keepers,
     map { program(prog($_)) } 101 .. 106, 111 .. 115);
 $t->stop();
 ok($t->wait_until(sub { !grep { alive($_) } @ours }, 10),
