@@ -20,6 +20,7 @@
 #define NGX_PTY_KEEPER_FD  3
 
 
+static ngx_int_t ngx_pty_keeper_user_env(char **home, char **user);
 static void ngx_pty_keeper_main(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid)
     ngx_pty_noreturn;
 static ngx_pty_spawn_t *ngx_pty_keeper_spare_start(int ctl, int sfd, int wfd,
@@ -113,11 +114,15 @@ ngx_int_t
 ngx_pty_keeper_forker_start(ngx_cycle_t *cycle)
 {
     int                sv[2];
+    char              *home, *user;
     ngx_pid_t          pid;
     ngx_connection_t  *c;
 
     ngx_pty_nginx_pid = (ngx_process == NGX_PROCESS_SINGLE) ? ngx_pid
                                                             : getppid();
+
+    /* before serving: getpwuid() may wait on a user database */
+    (void) ngx_pty_keeper_user_env(&home, &user);
 
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
         ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
