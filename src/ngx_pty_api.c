@@ -1696,6 +1696,15 @@ ngx_pty_api_text_answer(ngx_pty_api_wait_t *w)
 
     ngx_pty_api_matched(w, o);
 
+    /*
+     * Let go before the answer leaves: its client may send the next
+     * call through another worker as soon as it has read this one.
+     */
+    if (w->claimed) {
+        w->claimed = 0;
+        ngx_pty_api_unclaim(sh);
+    }
+
     return ngx_pty_api_send(r, NGX_HTTP_OK, o);
 }
 

@@ -75,6 +75,20 @@ is($st, 200, "read through worker $w[1]");
 like($r->{screen}, qr/three\n\$ ?$/m, 'the screen, rebuilt from the ring');
 
 
+# each answer lets go of the session before it is sent: the next call,
+# through another worker at once, is never told the session is busy
+my (@bad, $cursor);
+$cursor = $r->{cursor};
+for my $i (1 .. 2000) {
+    ($st, $r) = call($c[$i % 3], 'write', { id => $id, input => "echo r$i",
+        submit => JSON::PP::true, wait_for => "r$i\n\$ ",
+        cursor => $cursor });
+    push @bad, "$i: $st " . ($r->{error}{code} // '') if $st != 200;
+    last if $st != 200;
+    $cursor = $r->{cursor};
+}
+is("@bad", '', '2000 writes round the workers, each answered at once');
+
 ($st, $r) = call($c[2], 'kill', { id => $id });
 is($st, 200, "kill through worker $w[2]");
 is($r->{state}, "exited", "ended");
