@@ -65,16 +65,20 @@ static int ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child,
  * path has no fork, only two wake-ups and the exec.  When the keeper
  * reports the program started, the worker asks the forker for the next
  * spare, whose answer comes to the event loop.  With no spare at hand a
- * start waits for the forker's answer, NGX_PTY_FORKER_WAIT at most;
- * without a forker (it could not start, died, or did not answer) the
- * worker forks keepers itself.  Whatever belongs to a session reaches the
- * spare only with its start.
+ * start is queued until the forker's next one comes, NGX_PTY_FORKER_WAIT
+ * at most: the event loop never waits for the forker.  Without a forker
+ * (it could not start, died, or did not answer) the worker forks keepers
+ * itself, and tries a new forker later.  Whatever belongs to a session
+ * reaches the spare only with its start.
  */
 
 #define NGX_PTY_FORKER_FD      3
 #define NGX_PTY_START_MAX      65536     /* a start, with the environment */
 #define NGX_PTY_START_ENV      1024
 #define NGX_PTY_FORKER_WAIT    2000      /* ms for its answer, then drop it */
+#define NGX_PTY_FORKER_ASKED_MAX  4      /* spares asked for at once */
+#define NGX_PTY_FORKER_RESTART 1000      /* ms to a new forker, doubling */
+#define NGX_PTY_FORKER_RESTART_MAX  60000
 
 /* worker -> spare keeper: the session it runs */
 typedef struct {
@@ -89,25 +93,52 @@ typedef struct {
 
 static ngx_connection_t  *ngx_pty_forker;
 static ngx_pid_t          ngx_pty_forker_pid = NGX_INVALID_PID;
-static ngx_uint_t         ngx_pty_forker_asked;   /* its answer is due */
+static ngx_uint_t         ngx_pty_forker_asked;   /* answers due */
+static ngx_msec_t         ngx_pty_forker_backoff = NGX_PTY_FORKER_RESTART;
+static ngx_event_t        ngx_pty_forker_deadline;
+static ngx_event_t        ngx_pty_forker_restart;
 static ngx_pid_t          ngx_pty_nginx_pid;
 static ngx_socket_t       ngx_pty_spare = (ngx_socket_t) -1;
 static ngx_pid_t          ngx_pty_spare_pid = NGX_INVALID_PID;
+static ngx_queue_t        ngx_pty_pending;        /* starts waiting a spare */
+static ngx_uint_t         ngx_pty_npending;
 
 
+static void ngx_pty_keeper_init_once(ngx_log_t *log);
 static void ngx_pty_keeper_forker_main(ngx_cycle_t *cycle) ngx_pty_noreturn;
 static void ngx_pty_keeper_forker_handler(ngx_event_t *rev);
 static ngx_int_t ngx_pty_keeper_forker_answer(ngx_log_t *log);
-static void ngx_pty_keeper_forker_wait(ngx_log_t *log);
+static void ngx_pty_keeper_forker_late(ngx_event_t *ev);
+static void ngx_pty_keeper_forker_again(ngx_event_t *ev);
 static void ngx_pty_keeper_forker_drop(void);
-static void ngx_pty_keeper_spare_ask(ngx_log_t *log);
-static ngx_socket_t ngx_pty_keeper_spare_take(ngx_pid_t *pid,
-    ngx_log_t *log);
+static void ngx_pty_keeper_forker_lost(ngx_log_t *log);
+static void ngx_pty_keeper_spares_ask(ngx_log_t *log);
+static ngx_int_t ngx_pty_keeper_spare_give(ngx_pty_keeper_req_t *req);
+static void ngx_pty_keeper_serve_pending(ngx_log_t *log);
+static void ngx_pty_keeper_fork_now(ngx_pty_keeper_req_t *req);
 static u_char *ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp,
     size_t *len, ngx_log_t *log);
 static ngx_pid_t ngx_pty_keeper_fork(ngx_pty_spawn_t *sp,
     ngx_pid_t nginx_pid, ngx_socket_t *ctl, ngx_err_t *err);
-static int64_t ngx_pty_keeper_now(void);
+
+
+static void
+ngx_pty_keeper_init_once(ngx_log_t *log)
+{
+    if (ngx_pty_pending.next) {
+        return;
+    }
+
+    ngx_queue_init(&ngx_pty_pending);
+
+    ngx_pty_forker_deadline.handler = ngx_pty_keeper_forker_late;
+    ngx_pty_forker_deadline.log = log;
+    ngx_pty_forker_deadline.cancelable = 1;
+
+    ngx_pty_forker_restart.handler = ngx_pty_keeper_forker_again;
+    ngx_pty_forker_restart.log = log;
+    ngx_pty_forker_restart.cancelable = 1;
+}
 
 
 ngx_int_t
@@ -117,6 +148,8 @@ ngx_pty_keeper_forker_start(ngx_cycle_t *cycle)
     char              *home, *user;
     ngx_pid_t          pid;
     ngx_connection_t  *c;
+
+    ngx_pty_keeper_init_once(cycle->log);
 
     ngx_pty_nginx_pid = (ngx_process == NGX_PROCESS_SINGLE) ? ngx_pid
                                                             : getppid();
@@ -153,7 +186,7 @@ ngx_pty_keeper_forker_start(ngx_cycle_t *cycle)
 
     close(sv[1]);
 
-    /* the answers come to the event loop; a start waits for one in poll() */
+    /* its answers come to the event loop */
     if (ngx_nonblocking(sv[0]) == -1) {
         ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_socket_errno,
                       ngx_nonblocking_n " for the keeper forker failed; "
@@ -185,7 +218,7 @@ ngx_pty_keeper_forker_start(ngx_cycle_t *cycle)
     }
 
     /* the first spare, ready before the first start */
-    ngx_pty_keeper_spare_ask(cycle->log);
+    ngx_pty_keeper_spares_ask(cycle->log);
 
     return NGX_OK;
 }
@@ -196,6 +229,10 @@ void
 ngx_pty_keeper_forker_stop(void)
 {
     ngx_pty_keeper_forker_drop();
+
+    if (ngx_pty_forker_restart.timer_set) {
+        ngx_del_timer(&ngx_pty_forker_restart);
+    }
 
     if (ngx_pty_spare != (ngx_socket_t) -1) {
         close(ngx_pty_spare);
@@ -214,7 +251,7 @@ void
 ngx_pty_keeper_spare_refill(ngx_log_t *log)
 {
     if (!ngx_exiting && !ngx_quit && !ngx_terminate) {
-        ngx_pty_keeper_spare_ask(log);
+        ngx_pty_keeper_spares_ask(log);
     }
 }
 
@@ -228,61 +265,188 @@ ngx_pty_keeper_forker_drop(void)
         ngx_pty_forker_pid = NGX_INVALID_PID;
         ngx_pty_forker_asked = 0;
     }
+
+    if (ngx_pty_forker_deadline.timer_set) {
+        ngx_del_timer(&ngx_pty_forker_deadline);
+    }
 }
 
 
-ngx_pid_t
-ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_log_t *log)
+/*
+ * The forker failed: the starts waiting for it fork their keepers from the
+ * worker, and a new forker is tried later, less often while they keep
+ * failing.
+ */
+static void
+ngx_pty_keeper_forker_lost(ngx_log_t *log)
 {
-    u_char        *buf;
-    size_t         len;
-    ngx_pid_t      pid;
-    ngx_err_t      err;
-    ngx_uint_t     tries;
-    ngx_socket_t   fd;
+    ngx_pty_keeper_forker_drop();
+    ngx_pty_keeper_spawn_flush();
 
-    buf = NULL;
-
-    if (ngx_pty_forker || ngx_pty_spare != (ngx_socket_t) -1) {
-        buf = ngx_pty_keeper_start_request(sp, &len, log);
+    if (ngx_exiting || ngx_quit || ngx_terminate
+        || ngx_pty_forker_restart.timer_set)
+    {
+        return;
     }
 
-    /* a spare that died while it waited is replaced once */
-    for (tries = 0; buf && tries < 2; tries++) {
-        fd = ngx_pty_keeper_spare_take(&pid, log);
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "pty: a new keeper forker is tried in %M ms",
+                  ngx_pty_forker_backoff);
 
-        if (fd == (ngx_socket_t) -1) {
-            break;
-        }
+    ngx_add_timer(&ngx_pty_forker_restart, ngx_pty_forker_backoff);
 
-        if (send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t) len)
-        {
-            ngx_free(buf);
+    ngx_pty_forker_backoff = ngx_min(2 * ngx_pty_forker_backoff,
+                                     NGX_PTY_FORKER_RESTART_MAX);
+}
 
-            ngx_log_debug1(NGX_LOG_DEBUG_CORE, log, 0,
-                           "pty: spare keeper %P takes the session", pid);
 
-            *ctl = fd;
-            return pid;
-        }
-
-        ngx_log_error(NGX_LOG_WARN, log, ngx_socket_errno,
-                      "pty: the spare keeper %P is gone", pid);
-        close(fd);
+static void
+ngx_pty_keeper_forker_again(ngx_event_t *ev)
+{
+    if (ngx_pty_forker || ngx_exiting || ngx_quit || ngx_terminate) {
+        return;
     }
 
-    if (buf) {
-        ngx_free(buf);
+    (void) ngx_pty_keeper_forker_start((ngx_cycle_t *) ngx_cycle);
+
+    if (ngx_pty_forker == NULL) {
+        /* it could not start: later again */
+        ngx_pty_keeper_forker_lost(ev->log);
+    }
+}
+
+
+/*
+ * A start's keeper: the spare at hand takes it (NGX_OK, req->pid and
+ * req->ctl set), or it waits for the forker's next spare (NGX_AGAIN: the
+ * handler is called, usually later from the event loop), or without a
+ * forker the worker forks it (NGX_OK; req->pid is NGX_INVALID_PID if that
+ * failed).
+ */
+ngx_int_t
+ngx_pty_keeper_spawn(ngx_pty_keeper_req_t *req)
+{
+    ngx_pty_keeper_init_once(req->log);
+
+    req->pid = NGX_INVALID_PID;
+    req->ctl = (ngx_socket_t) -1;
+    req->spawn.nginx_pid = ngx_pty_nginx_pid;
+
+    if (ngx_queue_empty(&ngx_pty_pending)
+        && ngx_pty_keeper_spare_give(req) == NGX_OK)
+    {
+        return NGX_OK;
     }
 
-    pid = ngx_pty_keeper_fork(sp, sp->nginx_pid, ctl, &err);
+    if (ngx_pty_forker && req->pid == NGX_INVALID_PID) {
+        ngx_queue_insert_tail(&ngx_pty_pending, &req->queue);
+        ngx_pty_npending++;
+        req->pending = 1;
 
-    if (pid == NGX_INVALID_PID) {
-        ngx_log_error(NGX_LOG_ALERT, log, err,
+        /* a forker found gone here: the handler is called at once */
+        ngx_pty_keeper_spares_ask(req->log);
+
+        return NGX_AGAIN;
+    }
+
+    ngx_pty_keeper_fork_now(req);
+
+    return NGX_OK;
+}
+
+
+/* the start is gone before its keeper came: no keeper is made for it */
+void
+ngx_pty_keeper_spawn_cancel(ngx_pty_keeper_req_t *req)
+{
+    if (req->pending) {
+        ngx_queue_remove(&req->queue);
+        ngx_pty_npending--;
+        req->pending = 0;
+    }
+}
+
+
+/* every waiting start forks its keeper from the worker, now */
+void
+ngx_pty_keeper_spawn_flush(void)
+{
+    ngx_queue_t           *q;
+    ngx_pty_keeper_req_t  *req;
+
+    if (ngx_pty_pending.next == NULL) {
+        return;
+    }
+
+    while (!ngx_queue_empty(&ngx_pty_pending)) {
+        q = ngx_queue_head(&ngx_pty_pending);
+        req = ngx_queue_data(q, ngx_pty_keeper_req_t, queue);
+
+        ngx_pty_keeper_spawn_cancel(req);
+        ngx_pty_keeper_fork_now(req);
+        req->handler(req);
+    }
+}
+
+
+static void
+ngx_pty_keeper_fork_now(ngx_pty_keeper_req_t *req)
+{
+    ngx_err_t  err;
+
+    req->pid = ngx_pty_keeper_fork(&req->spawn, req->spawn.nginx_pid,
+                                   &req->ctl, &err);
+
+    if (req->pid == NGX_INVALID_PID) {
+        ngx_log_error(NGX_LOG_ALERT, req->log, err,
                       "pty: fork() of the keeper failed");
     }
+}
 
-    return pid;
+
+/*
+ * The spare at hand takes the start: NGX_OK.  NGX_DECLINED with none, or
+ * a dead one; req->pid is set to 0 when the start cannot go to any spare
+ * (too big for one message): the worker forks its keeper.
+ */
+static ngx_int_t
+ngx_pty_keeper_spare_give(ngx_pty_keeper_req_t *req)
+{
+    u_char  *buf;
+    size_t   len;
+    ssize_t  n;
+
+    if (ngx_pty_spare == (ngx_socket_t) -1) {
+        return NGX_DECLINED;
+    }
+
+    buf = ngx_pty_keeper_start_request(&req->spawn, &len, req->log);
+    if (buf == NULL) {
+        req->pid = 0;
+        return NGX_DECLINED;
+    }
+
+    n = send(ngx_pty_spare, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ngx_free(buf);
+
+    if (n != (ssize_t) len) {
+        ngx_log_error(NGX_LOG_WARN, req->log, ngx_socket_errno,
+                      "pty: the spare keeper %P is gone", ngx_pty_spare_pid);
+        close(ngx_pty_spare);
+
+    } else {
+        ngx_log_debug1(NGX_LOG_DEBUG_CORE, req->log, 0,
+                       "pty: spare keeper %P takes the session",
+                       ngx_pty_spare_pid);
+
+        req->pid = ngx_pty_spare_pid;
+        req->ctl = ngx_pty_spare;
+    }
+
+    ngx_pty_spare = (ngx_socket_t) -1;
+    ngx_pty_spare_pid = NGX_INVALID_PID;
+
+    return (req->ctl != (ngx_socket_t) -1) ? NGX_OK : NGX_DECLINED;
 }
 
 
@@ -335,79 +499,67 @@ ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp, size_t *len,
 
 
 /*
- * The spare held, or the forker's next one: a start waits for the forker's
- * answer (a fork of a small process) rather than fork the worker.
+ * The forker forks a spare for each start waiting, a few at a time, or one
+ * to keep at hand: ngx_pty_keeper_forker_answer() gets them.
  */
-static ngx_socket_t
-ngx_pty_keeper_spare_take(ngx_pid_t *pid, ngx_log_t *log)
-{
-    ngx_socket_t  fd;
-
-    if (ngx_pty_spare == (ngx_socket_t) -1) {
-        ngx_pty_keeper_spare_ask(log);
-
-        if (ngx_pty_forker_asked) {
-            ngx_pty_keeper_forker_wait(log);
-        }
-    }
-
-    fd = ngx_pty_spare;
-    *pid = ngx_pty_spare_pid;
-
-    ngx_pty_spare = (ngx_socket_t) -1;
-    ngx_pty_spare_pid = NGX_INVALID_PID;
-
-    return fd;
-}
-
-
-/* the forker forks a spare: ngx_pty_keeper_forker_answer() gets it */
 static void
-ngx_pty_keeper_spare_ask(ngx_log_t *log)
+ngx_pty_keeper_spares_ask(ngx_log_t *log)
 {
+    ngx_uint_t            want;
     ngx_pty_keeper_msg_t  msg;
 
-    if (ngx_pty_forker == NULL || ngx_pty_forker_asked
-        || ngx_pty_spare != (ngx_socket_t) -1)
-    {
-        return;
+    want = ngx_min(ngx_pty_npending, NGX_PTY_FORKER_ASKED_MAX);
+
+    if (want == 0 && ngx_pty_spare == (ngx_socket_t) -1) {
+        want = 1;
     }
 
     msg.type = NGX_PTY_KEEPER_SPARE;
     msg.value = (int32_t) ngx_pty_nginx_pid;
 
-    if (send(ngx_pty_forker->fd, &msg, sizeof(msg),
-             MSG_DONTWAIT | MSG_NOSIGNAL)
-        != (ssize_t) sizeof(msg))
-    {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_socket_errno,
-                      "pty: the keeper forker is gone; the worker forks "
-                      "keepers itself");
-        ngx_pty_keeper_forker_drop();
-        return;
-    }
+    while (ngx_pty_forker && ngx_pty_forker_asked < want) {
 
-    ngx_pty_forker_asked = 1;
+        if (send(ngx_pty_forker->fd, &msg, sizeof(msg),
+                 MSG_DONTWAIT | MSG_NOSIGNAL)
+            != (ssize_t) sizeof(msg))
+        {
+            ngx_log_error(NGX_LOG_ALERT, log, ngx_socket_errno,
+                          "pty: the keeper forker is gone; the worker "
+                          "forks keepers itself");
+            ngx_pty_keeper_forker_lost(log);
+            return;
+        }
+
+        if (ngx_pty_forker_asked++ == 0) {
+            ngx_add_timer(&ngx_pty_forker_deadline, NGX_PTY_FORKER_WAIT);
+        }
+    }
 }
 
 
 static void
 ngx_pty_keeper_forker_handler(ngx_event_t *rev)
 {
+    ngx_int_t   rc;
     ngx_log_t  *log;
 
     log = rev->log;
 
-    /* a start may have read the answer already: then nothing is there */
-    while (ngx_pty_forker && ngx_pty_keeper_forker_answer(log) == NGX_OK) {
-        /* void */
+    while (ngx_pty_forker) {
+        rc = ngx_pty_keeper_forker_answer(log);
+
+        if (rc == NGX_AGAIN || rc == NGX_ERROR) {
+            break;
+        }
+
+        ngx_pty_keeper_serve_pending(log);
     }
 
     if (ngx_pty_forker && ngx_handle_read_event(rev, 0) != NGX_OK) {
         ngx_log_error(NGX_LOG_ALERT, log, 0,
                       "pty: cannot watch the keeper forker; the worker "
                       "forks keepers itself");
-        ngx_pty_keeper_forker_drop();
+        ngx_pty_keeper_forker_lost(log);
     }
 }
 
@@ -416,9 +568,10 @@ ngx_pty_keeper_forker_handler(ngx_event_t *rev)
 static ngx_int_t
 ngx_pty_keeper_forker_answer(ngx_log_t *log)
 {
-    ngx_fd_t              fd;
-    ngx_int_t             rc;
-    ngx_pty_keeper_msg_t  msg;
+    ngx_fd_t               fd;
+    ngx_int_t              rc;
+    ngx_pty_keeper_msg_t   msg;
+    ngx_pty_keeper_req_t  *req;
 
     rc = ngx_pty_keeper_recv(ngx_pty_forker->fd, &msg, &fd, log);
 
@@ -426,7 +579,9 @@ ngx_pty_keeper_forker_answer(ngx_log_t *log)
         return NGX_AGAIN;
     }
 
-    if (rc != NGX_OK || msg.type != NGX_PTY_KEEPER_SPAWNED) {
+    if (rc != NGX_OK || msg.type != NGX_PTY_KEEPER_SPAWNED
+        || ngx_pty_forker_asked == 0)
+    {
         if (rc == NGX_OK && fd != NGX_INVALID_FILE) {
             close(fd);
         }
@@ -434,11 +589,17 @@ ngx_pty_keeper_forker_answer(ngx_log_t *log)
         ngx_log_error(NGX_LOG_ALERT, log, 0,
                       "pty: the keeper forker is gone; the worker forks "
                       "keepers itself");
-        ngx_pty_keeper_forker_drop();
+        ngx_pty_keeper_forker_lost(log);
         return NGX_ERROR;
     }
 
-    ngx_pty_forker_asked = 0;
+    /* the next answer due has its full time again */
+    if (--ngx_pty_forker_asked) {
+        ngx_add_timer(&ngx_pty_forker_deadline, NGX_PTY_FORKER_WAIT);
+
+    } else if (ngx_pty_forker_deadline.timer_set) {
+        ngx_del_timer(&ngx_pty_forker_deadline);
+    }
 
     if (msg.value <= 0 || fd == NGX_INVALID_FILE) {
         ngx_log_error(NGX_LOG_ALERT, log, (ngx_err_t) -msg.value,
@@ -448,8 +609,19 @@ ngx_pty_keeper_forker_answer(ngx_log_t *log)
             close(fd);
         }
 
+        /* a start waiting gets its keeper from the worker: it may fork */
+        if (!ngx_queue_empty(&ngx_pty_pending)) {
+            req = ngx_queue_data(ngx_queue_head(&ngx_pty_pending),
+                                 ngx_pty_keeper_req_t, queue);
+            ngx_pty_keeper_spawn_cancel(req);
+            ngx_pty_keeper_fork_now(req);
+            req->handler(req);
+        }
+
         return NGX_DECLINED;
     }
+
+    ngx_pty_forker_backoff = NGX_PTY_FORKER_RESTART;
 
     if (ngx_pty_spare != (ngx_socket_t) -1) {
         /* one spare is enough; this one ends on the end of its socket */
@@ -465,67 +637,55 @@ ngx_pty_keeper_forker_answer(ngx_log_t *log)
 }
 
 
-/*
- * A start with no spare at hand waits for the one asked for, in poll(),
- * NGX_PTY_FORKER_WAIT at most.  A forker that does not answer (stopped, or
- * starved) is killed and dropped: it knows nothing of the session, so the
- * worker may fork the keeper itself without meeting a second one.
- */
+/* the spare just come goes to the first start waiting */
 static void
-ngx_pty_keeper_forker_wait(ngx_log_t *log)
+ngx_pty_keeper_serve_pending(ngx_log_t *log)
 {
-    int            n;
-    int64_t        deadline, left;
-    struct pollfd  pfd;
+    ngx_queue_t           *q;
+    ngx_pty_keeper_req_t  *req;
 
-    deadline = ngx_pty_keeper_now() + NGX_PTY_FORKER_WAIT;
-
-    while (ngx_pty_forker_asked) {
-        left = deadline - ngx_pty_keeper_now();
-
-        if (left <= 0) {
-            ngx_log_error(NGX_LOG_ALERT, log, 0,
-                          "pty: the keeper forker did not answer in %d s; "
-                          "it is killed, and the worker forks keepers "
-                          "itself", NGX_PTY_FORKER_WAIT / 1000);
-
-            if (kill(ngx_pty_forker_pid, SIGKILL) == -1) {
-                ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                              "pty: kill(%P) of the keeper forker failed",
-                              ngx_pty_forker_pid);
-            }
-
-            ngx_pty_keeper_forker_drop();
-            return;
-        }
-
-        pfd.fd = ngx_pty_forker->fd;
-        pfd.events = POLLIN;
-        pfd.revents = 0;
-
-        n = poll(&pfd, 1, (int) left);
-
-        if (n == -1 && ngx_errno != NGX_EINTR) {
-            ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                          "pty: poll() for the keeper forker failed");
-            return;
-        }
-
-        if (n > 0) {
-            (void) ngx_pty_keeper_forker_answer(log);
-        }
+    if (ngx_queue_empty(&ngx_pty_pending)) {
+        return;
     }
+
+    q = ngx_queue_head(&ngx_pty_pending);
+    req = ngx_queue_data(q, ngx_pty_keeper_req_t, queue);
+
+    if (ngx_pty_keeper_spare_give(req) == NGX_OK || req->pid == 0) {
+        ngx_pty_keeper_spawn_cancel(req);
+
+        if (req->pid == 0) {
+            ngx_pty_keeper_fork_now(req);
+        }
+
+        req->handler(req);
+    }
+
+    /* more waiting, or a dead spare: more are asked for */
+    ngx_pty_keeper_spares_ask(log);
 }
 
 
-static int64_t
-ngx_pty_keeper_now(void)
+/*
+ * The forker did not answer in time (stopped, or starved): it is killed
+ * and dropped.  It knew nothing of any session, so the worker may fork
+ * the keepers itself without meeting a second one.
+ */
+static void
+ngx_pty_keeper_forker_late(ngx_event_t *ev)
 {
-    struct timespec  ts;
+    ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
+                  "pty: the keeper forker did not answer in %d s; it is "
+                  "killed, and the worker forks keepers itself",
+                  NGX_PTY_FORKER_WAIT / 1000);
 
-    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (kill(ngx_pty_forker_pid, SIGKILL) == -1) {
+        ngx_log_error(NGX_LOG_ALERT, ev->log, ngx_errno,
+                      "pty: kill(%P) of the keeper forker failed",
+                      ngx_pty_forker_pid);
+    }
 
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    ngx_pty_keeper_forker_lost(ev->log);
 }
 
 

@@ -52,13 +52,32 @@ typedef struct {
 } ngx_pty_spawn_t;
 
 
+typedef struct ngx_pty_keeper_req_s  ngx_pty_keeper_req_t;
+
+typedef void (*ngx_pty_keeper_handler_pt)(ngx_pty_keeper_req_t *req);
+
+/* a start's request for its keeper */
+struct ngx_pty_keeper_req_s {
+    ngx_pty_spawn_t            spawn;
+    ngx_pty_keeper_handler_pt  handler;     /* when it waited: the keeper */
+    void                      *data;
+    ngx_log_t                 *log;
+    ngx_pid_t                  pid;         /* NGX_INVALID_PID: none */
+    ngx_socket_t               ctl;
+    ngx_queue_t                queue;
+    unsigned                   pending:1;
+};
+
+
 /* the worker's keeper forker: started at its start, ended at its exit */
 ngx_int_t ngx_pty_keeper_forker_start(ngx_cycle_t *cycle);
 void ngx_pty_keeper_forker_stop(void);
 void ngx_pty_keeper_spare_refill(ngx_log_t *log);
 
-ngx_pid_t ngx_pty_keeper_spawn(ngx_pty_spawn_t *sp, ngx_socket_t *ctl,
-    ngx_log_t *log);
+/* NGX_OK: req->pid and req->ctl are set; NGX_AGAIN: the handler is called */
+ngx_int_t ngx_pty_keeper_spawn(ngx_pty_keeper_req_t *req);
+void ngx_pty_keeper_spawn_cancel(ngx_pty_keeper_req_t *req);
+void ngx_pty_keeper_spawn_flush(void);
 char **ngx_pty_keeper_env(ngx_pool_t *pool, ngx_array_t *extra);
 
 socklen_t ngx_pty_keeper_address(struct sockaddr_un *sa, u_char *id);

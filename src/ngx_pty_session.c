@@ -76,6 +76,7 @@ static u_char *ngx_pty_session_screen_rebuild(ngx_pty_session_t *s,
     size_t *len);
 static ngx_int_t ngx_pty_session_keyframe_replayed(ngx_pty_session_t *s,
     uint32_t target);
+static void ngx_pty_session_spawned(ngx_pty_keeper_req_t *req);
 
 
 static void
@@ -91,12 +92,10 @@ ngx_pty_local_init(void)
 ngx_pty_session_t *
 ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 {
-    ngx_pid_t              keeper;
-    ngx_socket_t           ctl;
-    ngx_pty_spawn_t        sp;
     ngx_pty_session_t     *s;
     ngx_pty_session_sh_t  *sh;
     ngx_pty_loc_conf_t    *plcf;
+    ngx_pty_keeper_req_t  *req;
 
     plcf = st->conf;
 
@@ -131,54 +130,33 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     sh->closed_linger = plcf->closed_linger;
     ngx_pty_session_own(s);
 
-    ngx_memzero(&sp, sizeof(ngx_pty_spawn_t));
-    sp.sh = sh;
-    sp.command = sh->command;
-    sp.cols = st->cols;
-    sp.rows = st->rows;
-    sp.shell = (char *) plcf->shell.data;
-    sp.envp = ngx_pty_keeper_env(s->pool, plcf->env);
-    sp.nginx_pid = (ngx_process == NGX_PROCESS_SINGLE) ? ngx_pid : getppid();
-
-    if (sp.envp == NULL) {
+    req = ngx_pcalloc(s->pool, sizeof(ngx_pty_keeper_req_t));
+    if (req == NULL) {
         goto failed;
     }
 
-    keeper = ngx_pty_keeper_spawn(&sp, &ctl, log);
-    if (keeper == NGX_INVALID_PID) {
+    req->spawn.sh = sh;
+    req->spawn.command = sh->command;
+    req->spawn.cols = st->cols;
+    req->spawn.rows = st->rows;
+    req->spawn.shell = (char *) plcf->shell.data;
+    req->spawn.envp = ngx_pty_keeper_env(s->pool, plcf->env);
+    req->handler = ngx_pty_session_spawned;
+    req->data = s;
+    req->log = log;
+
+    if (req->spawn.envp == NULL) {
         goto failed;
     }
 
-    /* the screen model is made while the program starts */
-    if (ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
-        /*
-         * SIGKILL: the record is freed below, and a keeper ending
-         * gracefully would write its status into it; the program goes
-         * with the hang-up of its terminal
-         */
-        kill(keeper, SIGKILL);
-        close(ctl);
-        goto failed;
-    }
+    /* until its keeper comes: the handler may be called in the spawn */
+    s->spawn = req;
 
-    sh->keeper = keeper;
-    sh->owner = ngx_pid;
-    ngx_pty_session_interest(s);
-
-    if (ngx_pty_session_watch_keeper(s, ctl) != NGX_OK) {
-        /* the record stays: the keeper ends the program's whole session */
-        kill(keeper, SIGTERM);
-        ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
-                              "cannot watch the keeper");
+    if (ngx_pty_keeper_spawn(req) == NGX_AGAIN) {
         return s;
     }
 
-    ngx_pty_session_limits_arm(s);
-
-    ngx_log_error(NGX_LOG_INFO, log, 0,
-                  "pty: session pty-%ui %*s started, keeper %P: \"%s\"",
-                  sh->name, (size_t) NGX_PTY_ID_LEN, sh->id, keeper,
-                  sh->command);
+    ngx_pty_session_spawned(req);
 
     return s;
 
@@ -187,6 +165,55 @@ failed:
     ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1, "spawn failed");
 
     return s;
+}
+
+
+/* the start's keeper is forked (or not): the session runs */
+static void
+ngx_pty_session_spawned(ngx_pty_keeper_req_t *req)
+{
+    ngx_pty_session_t     *s;
+    ngx_pty_session_sh_t  *sh;
+
+    s = req->data;
+    sh = s->sh;
+    s->spawn = NULL;
+
+    if (req->pid == NGX_INVALID_PID) {
+        ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1, "spawn failed");
+        return;
+    }
+
+    /* the screen model is made while the program starts */
+    if (ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
+        /*
+         * SIGKILL: the record is freed once closed, and a keeper ending
+         * gracefully would write its status into it; the program goes
+         * with the hang-up of its terminal
+         */
+        kill(req->pid, SIGKILL);
+        close(req->ctl);
+        ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1, "out of memory");
+        return;
+    }
+
+    sh->keeper = req->pid;
+    ngx_pty_session_interest(s);
+
+    if (ngx_pty_session_watch_keeper(s, req->ctl) != NGX_OK) {
+        /* the record stays: the keeper ends the program's whole session */
+        kill(req->pid, SIGTERM);
+        ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
+                              "cannot watch the keeper");
+        return;
+    }
+
+    ngx_pty_session_limits_arm(s);
+
+    ngx_log_error(NGX_LOG_INFO, s->log, 0,
+                  "pty: session pty-%ui %*s started, keeper %P: \"%s\"",
+                  sh->name, (size_t) NGX_PTY_ID_LEN, sh->id, req->pid,
+                  sh->command);
 }
 
 
@@ -320,6 +347,13 @@ ngx_pty_session_adopt(ngx_pty_session_t *s)
     /* the clients of a killed worker are gone with it */
     ngx_pty_session_sweep_members(s);
 
+    if (sh->keeper <= 0) {
+        /* it died waiting for a keeper: no program was started */
+        ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
+                              "the worker starting it died");
+        return NGX_ERROR;
+    }
+
     if (ngx_pty_session_screen_init(s, sh->ring) != NGX_OK) {
         ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1, "out of memory");
         return NGX_ERROR;
@@ -447,7 +481,8 @@ ngx_pty_session_get(ngx_pty_session_sh_t *sh)
 
 found:
 
-    if (!s->owner && sh->state < NGX_PTY_STATE_CLOSED && sh->keeper > 0
+    if (!s->owner && sh->state < NGX_PTY_STATE_CLOSED
+        && (sh->keeper > 0 || sh->owner != 0)
         && !ngx_exiting && !ngx_quit && !ngx_terminate)
     {
         (void) ngx_pty_session_adopt(s);
@@ -1425,6 +1460,15 @@ ngx_pty_session_kill(ngx_pty_session_t *s, ngx_uint_t reason)
         }
     }
 
+    if (s->spawn) {
+        /* its keeper has not come yet: none will */
+        ngx_pty_session_close(s, reason, -1,
+                              s->kill_detail ? s->kill_detail
+                                             : "explicit_close: before the "
+                                               "program started");
+        return NGX_OK;
+    }
+
     keeper = s->sh->keeper;
 
     if (s->owner) {
@@ -1512,6 +1556,11 @@ ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
 
     s->closed = 1;
     sh = s->sh;
+
+    if (s->spawn) {
+        ngx_pty_keeper_spawn_cancel(s->spawn);
+        s->spawn = NULL;
+    }
 
     ngx_pty_session_fold(s, (size_t) -1);
 
@@ -2236,7 +2285,9 @@ ngx_pty_sessions_adopt_orphans(void)
             sh = ngx_queue_data(q, ngx_pty_session_sh_t, queue);
             owner = sh->owner;
 
-            if (sh->state >= NGX_PTY_STATE_CLOSED || sh->keeper <= 0) {
+            if (sh->state >= NGX_PTY_STATE_CLOSED
+                || (sh->keeper <= 0 && owner == 0))
+            {
                 continue;
             }
 

@@ -172,6 +172,7 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
     ngx_pty_uuid7_text(s->id);
     s->name = sh->next_name++;
     s->state = NGX_PTY_STATE_STARTING;
+    s->owner = ngx_pid;            /* before any worker can see it */
     s->refs = 1;
     s->exit_code = -1;
     s->cols = cols;

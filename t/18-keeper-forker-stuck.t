@@ -2,10 +2,13 @@
 
 # The worker keeps a spare keeper that its keeper forker forked ahead, and
 # asks the forker for the next after each start.  A forker that does not
-# answer (here: stopped) costs no start the spare serves, and the next one
-# a bounded wait, never the worker: the forker is killed, and the worker
-# forks keepers itself from then on (the forker knew nothing of the
-# session, so no second keeper can meet it).
+# answer (here: stopped) costs no start the spare serves.  The next start
+# waits for it, but the worker does not: it serves every other call
+# meanwhile.  After a bounded wait the forker is killed and the worker
+# forks that start's keeper itself (the forker knew nothing of the
+# session, so no second keeper can meet it), and a new forker is started.
+# A start killed while it waits never runs its program, and one whose
+# worker dies while it waits is closed by the next worker.
 
 use strict;
 use warnings;
@@ -15,33 +18,38 @@ use lib "$FindBin::Bin/lib";
 
 use Test::More;
 use Time::HiRes qw(time);
+use IO::Socket::INET;
+use IO::Select;
 
 use Test::Nginx;
 use Test::Nginx::Pty;
-use Test::Nginx::PtyAPI qw(api_call);
+use Test::Nginx::Procs qw(alive stat_of children titled);
+use Test::Nginx::PtyAPI qw(api_call parse_response);
+use Test::Nginx::PtyWS qw(json_encode json_decode);
 
 my $t = pty_nginx(workers => 1);
-# the alert, and nginx's own line on the killed forker (its child)
+# the alert, and nginx's own line on the killed forker (its child); the
+# master's on the killed worker
 $t->allow_log(qr/the keeper forker did not answer in 2 s/,
-    qr/unknown process \d+ exited on signal 9/);
+    qr/unknown process \d+ exited on signal 9/,
+    qr/worker process \d+ exited on signal 9/);
 # the forker and the spares are found by their process titles, which
 # nginx cannot set when it runs under valgrind
 $t->skip_all_if(Test::Nginx::valgrind(), 'process titles under valgrind');
-$t->plan(10)->run();
+$t->plan(20)->run();
 
 my $port = $t->port(8080);
+my $dir = $t->testdir;
 
 my ($worker) = $t->worker_pids;
-my ($forker) = grep { procs_titled($_, 'pty keeper forker') }
-    children($worker);
+my ($forker) = titled('pty keeper forker', children($worker));
 ok($forker, 'the worker has a keeper forker');
 
 my $s = start_session($t, 'echo before-$((6*7))');
 ok($s->{id}, 'a start through the forker');
 
 # the spare forked after that start is the worker's before the forker stops
-ok($t->wait_until(sub { grep { procs_titled($_, 'pty spare keeper') }
-    children($forker) }, 5), 'the forker forked the next spare');
+ok(wait_spare($forker), 'the forker forked the next spare');
 select undef, undef, undef, 0.2;
 kill 'STOP', $forker;
 
@@ -53,34 +61,104 @@ ok($st == 200 && $r->{matched}, 'the spare serves a start while the forker '
     . 'is stopped');
 cmp_ok($took, '<', 1, sprintf('without waiting for it (%.2f s)', $took));
 
+# the next start waits for the forker; the worker goes on serving
 $t0 = time;
-($st, $r) = api_call($port, '/pty/start', { command => 'echo stuck-$((6*7))',
+my $pending = send_call('start', { command => 'echo stuck-$((6*7))',
     wait_for => 'stuck-42', wait_ms => 5000 });
+my $t1 = time;
+($st, $r) = api_call($port, '/pty/list', {});
+my $list_took = time - $t1;
+my ($stuck) = grep { $_->{command} =~ /stuck/ } @{$r->{sessions} // []};
+ok($stuck && $stuck->{state} eq 'starting',
+    'while a start waits for the stopped forker, list shows it starting');
+cmp_ok($list_took, '<', 0.5, sprintf('and answers at once (%.2f s)',
+    $list_took));
+
+($st, $r) = read_answer($pending);
 $took = time - $t0;
-ok($st == 200 && $r->{matched}, 'the next start waits for the stopped '
-    . 'forker, then the worker forks its keeper') or diag(explain $r);
-ok($took > 1.5 && $took < 10, sprintf('within the bounded wait (%.1f s)',
+ok($st == 200 && $r->{matched}, 'the waiting start runs: the worker forks '
+    . 'its keeper') or diag(explain $r);
+ok($took > 1.5 && $took < 10, sprintf('after the bounded wait (%.1f s)',
     $took));
 
-ok($t->wait_until(sub { !kill 0, $forker
-    or (Test::Nginx::_proc_stat($forker) // {})->{state} eq 'Z' }, 5),
-    'the stopped forker was killed');
+ok($t->wait_until(sub { !alive($forker) }, 5), 'the stopped forker was '
+    . 'killed');
+
+# a new forker, a second later, with its spare
+my ($again) = $t->wait_until(sub {
+    (grep { $_ != $forker } titled('pty keeper forker',
+                                   children($worker)))[0] }, 5);
+my $spare = $again && wait_spare($again);
+ok($spare, 'a new forker is started, with a spare');
 
 ($st, $r) = api_call($port, '/pty/start', { command => 'echo after-$((6*7))',
     wait_for => 'after-42', wait_ms => 5000 });
-ok($st == 200 && $r->{matched}, 'the next start works (the worker forks)');
-is(scalar $t->worker_pids, 1, 'the same worker serves on');
+ok($st == 200 && $r->{matched}, 'the next start works');
+ok(wait_spare($again, $spare), '... served by its spare: it forks the next');
 
-sub children {
-    my ($ppid) = @_;
-    return grep {
-        ((Test::Nginx::_proc_stat($_) // {})->{ppid} // 0) == $ppid }
-        map { m{/(\d+)$} } glob '/proc/[0-9]*';
+# a start killed while it waits: no program runs for it
+kill 'STOP', $again;
+($st, $r) = api_call($port, '/pty/start', { command => 'sleep 1', wait_ms => 0 });
+my $marker = "$dir/never-ran";
+($st, $r) = api_call($port, '/pty/start', { command => "touch $marker",
+    wait_ms => 0 });
+is($r->{state}, 'starting', 'the next start waits for the stopped forker');
+my $waiting = $r->{id};
+($st, $r) = api_call($port, '/pty/kill', { id => $waiting });
+ok($st == 200 && $r->{state} eq 'exited' && $r->{closed_reason} eq 'killed',
+    'kill ends it at once, as killed') or diag(explain $r);
+ok($t->wait_until(sub { !alive($again) }, 5), 'the forker is killed at its '
+    . 'deadline');
+ok(!-e $marker, 'and no keeper ran the killed start');
+
+# a worker killed while a start waits: the next worker closes the session
+my ($third) = $t->wait_until(sub {
+    (grep { $_ != $forker && $_ != $again }
+        titled('pty keeper forker', children($worker)))[0] }, 5);
+$spare = $third && wait_spare($third);
+kill 'STOP', $third if $third;
+($st, $r) = api_call($port, '/pty/start', { command => 'sleep 1', wait_ms => 0 });
+($st, $r) = api_call($port, '/pty/start', { command => "touch $marker",
+    wait_ms => 0 });
+$waiting = $r->{id};
+is($r->{state}, 'starting', 'a third forker stopped: a start waits');
+my $dead = $worker;
+kill 'KILL', $dead;
+($worker) = $t->wait_until(sub { my @w = $t->worker_pids;
+    @w == 1 && $w[0] != $dead ? $w[0] : undef }, 10);
+my ($closed) = $t->wait_until(sub {
+    my ($st, $r) = api_call($port, '/pty/list', {});
+    my ($x) = grep { $_->{id} eq $waiting } @{$r->{sessions} // []};
+    $x && $x->{state} eq 'exited' ? $x : undef }, 10);
+ok($closed && $closed->{closed_reason} eq 'error',
+    'the next worker closes the session its dead worker was starting')
+    or diag(explain $closed);
+ok(!-e $marker, 'and it never ran');
+
+###############################################################################
+
+# a call whose answer is read later
+sub send_call {
+    my ($name, $body) = @_;
+    my $c = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+        Proto => 'tcp') or die "connect: $!";
+    my $json = json_encode($body);
+    print $c "POST /pty/$name HTTP/1.1\r\nHost: localhost\r\n"
+        . "Connection: close\r\nContent-Type: application/json\r\n"
+        . 'Content-Length: ' . length($json) . "\r\n\r\n" . $json;
+    return $c;
 }
 
-sub procs_titled {
-    my ($pid, $title) = @_;
-    open my $fh, '<', "/proc/$pid/cmdline" or return 0;
-    my $c = do { local $/; <$fh> } // '';
-    return index($c, $title) >= 0;
+sub read_answer {
+    my ($c) = @_;
+    my $raw = '';
+    my $sel = IO::Select->new($c);
+    while ($sel->can_read(20)) {
+        last unless sysread($c, $raw, 65536, length $raw);
+    }
+    my ($status, undef, $body) = parse_response($raw);
+    return ($status, (eval { json_decode($body) } // {}));
 }
+
+# the spare the forker holds, once it is there (and is not $not)
+sub wait_spare { Test::Nginx::Procs::wait_spare($t, @_) }

@@ -18,6 +18,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Test::Nginx;
 use Test::Nginx::Pty;
+use Test::Nginx::Procs qw(alive stat_of all_pids children titled);
 use Test::Nginx::PtyAPI qw(api_call);
 
 my $t = pty_nginx(workers => 1, extra_http => <<'HTTP');
@@ -39,7 +40,7 @@ $t->allow_log(qr/the keeper forker is gone; the worker forks keepers/,
 # the forker and the spares are found by their process titles, which
 # nginx cannot set when it runs under valgrind
 $t->skip_all_if(Test::Nginx::valgrind(), 'process titles under valgrind');
-$t->plan(30)->run();
+$t->plan(32)->run();
 
 my $port = $t->port(8080);
 
@@ -141,7 +142,7 @@ ok($forker && wait_spare($forker),
     'its replacement has a forker and a spare');
 
 # the forker killed: the spare the worker holds serves, then the worker
-# forks keepers itself
+# forks keepers itself until a new forker is started (a second later)
 $spare = wait_spare($forker);
 kill 'KILL', $forker;
 ok($t->wait_until(sub { !grep { $_ == $forker } children($worker) }, 5),
@@ -149,12 +150,18 @@ ok($t->wait_until(sub { !grep { $_ == $forker } children($worker) }, 5),
 is(start_keeper(105), $spare, 'the spare outlives its forker and serves the '
     . 'next start');
 my $own = start_keeper(106);
-is($own && stat_of($own)->{ppid}, $worker, 'then the worker forks keepers');
+ok($own && alive($own), 'the next start gets a keeper without the forker');
+my ($again) = $t->wait_until(sub {
+    (grep { $_ != $forker } titled('pty keeper forker',
+                                   children($worker)))[0] }, 5);
+ok($again && wait_spare($again), 'a new forker is started, with a spare');
+$spare = wait_spare($again);
+is(start_keeper(107), $spare, 'its spare serves the next start');
 is(scalar $t->worker_pids, 1, 'the same worker serves on');
 
 # stop: no forker, spare, keeper or program of this nginx is left
-my @ours = (@old, @crashed, $forker, $spare, $own, @keepers,
-    map { program(prog($_)) } 101 .. 106, 111 .. 115);
+my @ours = (@old, @crashed, $forker, $again, $spare, $own, @keepers,
+    map { program(prog($_)) } 101 .. 107, 111 .. 115);
 $t->stop();
 ok($t->wait_until(sub { !grep { alive($_) } @ours }, 10),
     'stop: no forker, spare, keeper or program is left');
@@ -180,42 +187,11 @@ sub program {
     return $p[0];
 }
 
-# the spare the forker holds, once it is there (and is not $not)
-sub wait_spare {
-    my ($f, $not) = @_;
-    my ($s) = $t->wait_until(sub {
-        my @s = grep { !defined $not || $_ != $not }
-            titled('pty spare keeper', children($f));
-        $s[0];
-    }, 5);
-    return $s;
-}
-
-sub alive {
-    my ($pid) = @_;
-    my $s = stat_of($pid);
-    return $s && $s->{state} ne 'Z';
-}
-
-sub stat_of { Test::Nginx::_proc_stat($_[0]) }
-
 sub getsid_of {
     open my $fh, '<', "/proc/$_[0]/stat" or return;
     my $l = <$fh> // '';
     $l =~ s/^.*\) //;
     return (split ' ', $l)[3];
-}
-
-sub all_pids { map { m{/(\d+)$} } glob '/proc/[0-9]*' }
-
-sub children {
-    my ($ppid) = @_;
-    return grep { ((stat_of($_) // {})->{ppid} // 0) == $ppid } all_pids();
-}
-
-sub titled {
-    my ($title, @pids) = @_;
-    return grep { index(Test::Nginx::_cmdline($_), $title) >= 0 } @pids;
 }
 
 # zombies left to a process of ours (orphans go to init, which this
@@ -248,3 +224,6 @@ sub fds {
         sort { ($a =~ m{(\d+)$})[0] <=> ($b =~ m{(\d+)$})[0] }
         glob "/proc/$pid/fd/*";
 }
+
+# the spare the forker holds, once it is there (and is not $not)
+sub wait_spare { Test::Nginx::Procs::wait_spare($t, @_) }
