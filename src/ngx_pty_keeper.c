@@ -21,13 +21,13 @@
 
 
 static ngx_int_t ngx_pty_keeper_user_env(char **home, char **user);
-static void ngx_pty_keeper_main(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid)
-    ngx_pty_noreturn;
+static void ngx_pty_keeper_main(ngx_pty_spawn_t *sp) ngx_pty_noreturn;
 static ngx_pty_spawn_t *ngx_pty_keeper_spare_start(int ctl, int sfd, int wfd,
-    ngx_pid_t nginx_pid, ngx_pid_t child, int master);
+    ngx_pid_t child, int master);
 static ngx_pty_spawn_t *ngx_pty_keeper_wait_start(int ctl, int sfd, int wfd,
-    ngx_pid_t nginx_pid, ngx_pid_t child, u_char **raw, size_t *len);
+    ngx_pid_t child, u_char **raw, size_t *len);
 static void ngx_pty_keeper_spare_exit(ngx_pid_t child) ngx_pty_noreturn;
+static int64_t ngx_pty_keeper_msec(void);
 static ngx_pty_spawn_t *ngx_pty_keeper_exec_wait(void);
 static int ngx_pty_keeper_start_parse(u_char *buf, size_t n,
     ngx_pty_spawn_t *sp, char **env);
@@ -97,7 +97,8 @@ static ngx_uint_t         ngx_pty_forker_asked;   /* answers due */
 static ngx_msec_t         ngx_pty_forker_backoff = NGX_PTY_FORKER_RESTART;
 static ngx_event_t        ngx_pty_forker_deadline;
 static ngx_event_t        ngx_pty_forker_restart;
-static ngx_pid_t          ngx_pty_nginx_pid;
+static ngx_pid_t          ngx_pty_nginx_pid;      /* the forker's and the
+                                                    keepers' too */
 static ngx_socket_t       ngx_pty_spare = (ngx_socket_t) -1;
 static ngx_pid_t          ngx_pty_spare_pid = NGX_INVALID_PID;
 static ngx_queue_t        ngx_pty_pending;        /* starts waiting a spare */
@@ -118,8 +119,8 @@ static void ngx_pty_keeper_serve_pending(ngx_log_t *log);
 static void ngx_pty_keeper_fork_now(ngx_pty_keeper_req_t *req);
 static u_char *ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp,
     size_t *len, ngx_log_t *log);
-static ngx_pid_t ngx_pty_keeper_fork(ngx_pty_spawn_t *sp,
-    ngx_pid_t nginx_pid, ngx_socket_t *ctl, ngx_err_t *err);
+static ngx_pid_t ngx_pty_keeper_fork(ngx_pty_spawn_t *sp, ngx_socket_t *ctl,
+    ngx_err_t *err);
 
 
 static void
@@ -330,7 +331,6 @@ ngx_pty_keeper_spawn(ngx_pty_keeper_req_t *req)
 
     req->pid = NGX_INVALID_PID;
     req->ctl = (ngx_socket_t) -1;
-    req->spawn.nginx_pid = ngx_pty_nginx_pid;
 
     if (ngx_queue_empty(&ngx_pty_pending)
         && ngx_pty_keeper_spare_give(req) == NGX_OK)
@@ -394,8 +394,7 @@ ngx_pty_keeper_fork_now(ngx_pty_keeper_req_t *req)
 {
     ngx_err_t  err;
 
-    req->pid = ngx_pty_keeper_fork(&req->spawn, req->spawn.nginx_pid,
-                                   &req->ctl, &err);
+    req->pid = ngx_pty_keeper_fork(&req->spawn, &req->ctl, &err);
 
     if (req->pid == NGX_INVALID_PID) {
         ngx_log_error(NGX_LOG_ALERT, req->log, err,
@@ -515,7 +514,7 @@ ngx_pty_keeper_spares_ask(ngx_log_t *log)
     }
 
     msg.type = NGX_PTY_KEEPER_SPARE;
-    msg.value = (int32_t) ngx_pty_nginx_pid;
+    msg.value = 0;
 
     while (ngx_pty_forker && ngx_pty_forker_asked < want) {
 
@@ -694,8 +693,7 @@ ngx_pty_keeper_forker_late(ngx_event_t *ev)
  * fork gets it in its memory.  No logging: the forker has no log.
  */
 static ngx_pid_t
-ngx_pty_keeper_fork(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid,
-    ngx_socket_t *ctl, ngx_err_t *err)
+ngx_pty_keeper_fork(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_err_t *err)
 {
     int        sv[2];
     ngx_pid_t  pid;
@@ -725,7 +723,7 @@ ngx_pty_keeper_fork(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid,
             _exit(0);
         }
 
-        ngx_pty_keeper_main(sp, nginx_pid);
+        ngx_pty_keeper_main(sp);
     }
 
     close(sv[1]);
@@ -799,7 +797,7 @@ ngx_pty_keeper_forker_main(ngx_cycle_t *cycle)
             continue;
         }
 
-        pid = ngx_pty_keeper_fork(NULL, (ngx_pid_t) msg.value, &ctl, &err);
+        pid = ngx_pty_keeper_fork(NULL, &ctl, &err);
 
         if (pid == NGX_INVALID_PID) {
             (void) ngx_pty_keeper_put(NGX_PTY_FORKER_FD,
@@ -1032,7 +1030,7 @@ ngx_pty_keeper_recv(ngx_socket_t ctl, ngx_pty_keeper_msg_t *msg, ngx_fd_t *fd,
 
 
 static void
-ngx_pty_keeper_main(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid)
+ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
 {
     int                    ctl, sfd, wfd, lfd, master, status, nfds,
                            timeout, wi, ci, li, wstatus, exited;
@@ -1071,7 +1069,7 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid)
     ngx_pty_keeper_reset_signals(&set);
 
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
-    wfd = ngx_pty_keeper_watch(nginx_pid);
+    wfd = ngx_pty_keeper_watch(ngx_pty_nginx_pid);
 
     /* the child reports a failed exec here; a good one just closes it */
     if (pipe2(ngx_pty_keeper_exec_pipe, O_CLOEXEC) == -1
@@ -1119,8 +1117,7 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid)
 
     if (sp == NULL) {
         /* a spare: all of the above was done ahead, the rest is its start */
-        sp = ngx_pty_keeper_spare_start(ctl, sfd, wfd, nginx_pid, child,
-                                        master);
+        sp = ngx_pty_keeper_spare_start(ctl, sfd, wfd, child, master);
     }
 
     sh = sp->sh;
@@ -1174,19 +1171,14 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid)
         /* without a pidfd (old kernels, valgrind) nginx is polled */
         timeout = (wfd == -1 && deadline == -1) ? 1000 : -1;
 
-        if (wfd == -1 && kill(nginx_pid, 0) == -1 && errno == ESRCH
+        if (wfd == -1 && kill(ngx_pty_nginx_pid, 0) == -1 && errno == ESRCH
             && deadline == -1)
         {
             goto terminate;
         }
 
         if (deadline != -1) {
-            struct timespec  ts;
-
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            timeout = (int) (deadline
-                             - ((int64_t) ts.tv_sec * 1000
-                                + ts.tv_nsec / 1000000));
+            timeout = (int) (deadline - ngx_pty_keeper_msec());
 
             if (timeout <= 0) {
                 ngx_pty_keeper_kill_session(child, SIGKILL);
@@ -1258,13 +1250,9 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid)
     terminate:
 
         if (deadline == -1) {
-            struct timespec  ts;
-
             ngx_pty_keeper_kill_session(child, SIGHUP);
             ngx_pty_keeper_kill_session(child, SIGTERM);
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            deadline = (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000
-                       + NGX_PTY_KILL_GRACE;
+            deadline = ngx_pty_keeper_msec() + NGX_PTY_KILL_GRACE;
         }
     }
 
@@ -1288,16 +1276,15 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp, ngx_pid_t nginx_pid)
  * the session's size, and the child waiting to exec gets the start too.
  */
 static ngx_pty_spawn_t *
-ngx_pty_keeper_spare_start(int ctl, int sfd, int wfd, ngx_pid_t nginx_pid,
-    ngx_pid_t child, int master)
+ngx_pty_keeper_spare_start(int ctl, int sfd, int wfd, ngx_pid_t child,
+    int master)
 {
     size_t            len;
     u_char           *raw;
     struct winsize    ws;
     ngx_pty_spawn_t  *sp;
 
-    sp = ngx_pty_keeper_wait_start(ctl, sfd, wfd, nginx_pid, child, &raw,
-                                   &len);
+    sp = ngx_pty_keeper_wait_start(ctl, sfd, wfd, child, &raw, &len);
 
     ngx_setproctitle("pty session keeper");
 
@@ -1325,8 +1312,8 @@ ngx_pty_keeper_spare_start(int ctl, int sfd, int wfd, ngx_pid_t nginx_pid,
  * socket), when nginx goes, on a signal, or when the child died.
  */
 static ngx_pty_spawn_t *
-ngx_pty_keeper_wait_start(int ctl, int sfd, int wfd, ngx_pid_t nginx_pid,
-    ngx_pid_t child, u_char **raw, size_t *len)
+ngx_pty_keeper_wait_start(int ctl, int sfd, int wfd, ngx_pid_t child,
+    u_char **raw, size_t *len)
 {
     u_char                   *buf;
     ssize_t                   n;
@@ -1348,7 +1335,9 @@ ngx_pty_keeper_wait_start(int ctl, int sfd, int wfd, ngx_pid_t nginx_pid,
         pfd[2].fd = wfd;            /* -1 (no pidfd): poll() skips it */
         pfd[2].events = POLLIN;
 
-        if (wfd == -1 && kill(nginx_pid, 0) == -1 && errno == ESRCH) {
+        if (wfd == -1 && kill(ngx_pty_nginx_pid, 0) == -1
+            && errno == ESRCH)
+        {
             ngx_pty_keeper_spare_exit(child);
         }
 
@@ -1391,12 +1380,23 @@ ngx_pty_keeper_wait_start(int ctl, int sfd, int wfd, ngx_pid_t nginx_pid,
             ngx_pty_keeper_spare_exit(child);
         }
 
-        sp.nginx_pid = nginx_pid;
         *raw = buf;
         *len = n;
 
         return &sp;
     }
+}
+
+
+/* the keeper's clock: nginx's is the worker's */
+static int64_t
+ngx_pty_keeper_msec(void)
+{
+    struct timespec  ts;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 

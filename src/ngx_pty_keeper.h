@@ -28,8 +28,7 @@ typedef enum {
     NGX_PTY_KEEPER_TERMINATE,      /* worker -> keeper: nginx stops */
     NGX_PTY_KEEPER_SPAWNED,        /* forker -> worker: value: spare's pid
                                       or -errno; carries its socket */
-    NGX_PTY_KEEPER_SPARE,          /* worker -> forker: fork a spare;
-                                      value: nginx's pid */
+    NGX_PTY_KEEPER_SPARE,          /* worker -> forker: fork a spare */
     NGX_PTY_KEEPER_START           /* worker -> spare: its session
                                       (ngx_pty_keeper_start_t) */
 } ngx_pty_keeper_msg_e;
@@ -48,7 +47,6 @@ typedef struct {
     ngx_uint_t                 rows;
     char                      *shell;       /* null-terminated path */
     char                     **envp;
-    ngx_pid_t                  nginx_pid;   /* the keeper outlives no one */
 } ngx_pty_spawn_t;
 
 

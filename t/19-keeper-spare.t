@@ -40,7 +40,7 @@ $t->allow_log(qr/the keeper forker is gone; the worker forks keepers/,
 # the forker and the spares are found by their process titles, which
 # nginx cannot set when it runs under valgrind
 $t->skip_all_if(Test::Nginx::valgrind(), 'process titles under valgrind');
-$t->plan(32)->run();
+$t->plan(39)->run();
 
 my $port = $t->port(8080);
 
@@ -116,6 +116,24 @@ ok($t->wait_until(sub { !kill 0, $spare }, 5), 'the spare is killed (and '
     wait_for => 'after-42', wait_ms => 5000 });
 ok($st == 200 && $r->{matched}, 'a start after the spare died');
 ok(!zombies($worker, $forker), 'no zombie left to the worker or forker');
+
+# the spare's other ends: its waiting child dies, or it gets a signal; it
+# reaps the child and goes, and a start after it still gets a keeper
+for my $case (['child', 'its waiting child killed'], ['TERM', 'SIGTERM'],
+              ['HUP', 'SIGHUP'])
+{
+    my ($how, $what) = @$case;
+    $spare = wait_spare($forker, $spare);
+    my ($child) = children($spare);
+    kill $how eq 'child' ? 'KILL' : $how, $how eq 'child' ? $child : $spare;
+    ok($t->wait_until(sub { !alive($spare) && !alive($child) }, 5),
+        "$what: the spare and its child are gone");
+    ($st, $r) = api_call($port, '/pty/start', {
+        command => "echo $how-\$((6*7))", wait_for => "$how-42",
+        wait_ms => 5000 });
+    ok($st == 200 && $r->{matched}, "$what: the next start runs");
+}
+ok(!zombies($worker, $forker), '... and no zombie is left');
 
 # a reload: the old worker's forker and spare go, the new worker has its own
 my @old = ($forker, wait_spare($forker));

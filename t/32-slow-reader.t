@@ -28,8 +28,12 @@ my $t = pty_nginx(extra_loc => 'pty_ring_size 64k; pty_ring_max_size 64k; '
         . 'location /agents/ { pty_attach; pty_ws_send_buffer 16k; } }');
 $t->plan(13)->run();
 
+# 590 KB, far more than the stalled client's ring and buffers hold, in
+# 100 bursts of 6 KB: a reading client keeps up even on a loaded machine
+# (unpaced, a slow client there is outrun by 64 KB and rightly lags)
 my $lines = 100000;
-my $s = start_session($t, "read -p go? x; seq 1 $lines; echo DO\"\"NE");
+my $s = start_session($t, 'read -p go? x; for i in $(seq 0 99); do '
+    . 'seq $((i*1000+1)) $((i*1000+1000)); sleep 0.01; done; echo DO""NE');
 
 my $fast = attach($t, $s);
 $fast->recv_json(5);
