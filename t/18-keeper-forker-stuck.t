@@ -7,8 +7,9 @@
 # meanwhile.  After a bounded wait the forker is killed and the worker
 # forks that start's keeper itself (the forker knew nothing of the
 # session, so no second keeper can meet it), and a new forker is started.
-# A start killed while it waits never runs its program, and one whose
-# worker dies while it waits is closed by the next worker.
+# A start killed while it waits never runs its program, one whose worker
+# dies while it waits is closed by the next worker, and one whose worker
+# exits (a reload) is started as it exits and runs on under the next.
 
 use strict;
 use warnings;
@@ -36,7 +37,7 @@ $t->allow_log(qr/the keeper forker did not answer in 2 s/,
 # the forker and the spares are found by their process titles, which
 # nginx cannot set when it runs under valgrind
 $t->skip_all_if(Test::Nginx::valgrind(), 'process titles under valgrind');
-$t->plan(20)->run();
+$t->plan(25)->run();
 
 my $port = $t->port(8080);
 my $dir = $t->testdir;
@@ -134,6 +135,28 @@ ok($closed && $closed->{closed_reason} eq 'error',
     'the next worker closes the session its dead worker was starting')
     or diag(explain $closed);
 ok(!-e $marker, 'and it never ran');
+kill 'CONT', $third if $third;
+ok($t->wait_until(sub { !alive($third) }, 5), 'the dead worker\'s forker, '
+    . 'let run again, ends');
+
+# a reload while a start waits: the old worker forks its keeper as it
+# exits, and the new worker takes the running session over
+my ($fourth) = $t->wait_until(sub {
+    (titled('pty keeper forker', children($worker)))[0] }, 5);
+$spare = $fourth && wait_spare($fourth);
+kill 'STOP', $fourth if $fourth;
+($st, $r) = api_call($port, '/pty/start', { command => 'sleep 1', wait_ms => 0 });
+($st, $r) = api_call($port, '/pty/start', { command => 'echo reloaded-$((6*7)); '
+    . 'exec sleep 100', wait_ms => 0 });
+$waiting = $r->{id};
+is($r->{state}, 'starting', 'a fourth forker stopped: a start waits');
+ok($t->reload, 'reload');
+($st, $r) = api_call($port, '/pty/read', { id => $waiting,
+    wait_for => 'reloaded-42', wait_ms => 5000 });
+ok($st == 200 && $r->{matched} && $r->{state} eq 'running',
+    'it runs, read through the new worker') or diag(explain $r);
+kill 'CONT', $fourth if $fourth;
+ok($t->wait_until(sub { !alive($fourth) }, 5), 'the old forker ends');
 
 ###############################################################################
 
