@@ -162,7 +162,8 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 
 failed:
 
-    ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1, "spawn failed");
+    ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
+                          "bridge_start_failed: out of memory");
 
     return s;
 }
@@ -180,7 +181,8 @@ ngx_pty_session_spawned(ngx_pty_keeper_req_t *req)
     s->spawn = NULL;
 
     if (req->pid == NGX_INVALID_PID) {
-        ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1, "spawn failed");
+        ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
+                              "bridge_start_failed: no keeper");
         return;
     }
 
@@ -193,7 +195,8 @@ ngx_pty_session_spawned(ngx_pty_keeper_req_t *req)
          */
         kill(req->pid, SIGKILL);
         close(req->ctl);
-        ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1, "out of memory");
+        ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
+                              "bridge_start_failed: out of memory");
         return;
     }
 
@@ -204,7 +207,7 @@ ngx_pty_session_spawned(ngx_pty_keeper_req_t *req)
         /* the record stays: the keeper ends the program's whole session */
         kill(req->pid, SIGTERM);
         ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
-                              "cannot watch the keeper");
+                              "bridge_eof: cannot watch the keeper");
         return;
     }
 
@@ -350,7 +353,8 @@ ngx_pty_session_adopt(ngx_pty_session_t *s)
     if (sh->keeper <= 0) {
         /* it died waiting for a keeper: no program was started */
         ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
-                              "the worker starting it died");
+                              "bridge_start_failed: the worker starting "
+                              "it died");
         return NGX_ERROR;
     }
 
@@ -379,7 +383,7 @@ ngx_pty_session_adopt(ngx_pty_session_t *s)
 
     if (ngx_pty_session_watch_keeper(s, ctl) != NGX_OK) {
         ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
-                              "cannot watch the keeper");
+                              "bridge_eof: cannot watch the keeper");
         return NGX_ERROR;
     }
 
@@ -649,7 +653,7 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
         if (rc == NGX_AGAIN) {
             if (ngx_handle_read_event(rev, 0) != NGX_OK) {
                 ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
-                                      "cannot watch the keeper");
+                                      "bridge_eof: cannot watch the keeper");
             }
 
             return;
