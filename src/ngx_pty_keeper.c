@@ -1029,21 +1029,79 @@ ngx_pty_keeper_recv(ngx_socket_t ctl, ngx_pty_keeper_msg_t *msg, ngx_fd_t *fd,
 /* ---- below: the keeper process ---- */
 
 
+typedef struct {
+    int                        ctl;       /* to the owner, -1 without one */
+    int                        sfd;       /* signalfd */
+    int                        wfd;       /* pidfd on nginx, or -1 */
+    int                        lfd;       /* where a new owner connects */
+    int                        master;
+    ngx_pid_t                  child;
+    int64_t                    deadline;  /* of the kill's grace, or -1 */
+    int                        status;
+} ngx_pty_keeper_t;
+
+
+static void ngx_pty_keeper_begin(ngx_pty_keeper_t *k, ngx_pty_spawn_t *sp);
+static void ngx_pty_keeper_fail(ngx_pty_keeper_t *k, int err)
+    ngx_pty_noreturn;
+static void ngx_pty_keeper_started(ngx_pty_keeper_t *k);
+static void ngx_pty_keeper_serve(ngx_pty_keeper_t *k);
+static ngx_int_t ngx_pty_keeper_event(ngx_pty_keeper_t *k,
+    struct pollfd *pfd, int ci, int wi, int li);
+static void ngx_pty_keeper_terminate(ngx_pty_keeper_t *k);
+
+
 static void
 ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
 {
-    int                    ctl, sfd, wfd, lfd, master, status, nfds,
-                           timeout, wi, ci, li, wstatus, exited;
-    int64_t                deadline;
-    ngx_pid_t              child, pid;
-    sigset_t               set;
-    struct pollfd          pfd[4];
-    struct winsize         ws;
-    struct signalfd_siginfo  si;
-    ngx_pty_keeper_msg_t   msg;
+    ngx_pty_keeper_t       k;
     ngx_pty_session_sh_t  *sh;
 
-    ctl = NGX_PTY_KEEPER_FD;
+    ngx_pty_keeper_begin(&k, sp);
+
+    if (sp == NULL) {
+        /* a spare: all of the above was done ahead, the rest is its start */
+        sp = ngx_pty_keeper_spare_start(k.ctl, k.sfd, k.wfd, k.child,
+                                        k.master);
+    }
+
+    sh = sp->sh;
+
+    /* a worker that takes the session over needs it later: not before exec */
+    k.lfd = ngx_pty_keeper_listen(sh->id);
+
+    ngx_pty_keeper_started(&k);
+    ngx_pty_keeper_serve(&k);
+
+    /* the status reaches the zone even when no worker is listening */
+    sh->keeper_status = ((ngx_atomic_uint_t) k.status << 1) | 1;
+    ngx_memory_barrier();
+
+    /* what the child left running in its session goes with it */
+    ngx_pty_keeper_kill_session(k.child, SIGHUP);
+
+    if (k.ctl != -1) {
+        (void) ngx_pty_keeper_put(k.ctl, NGX_PTY_KEEPER_EXIT, k.status, -1);
+    }
+
+    _exit(0);
+}
+
+
+/*
+ * The keeper's own session and signals, the watch on nginx, the terminal,
+ * and the child (forked ahead by a spare, to wait for its start).
+ */
+static void
+ngx_pty_keeper_begin(ngx_pty_keeper_t *k, ngx_pty_spawn_t *sp)
+{
+    sigset_t        set;
+    struct winsize  ws;
+
+    ngx_memzero(k, sizeof(ngx_pty_keeper_t));
+    k->ctl = NGX_PTY_KEEPER_FD;
+    k->lfd = -1;
+    k->deadline = -1;
 
     ngx_setproctitle(sp ? "pty session keeper" : "pty spare keeper");
 
@@ -1058,7 +1116,6 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
      * of its session among its descendants (ngx_pty_keeper_kill_session).
      */
     (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
-    exited = 0;
 
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
@@ -1068,8 +1125,8 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
     sigaddset(&set, SIGQUIT);
     ngx_pty_keeper_reset_signals(&set);
 
-    sfd = signalfd(-1, &set, SFD_CLOEXEC);
-    wfd = ngx_pty_keeper_watch(ngx_pty_nginx_pid);
+    k->sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    k->wfd = ngx_pty_keeper_watch(ngx_pty_nginx_pid);
 
     /* the child reports a failed exec here; a good one just closes it */
     if (pipe2(ngx_pty_keeper_exec_pipe, O_CLOEXEC) == -1
@@ -1078,8 +1135,7 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
                           ngx_pty_keeper_go)
                == -1))
     {
-        (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_FAILED, errno, -1);
-        _exit(0);
+        ngx_pty_keeper_fail(k, errno);
     }
 
     ngx_memzero(&ws, sizeof(struct winsize));
@@ -1093,9 +1149,9 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
      * A spare forks its child ahead too, and the child waits for its
      * command: a start costs no fork at all.
      */
-    child = forkpty(&master, NULL, NULL, &ws);
+    k->child = forkpty(&k->master, NULL, NULL, &ws);
 
-    if (child == 0) {
+    if (k->child == 0) {
         ngx_pty_keeper_exec(sp);
     }
 
@@ -1105,84 +1161,100 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
         (void) close(ngx_pty_keeper_go[1]);
     }
 
-    if (child == -1 || sfd == -1) {
-        (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_FAILED, errno, -1);
+    if (k->child == -1 || k->sfd == -1) {
+        ngx_pty_keeper_fail(k, errno);
+    }
+}
 
-        if (child > 0) {
-            (void) kill(child, SIGKILL);
-        }
 
-        _exit(0);
+static void
+ngx_pty_keeper_fail(ngx_pty_keeper_t *k, int err)
+{
+    (void) ngx_pty_keeper_put(k->ctl, NGX_PTY_KEEPER_FAILED, err, -1);
+
+    if (k->child > 0) {
+        (void) kill(k->child, SIGKILL);
     }
 
-    if (sp == NULL) {
-        /* a spare: all of the above was done ahead, the rest is its start */
-        sp = ngx_pty_keeper_spare_start(ctl, sfd, wfd, child, master);
-    }
+    _exit(0);
+}
 
-    sh = sp->sh;
 
-    /* a worker that takes the session over needs it later: not before exec */
-    lfd = ngx_pty_keeper_listen(sh->id);
+/* the exec's outcome: the terminal goes to the worker, or the failure */
+static void
+ngx_pty_keeper_started(ngx_pty_keeper_t *k)
+{
+    int  n, err;
 
     /* the keeper may block: it is its own process */
-    while ((nfds = read(ngx_pty_keeper_exec_pipe[0], &status, sizeof(int)))
-           == -1 && errno == EINTR)
+    while ((n = read(ngx_pty_keeper_exec_pipe[0], &err, sizeof(int))) == -1
+           && errno == EINTR)
     {
         /* void */
     }
 
-    if (nfds == (int) sizeof(int)) {
-        (void) waitpid(child, NULL, 0);
-        (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_FAILED, status, -1);
+    if (n == (int) sizeof(int)) {
+        (void) waitpid(k->child, NULL, 0);
+        (void) ngx_pty_keeper_put(k->ctl, NGX_PTY_KEEPER_FAILED, err, -1);
         _exit(0);
     }
 
     (void) close(ngx_pty_keeper_exec_pipe[0]);
 
-    (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_READY, child, master);
+    (void) ngx_pty_keeper_put(k->ctl, NGX_PTY_KEEPER_READY, k->child,
+                              k->master);
+}
 
-    deadline = -1;
+
+/*
+ * Until the child exits: kill requests (a message, or a signal from any
+ * process), nginx going away, and new owners.  k->status is its status.
+ */
+static void
+ngx_pty_keeper_serve(ngx_pty_keeper_t *k)
+{
+    int            nfds, timeout, ci, wi, li;
+    struct pollfd  pfd[4];
 
     for ( ;; ) {
         nfds = 0;
         ci = wi = li = -1;
-        pfd[nfds].fd = sfd;
+        pfd[nfds].fd = k->sfd;
         pfd[nfds++].events = POLLIN;
 
-        if (ctl != -1) {
+        if (k->ctl != -1) {
             ci = nfds;
-            pfd[nfds].fd = ctl;
+            pfd[nfds].fd = k->ctl;
             pfd[nfds++].events = POLLIN;
         }
 
-        if (wfd != -1) {
+        if (k->wfd != -1) {
             wi = nfds;
-            pfd[nfds].fd = wfd;
+            pfd[nfds].fd = k->wfd;
             pfd[nfds++].events = POLLIN;
         }
 
-        if (lfd != -1) {
+        if (k->lfd != -1) {
             li = nfds;
-            pfd[nfds].fd = lfd;
+            pfd[nfds].fd = k->lfd;
             pfd[nfds++].events = POLLIN;
         }
 
         /* without a pidfd (old kernels, valgrind) nginx is polled */
-        timeout = (wfd == -1 && deadline == -1) ? 1000 : -1;
+        timeout = (k->wfd == -1 && k->deadline == -1) ? 1000 : -1;
 
-        if (wfd == -1 && kill(ngx_pty_nginx_pid, 0) == -1 && errno == ESRCH
-            && deadline == -1)
+        if (k->wfd == -1 && k->deadline == -1
+            && kill(ngx_pty_nginx_pid, 0) == -1 && errno == ESRCH)
         {
-            goto terminate;
+            ngx_pty_keeper_terminate(k);
         }
 
-        if (deadline != -1) {
-            timeout = (int) (deadline - ngx_pty_keeper_msec());
+        if (k->deadline != -1) {
+            timeout = (int) (k->deadline - ngx_pty_keeper_msec());
 
             if (timeout <= 0) {
-                ngx_pty_keeper_kill_session(child, SIGKILL);
-                deadline = -1;
+                ngx_pty_keeper_kill_session(k->child, SIGKILL);
+                k->deadline = -1;
                 timeout = -1;
             }
         }
@@ -1191,83 +1263,91 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
             _exit(0);
         }
 
-        if (pfd[0].revents & POLLIN) {
-            if (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)
-                && si.ssi_signo != SIGCHLD)
-            {
-                /* asked to stop from outside: end the child gracefully */
-                goto terminate;
-            }
-
-            /* orphans of the session are ours too (a subreaper) */
-            while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
-                if (pid == child) {
-                    status = wstatus;
-                    exited = 1;
-                }
-            }
-
-            if (exited) {
-                break;
-            }
-
-            continue;
-        }
-
-        if (li != -1 && (pfd[li].revents & POLLIN)) {
-            /* a worker takes the session over: it gets the terminal */
-            ctl = ngx_pty_keeper_accept(lfd, ctl, child, master);
-            continue;
-        }
-
-        if (wi != -1 && (pfd[wi].revents & (POLLIN|POLLHUP))) {
-            /* nginx is gone: so is its session */
-            close(wfd);
-            wfd = -1;
-            goto terminate;
-        }
-
-        if (ci != -1 && pfd[ci].revents) {
-            ssize_t  n = recv(ctl, &msg, sizeof(msg), 0);
-
-            if (n == 0 || (n == -1 && errno != EINTR && errno != EAGAIN)) {
-                /* the owner went away; the session lives on */
-                close(ctl);
-                ctl = -1;
-                continue;
-            }
-
-            if (n == (ssize_t) sizeof(msg)
-                && (msg.type == NGX_PTY_KEEPER_KILL
-                    || msg.type == NGX_PTY_KEEPER_TERMINATE))
-            {
-                goto terminate;
-            }
-        }
-
-        continue;
-
-    terminate:
-
-        if (deadline == -1) {
-            ngx_pty_keeper_kill_session(child, SIGHUP);
-            ngx_pty_keeper_kill_session(child, SIGTERM);
-            deadline = ngx_pty_keeper_msec() + NGX_PTY_KILL_GRACE;
+        if (ngx_pty_keeper_event(k, pfd, ci, wi, li) == NGX_DONE) {
+            return;
         }
     }
+}
 
-    /* the status reaches the zone even when no worker is listening */
-    sh->keeper_status = ((ngx_atomic_uint_t) status << 1) | 1;
-    ngx_memory_barrier();
 
-    /* what the child left running in its session goes with it */
-    ngx_pty_keeper_kill_session(child, SIGHUP);
+/* one poll's events; NGX_DONE: the child exited */
+static ngx_int_t
+ngx_pty_keeper_event(ngx_pty_keeper_t *k, struct pollfd *pfd, int ci,
+    int wi, int li)
+{
+    int                       wstatus, exited;
+    ssize_t                   n;
+    ngx_pid_t                 pid;
+    ngx_pty_keeper_msg_t      msg;
+    struct signalfd_siginfo   si;
 
-    if (ctl != -1) {
-        (void) ngx_pty_keeper_put(ctl, NGX_PTY_KEEPER_EXIT, status, -1);
+    if (pfd[0].revents & POLLIN) {
+        if (read(k->sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)
+            && si.ssi_signo != SIGCHLD)
+        {
+            /* asked to stop from outside: end the child gracefully */
+            ngx_pty_keeper_terminate(k);
+            return NGX_OK;
+        }
+
+        exited = 0;
+
+        /* orphans of the session are ours too (a subreaper) */
+        while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
+            if (pid == k->child) {
+                k->status = wstatus;
+                exited = 1;
+            }
+        }
+
+        return exited ? NGX_DONE : NGX_OK;
     }
 
-    _exit(0);
+    if (li != -1 && (pfd[li].revents & POLLIN)) {
+        /* a worker takes the session over: it gets the terminal */
+        k->ctl = ngx_pty_keeper_accept(k->lfd, k->ctl, k->child, k->master);
+        return NGX_OK;
+    }
+
+    if (wi != -1 && (pfd[wi].revents & (POLLIN|POLLHUP))) {
+        /* nginx is gone: so is its session */
+        close(k->wfd);
+        k->wfd = -1;
+        ngx_pty_keeper_terminate(k);
+        return NGX_OK;
+    }
+
+    if (ci == -1 || pfd[ci].revents == 0) {
+        return NGX_OK;
+    }
+
+    n = recv(k->ctl, &msg, sizeof(msg), 0);
+
+    if (n == 0 || (n == -1 && errno != EINTR && errno != EAGAIN)) {
+        /* the owner went away; the session lives on */
+        close(k->ctl);
+        k->ctl = -1;
+
+    } else if (n == (ssize_t) sizeof(msg)
+               && (msg.type == NGX_PTY_KEEPER_KILL
+                   || msg.type == NGX_PTY_KEEPER_TERMINATE))
+    {
+        ngx_pty_keeper_terminate(k);
+    }
+
+    return NGX_OK;
+}
+
+
+/* SIGHUP and SIGTERM to the child's session, SIGKILL after the grace */
+static void
+ngx_pty_keeper_terminate(ngx_pty_keeper_t *k)
+{
+    if (k->deadline == -1) {
+        ngx_pty_keeper_kill_session(k->child, SIGHUP);
+        ngx_pty_keeper_kill_session(k->child, SIGTERM);
+        k->deadline = ngx_pty_keeper_msec() + NGX_PTY_KILL_GRACE;
+    }
 }
 
 
