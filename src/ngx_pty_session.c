@@ -77,6 +77,10 @@ static u_char *ngx_pty_session_screen_rebuild(ngx_pty_session_t *s,
 static ngx_int_t ngx_pty_session_keyframe_replayed(ngx_pty_session_t *s,
     uint32_t target);
 static void ngx_pty_session_spawned(ngx_pty_keeper_req_t *req);
+static void ngx_pty_session_store(ngx_pty_session_t *s, u_char *buf,
+    size_t n);
+static void ngx_pty_session_stored(ngx_pty_session_t *s, size_t got,
+    ngx_uint_t urgent);
 
 
 static void
@@ -808,13 +812,72 @@ ngx_pty_session_append_output(ngx_pty_session_sh_t *sh, u_char *buf,
 }
 
 
+/* one read's output: to the ring and the scrollback, counted for Keyframes */
+static void
+ngx_pty_session_store(ngx_pty_session_t *s, u_char *buf, size_t n)
+{
+    uint64_t               seq;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = s->sh;
+
+    ngx_pty_ring_reserve(sh, n, n);
+
+    ngx_pty_shm_lock(sh);
+    seq = ngx_pty_session_append_output(sh, buf, n);
+    ngx_pty_scroll_append(sh->scroll, buf, n);
+    sh->last_output = seq ? seq : sh->last_output;
+    sh->active = ngx_time();
+    ngx_pty_shm_unlock(sh);
+
+    s->frames_since_keyframe++;
+    s->output_since_keyframe = 1;
+    s->last_active = ngx_current_msec;
+
+    if (s->frames_since_keyframe >= s->params.keyframe_interval_frames) {
+        /* at most keyframe_interval_frames Outputs between two */
+        ngx_pty_session_keyframe_handler(&s->keyframe);
+    }
+}
+
+
+/* a turn's output is stored: the clients hear of it, now or batched */
+static void
+ngx_pty_session_stored(ngx_pty_session_t *s, size_t got, ngx_uint_t urgent)
+{
+    s->urgent = urgent;
+    s->unnotified += got;
+
+    if (s->urgent || s->eof
+        || s->unnotified >= NGX_PTY_BATCH_BYTES
+        || ngx_current_msec - s->notified >= NGX_PTY_BATCH_MSEC)
+    {
+        ngx_pty_session_batch_handler(&s->batch);
+
+    } else if (!s->batch.timer_set) {
+        ngx_add_timer(&s->batch, NGX_PTY_BATCH_MSEC);
+    }
+
+    s->urgent = 0;
+
+    /* the model folds after the clients are served and input is read */
+    if (!s->screen_ev.posted) {
+        ngx_post_event(&s->screen_ev, &ngx_posted_next_events);
+    }
+
+    if (s->output_since_keyframe && !s->keyframe.timer_set) {
+        ngx_add_timer(&s->keyframe,
+                      s->params.keyframe_interval_seconds * 1000);
+    }
+}
+
+
 static void
 ngx_pty_session_read_handler(ngx_event_t *rev)
 {
     u_char                 buf[NGX_PTY_READ_CHUNK];
     size_t                 got, reach;
     ssize_t                n;
-    uint64_t               seq;
     ngx_uint_t             i;
     ngx_pty_ring_t        *ring;
     ngx_connection_t      *c;
@@ -849,26 +912,8 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
         n = read(c->fd, buf, sizeof(buf));
 
         if (n > 0) {
-            ngx_pty_ring_reserve(sh, n, n);
-
-            ngx_pty_shm_lock(sh);
-            seq = ngx_pty_session_append_output(sh, buf, n);
-            ngx_pty_scroll_append(sh->scroll, buf, n);
-            sh->last_output = seq ? seq : sh->last_output;
-            sh->active = ngx_time();
-            ngx_pty_shm_unlock(sh);
-
-            s->frames_since_keyframe++;
-            s->output_since_keyframe = 1;
-            s->last_active = ngx_current_msec;
+            ngx_pty_session_store(s, buf, n);
             got += n;
-
-            if (s->frames_since_keyframe
-                >= s->params.keyframe_interval_frames)
-            {
-                /* at most keyframe_interval_frames Outputs between two */
-                ngx_pty_session_keyframe_handler(&s->keyframe);
-            }
 
             if ((size_t) n < sizeof(buf) && !s->exited) {
                 /*
@@ -914,30 +959,9 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
 
     if (got) {
         /* a few bytes that emptied the terminal are most likely an echo */
-        s->urgent = (got <= NGX_PTY_URGENT_MAX && i < NGX_PTY_READ_BUDGET);
-        s->unnotified += got;
-
-        if (s->urgent || s->eof
-            || s->unnotified >= NGX_PTY_BATCH_BYTES
-            || ngx_current_msec - s->notified >= NGX_PTY_BATCH_MSEC)
-        {
-            ngx_pty_session_batch_handler(&s->batch);
-
-        } else if (!s->batch.timer_set) {
-            ngx_add_timer(&s->batch, NGX_PTY_BATCH_MSEC);
-        }
-
-        s->urgent = 0;
-
-        /* the model folds after the clients are served and input is read */
-        if (!s->screen_ev.posted) {
-            ngx_post_event(&s->screen_ev, &ngx_posted_next_events);
-        }
-
-        if (s->output_since_keyframe && !s->keyframe.timer_set) {
-            ngx_add_timer(&s->keyframe,
-                          s->params.keyframe_interval_seconds * 1000);
-        }
+        ngx_pty_session_stored(s, got,
+                               got <= NGX_PTY_URGENT_MAX
+                               && i < NGX_PTY_READ_BUDGET);
     }
 
     if (s->eof) {
