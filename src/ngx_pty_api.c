@@ -88,6 +88,10 @@ typedef struct {
 static void ngx_pty_api_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_pty_api_body(ngx_http_request_t *r, ngx_buf_t **bp);
 static ngx_int_t ngx_pty_api_start(ngx_http_request_t *r, json_t *req);
+static ngx_int_t ngx_pty_api_start_command(ngx_http_request_t *r,
+    json_t *req, ngx_str_t *command);
+static ngx_int_t ngx_pty_api_start_wait(ngx_http_request_t *r,
+    ngx_pty_session_t *s, ngx_msec_t timeout, ngx_str_t *wait_for);
 static ngx_int_t ngx_pty_api_write(ngx_http_request_t *r, json_t *req);
 static ngx_int_t ngx_pty_api_write_input(ngx_http_request_t *r,
     ngx_pty_session_t *s, ngx_str_t *input, ngx_uint_t submit);
@@ -480,39 +484,13 @@ ngx_pty_api_start(ngx_http_request_t *r, json_t *req)
     const char           *code, *msg;
     ngx_pty_start_t       st;
     ngx_pty_session_t    *s;
-    ngx_pty_api_wait_t   *w;
     ngx_pty_loc_conf_t   *plcf;
 
     plcf = ngx_http_get_module_loc_conf(r, ngx_pty_module);
 
-    if (ngx_pty_api_string(req, "command", &command) != NGX_OK) {
-        return ngx_pty_api_bad(r, "bad_request",
-                               "\"command\" must be a string");
-    }
-
-    if (plcf->command.len) {
-        /* pty_command: this location runs that and nothing else */
-        if (command.len
-            && (command.len != plcf->command.len
-                || ngx_strncmp(command.data, plcf->command.data,
-                               command.len) != 0))
-        {
-            return ngx_pty_api_error(r, NGX_HTTP_FORBIDDEN, "command_fixed",
-                                     "this location runs only its "
-                                     "pty_command; omit \"command\"");
-        }
-
-        command = plcf->command;
-    }
-
-    if (command.len == 0) {
-        return ngx_pty_api_bad(r, "bad_request",
-                               "\"command\" must be a non-empty string");
-    }
-
-    if (ngx_strlen(command.data) != command.len) {
-        return ngx_pty_api_bad(r, "bad_request",
-                               "\"command\" must not contain NUL");
+    rc = ngx_pty_api_start_command(r, req, &command);
+    if (rc != NGX_DECLINED) {
+        return rc;
     }
 
     ngx_memzero(&st, sizeof(ngx_pty_start_t));
@@ -556,7 +534,64 @@ ngx_pty_api_start(ngx_http_request_t *r, json_t *req)
 
     s->sh->loc_tag = tag;
 
-    w = ngx_pty_api_wait_create(r, s, timeout, &wait_for,
+    return ngx_pty_api_start_wait(r, s, timeout, &wait_for);
+}
+
+
+/*
+ * start's "command", or the location's pty_command.  NGX_DECLINED to go
+ * on; otherwise an error was sent and this is its code.
+ */
+static ngx_int_t
+ngx_pty_api_start_command(ngx_http_request_t *r, json_t *req,
+    ngx_str_t *command)
+{
+    ngx_pty_loc_conf_t  *plcf;
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_pty_module);
+
+    if (ngx_pty_api_string(req, "command", command) != NGX_OK) {
+        return ngx_pty_api_bad(r, "bad_request",
+                               "\"command\" must be a string");
+    }
+
+    if (plcf->command.len) {
+        /* pty_command: this location runs that and nothing else */
+        if (command->len
+            && (command->len != plcf->command.len
+                || ngx_strncmp(command->data, plcf->command.data,
+                               command->len) != 0))
+        {
+            return ngx_pty_api_error(r, NGX_HTTP_FORBIDDEN, "command_fixed",
+                                     "this location runs only its "
+                                     "pty_command; omit \"command\"");
+        }
+
+        *command = plcf->command;
+    }
+
+    if (command->len == 0) {
+        return ngx_pty_api_bad(r, "bad_request",
+                               "\"command\" must be a non-empty string");
+    }
+
+    if (ngx_strlen(command->data) != command->len) {
+        return ngx_pty_api_bad(r, "bad_request",
+                               "\"command\" must not contain NUL");
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/* a new session's start waits for its initial screen */
+static ngx_int_t
+ngx_pty_api_start_wait(ngx_http_request_t *r, ngx_pty_session_t *s,
+    ngx_msec_t timeout, ngx_str_t *wait_for)
+{
+    ngx_pty_api_wait_t  *w;
+
+    w = ngx_pty_api_wait_create(r, s, timeout, wait_for,
                                 ngx_pty_api_text_check,
                                 ngx_pty_api_text_answer);
     if (w == NULL) {
@@ -573,7 +608,7 @@ ngx_pty_api_start(ngx_http_request_t *r, json_t *req)
     w->claimed = 1;
 
     /* the initial screen: settled once output pauses, or on wait_for */
-    w->quiet = wait_for.len ? 0 : NGX_PTY_API_QUIET;
+    w->quiet = wait_for->len ? 0 : NGX_PTY_API_QUIET;
     w->start = 1;
 
     return ngx_pty_api_wait(w);

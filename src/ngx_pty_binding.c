@@ -65,6 +65,9 @@ static void ngx_pty_binding_notify(ngx_pty_listener_t *l);
 static void ngx_pty_binding_shutdown(ngx_pty_listener_t *l);
 static ngx_int_t ngx_pty_binding_envelope(ngx_pty_client_t *cl, json_t *msg,
     json_t **id);
+static const char *ngx_pty_binding_envelope_keys(json_t *msg);
+static const char *ngx_pty_binding_envelope_types(json_t *msg, json_t *id);
+static void ngx_pty_binding_first_frame(ngx_pty_client_t *cl, json_t *msg);
 static void ngx_pty_binding_hello(ngx_pty_client_t *cl);
 static void ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg,
     json_t *id);
@@ -206,9 +209,7 @@ done:
 static ngx_int_t
 ngx_pty_binding_envelope(ngx_pty_client_t *cl, json_t *msg, json_t **id)
 {
-    size_t       i;
-    json_t      *v, *op, *sp, *ext;
-    const char  *key;
+    json_t      *v;
     const char  *why;
 
     *id = NULL;
@@ -225,78 +226,19 @@ ngx_pty_binding_envelope(ngx_pty_client_t *cl, json_t *msg, json_t **id)
         *id = v;
     }
 
-    op = json_object_get(msg, "op");
+    why = ngx_pty_binding_envelope_keys(msg);
 
-    json_object_foreach(msg, key, v) {
-        if (ngx_strcmp(key, "op") && ngx_strcmp(key, "id")
-            && ngx_strcmp(key, "ts") && ngx_strcmp(key, "payload")
-            && ngx_strcmp(key, "replay_from")
-            && ngx_strcmp(key, "service_parameters")
-            && ngx_strcmp(key, "extensions"))
-        {
-            why = (ngx_strcmp(key, "sequence") == 0)
-                  ? "clients must not set \"sequence\""
-                  : "unknown envelope member";
-            goto invalid;
-        }
+    if (why == NULL) {
+        why = ngx_pty_binding_envelope_types(msg, *id);
     }
 
-    if (!json_is_string(op) || json_string_length(op) == 0) {
-        why = "\"op\" must be a non-empty string";
-        goto invalid;
-    }
-
-    if (*id == NULL) {
-        why = "\"id\" must be a non-empty string";
-        goto invalid;
-    }
-
-    v = json_object_get(msg, "ts");
-    if (v && !json_is_string(v)) {
-        why = "\"ts\" must be an RFC 3339 string";
-        goto invalid;
-    }
-
-    v = json_object_get(msg, "payload");
-    if (v && !json_is_object(v) && !json_is_null(v)) {
-        why = "\"payload\" must be an object";
-        goto invalid;
-    }
-
-    v = json_object_get(msg, "replay_from");
-    if (v && !json_is_null(v)
-        && !(json_is_integer(v) && json_integer_value(v) >= 0))
-    {
-        why = "\"replay_from\" must be a non-negative integer";
-        goto invalid;
-    }
-
-    sp = json_object_get(msg, "service_parameters");
-    if (sp && !json_is_object(sp)) {
-        why = "\"service_parameters\" must be an object";
-        goto invalid;
-    }
-
-    ext = json_object_get(msg, "extensions");
-    if (ext && !json_is_array(ext)) {
-        why = "\"extensions\" must be an array of URIs";
+    if (why) {
         goto invalid;
     }
 
     if (cl->first_frame) {
         cl->first_frame = 0;
-
-        json_array_foreach(ext, i, v) {
-            if (json_is_string(v)
-                && ngx_strcmp(json_string_value(v), NGX_PTY_EXT_URI) == 0)
-            {
-                cl->ext_active = 1;
-            }
-        }
-
-        if (sp) {
-            cl->service_parameters = json_incref(sp);
-        }
+        ngx_pty_binding_first_frame(cl, msg);
     }
 
     return NGX_OK;
@@ -306,6 +248,100 @@ invalid:
     ngx_pty_binding_error(cl, *id, NGX_PTY_ERR_INVALID_REQUEST, why);
 
     return NGX_ERROR;
+}
+
+
+/* NULL, or why the envelope has a member it must not have */
+static const char *
+ngx_pty_binding_envelope_keys(json_t *msg)
+{
+    json_t      *v;
+    const char  *key;
+
+    json_object_foreach(msg, key, v) {
+        if (ngx_strcmp(key, "op") && ngx_strcmp(key, "id")
+            && ngx_strcmp(key, "ts") && ngx_strcmp(key, "payload")
+            && ngx_strcmp(key, "replay_from")
+            && ngx_strcmp(key, "service_parameters")
+            && ngx_strcmp(key, "extensions"))
+        {
+            return (ngx_strcmp(key, "sequence") == 0)
+                   ? "clients must not set \"sequence\""
+                   : "unknown envelope member";
+        }
+    }
+
+    return NULL;
+}
+
+
+/* NULL, or why a member of the envelope is not of its type */
+static const char *
+ngx_pty_binding_envelope_types(json_t *msg, json_t *id)
+{
+    json_t  *v;
+
+    v = json_object_get(msg, "op");
+    if (!json_is_string(v) || json_string_length(v) == 0) {
+        return "\"op\" must be a non-empty string";
+    }
+
+    if (id == NULL) {
+        return "\"id\" must be a non-empty string";
+    }
+
+    v = json_object_get(msg, "ts");
+    if (v && !json_is_string(v)) {
+        return "\"ts\" must be an RFC 3339 string";
+    }
+
+    v = json_object_get(msg, "payload");
+    if (v && !json_is_object(v) && !json_is_null(v)) {
+        return "\"payload\" must be an object";
+    }
+
+    v = json_object_get(msg, "replay_from");
+    if (v && !json_is_null(v)
+        && !(json_is_integer(v) && json_integer_value(v) >= 0))
+    {
+        return "\"replay_from\" must be a non-negative integer";
+    }
+
+    v = json_object_get(msg, "service_parameters");
+    if (v && !json_is_object(v)) {
+        return "\"service_parameters\" must be an object";
+    }
+
+    v = json_object_get(msg, "extensions");
+    if (v && !json_is_array(v)) {
+        return "\"extensions\" must be an array of URIs";
+    }
+
+    return NULL;
+}
+
+
+/* only the first frame activates extensions and sets service parameters */
+static void
+ngx_pty_binding_first_frame(ngx_pty_client_t *cl, json_t *msg)
+{
+    size_t   i;
+    json_t  *v, *sp, *ext;
+
+    sp = json_object_get(msg, "service_parameters");
+    ext = json_object_get(msg, "extensions");
+
+    json_array_foreach(ext, i, v) {
+        if (json_is_string(v)
+            && ngx_strcmp(json_string_value(v), NGX_PTY_EXT_URI) == 0)
+        {
+            cl->ext_active = 1;
+        }
+    }
+
+    if (sp) {
+        cl->service_parameters = json_incref(sp);
+    }
 }
 
 

@@ -11,7 +11,41 @@
 #define NGX_PTY_KEYFRAME_RATE  1000     /* ms between requested keyframes */
 
 
+/* a join_session, from its arguments to its admission */
+typedef struct {
+    u_char                    *label;
+    size_t                     label_len;
+    json_t                    *replay;       /* replay_from, or NULL */
+    ngx_uint_t                 want;         /* the role asked, then given */
+    ngx_uint_t                 cols;         /* 0: not given */
+    ngx_uint_t                 rows;
+    ngx_uint_t                 first_controller;
+    ngx_uint_t                 downgraded;
+    ngx_pty_frame_t           *ra;           /* its RoleAssigned */
+    u_char                     reason[96];   /* of a downgrade */
+} ngx_pty_ext_join_t;
+
+
+/* why a join was refused under the lock; answered once it is released */
+typedef enum {
+    NGX_PTY_JOIN_ADMITTED = 0,
+    NGX_PTY_JOIN_OBSERVER_LIMIT,
+    NGX_PTY_JOIN_ZONE_FULL,
+    NGX_PTY_JOIN_UNRECORDED
+} ngx_pty_ext_admit_e;
+
+
 static void ngx_pty_ext_join(ngx_pty_client_t *cl, json_t *msg, json_t *id);
+static ngx_int_t ngx_pty_ext_join_args(ngx_pty_client_t *cl, json_t *msg,
+    json_t *id, ngx_pty_ext_join_t *j);
+static ngx_pty_ext_admit_e ngx_pty_ext_admit_locked(ngx_pty_client_t *cl,
+    ngx_pty_ext_join_t *j);
+static void ngx_pty_ext_join_refused(ngx_pty_client_t *cl, json_t *id,
+    ngx_pty_ext_admit_e rc);
+static ngx_uint_t ngx_pty_ext_cursor_locked(ngx_pty_client_t *cl,
+    ngx_pty_ext_join_t *j);
+static void ngx_pty_ext_joined(ngx_pty_client_t *cl, json_t *id,
+    ngx_pty_ext_join_t *j, ngx_uint_t out_of_range);
 static void ngx_pty_ext_leave(ngx_pty_client_t *cl, json_t *id);
 static void ngx_pty_ext_input(ngx_pty_client_t *cl, json_t *payload,
     json_t *id);
@@ -229,21 +263,17 @@ ngx_pty_ext_label(json_t *j, u_char **label, size_t *len)
 }
 
 
+/*
+ * Arguments, admission under the session lock, the ring walk's start,
+ * then what follows a join outside the lock.
+ */
 static void
 ngx_pty_ext_join(ngx_pty_client_t *cl, json_t *msg, json_t *id)
 {
-    u_char                 *label;
-    size_t                  label_len;
-    json_t                 *payload, *role, *replay;
-    uint64_t                ra_seq, first, from;
-    ngx_uint_t              want, cols, rows, first_controller, downgraded;
-    ngx_pty_frame_t        *ra;
-    ngx_pty_session_t      *s;
-    ngx_pty_session_sh_t   *sh;
-    ngx_pty_params_t       *params;
-    u_char                  reason[96];
-    static const char      *keys[] = { "role", "cols", "rows",
-                                       "client_label", NULL };
+    ngx_uint_t             out_of_range;
+    ngx_pty_ext_admit_e    rc;
+    ngx_pty_ext_join_t     j;
+    ngx_pty_session_sh_t  *sh;
 
     if (cl->joined) {
         ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
@@ -251,113 +281,209 @@ ngx_pty_ext_join(ngx_pty_client_t *cl, json_t *msg, json_t *id)
         return;
     }
 
-    s = cl->session;
-    sh = s->sh;
-    params = &cl->conf->params;
+    if (ngx_pty_ext_join_args(cl, msg, id, &j) != NGX_OK) {
+        return;
+    }
+
+    sh = cl->session->sh;
+
+    ngx_pty_shm_lock(sh);
+
+    rc = ngx_pty_ext_admit_locked(cl, &j);
+
+    if (rc != NGX_PTY_JOIN_ADMITTED) {
+        ngx_pty_shm_unlock(sh);
+        ngx_pty_ext_join_refused(cl, id, rc);
+        return;
+    }
+
+    out_of_range = ngx_pty_ext_cursor_locked(cl, &j);
+
+    ngx_pty_shm_unlock(sh);
+
+    ngx_pty_ext_joined(cl, id, &j, out_of_range);
+}
+
+
+/* join_session's payload and replay_from; errors are answered here */
+static ngx_int_t
+ngx_pty_ext_join_args(ngx_pty_client_t *cl, json_t *msg, json_t *id,
+    ngx_pty_ext_join_t *j)
+{
+    json_t             *payload, *role;
+    static const char  *keys[] = { "role", "cols", "rows",
+                                   "client_label", NULL };
+
     payload = json_object_get(msg, "payload");
     role = json_object_get(payload, "role");
-    cols = 0;
-    rows = 0;
+    j->cols = 0;
+    j->rows = 0;
 
     if (!json_is_object(payload) || ngx_pty_ext_payload_keys(payload, keys)
         || !json_is_string(role)
-        || ngx_pty_ext_size(payload, "cols", &cols, 0) != NGX_OK
-        || ngx_pty_ext_size(payload, "rows", &rows, 0) != NGX_OK
+        || ngx_pty_ext_size(payload, "cols", &j->cols, 0) != NGX_OK
+        || ngx_pty_ext_size(payload, "rows", &j->rows, 0) != NGX_OK
         || ngx_pty_ext_label(json_object_get(payload, "client_label"),
-                             &label, &label_len) != NGX_OK)
+                             &j->label, &j->label_len) != NGX_OK)
     {
         ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
                               "join_session needs {role, cols?, rows?, "
                               "client_label?} with sizes in 1..1024 and a "
                               "label of at most 128 characters");
-        return;
+        return NGX_ERROR;
     }
 
-    if (ngx_pty_ext_role(cl, role, id, &want) != NGX_OK) {
-        return;
+    if (ngx_pty_ext_role(cl, role, id, &j->want) != NGX_OK) {
+        return NGX_ERROR;
     }
 
-    replay = json_object_get(msg, "replay_from");
-    downgraded = 0;
-    first_controller = 0;
+    j->replay = json_object_get(msg, "replay_from");
+    j->downgraded = 0;
+    j->first_controller = 0;
 
-    ngx_pty_shm_lock(sh);
+    return NGX_OK;
+}
+
+
+/*
+ * The role within the limits, the member, its RoleAssigned and the
+ * MembershipChanged in the ring.  The caller holds the session lock and
+ * answers a refusal once it has released it.
+ */
+static ngx_pty_ext_admit_e
+ngx_pty_ext_admit_locked(ngx_pty_client_t *cl, ngx_pty_ext_join_t *j)
+{
+    ngx_pty_params_t      *params;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = cl->session->sh;
+    params = &cl->conf->params;
 
     if (sh->fresh) {
         /* the first connection on a fresh session controls it */
-        want = NGX_PTY_ROLE_CONTROLLER;
-        first_controller = 1;
+        j->want = NGX_PTY_ROLE_CONTROLLER;
+        j->first_controller = 1;
 
-    } else if (want == NGX_PTY_ROLE_CONTROLLER
+    } else if (j->want == NGX_PTY_ROLE_CONTROLLER
                && sh->controllers >= params->max_controllers)
     {
-        want = NGX_PTY_ROLE_OBSERVER;
-        downgraded = 1;
-        ngx_sprintf(reason, "controller limit reached (max_controllers=%ui)%Z",
+        j->want = NGX_PTY_ROLE_OBSERVER;
+        j->downgraded = 1;
+        ngx_sprintf(j->reason,
+                    "controller limit reached (max_controllers=%ui)%Z",
                     params->max_controllers);
     }
 
-    if (want == NGX_PTY_ROLE_OBSERVER
+    if (j->want == NGX_PTY_ROLE_OBSERVER
         && sh->observers >= params->max_observers)
     {
-        ngx_pty_shm_unlock(sh);
-        ngx_sprintf(reason, "observer limit reached (max_observers=%ui)%Z",
-                    params->max_observers);
-        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_RATE_LIMITED,
-                              (char *) reason);
-        return;
+        return NGX_PTY_JOIN_OBSERVER_LIMIT;
     }
 
-    cl->member = ngx_pty_shm_member_add(sh, cl->client_id, want, label,
-                                        label_len);
+    cl->member = ngx_pty_shm_member_add(sh, cl->client_id, j->want,
+                                        j->label, j->label_len);
     if (cl->member == NULL) {
-        ngx_pty_shm_unlock(sh);
+        return NGX_PTY_JOIN_ZONE_FULL;
+    }
+
+    sh->fresh = 0;
+    cl->role = j->want;
+
+    j->ra = ngx_pty_ext_role_frame(cl, j->downgraded, (char *) j->reason);
+
+    if (j->ra == NULL
+        || ngx_pty_ext_membership_locked(sh, cl->ws.connection->log) == NULL)
+    {
+        ngx_pty_shm_member_remove(sh, cl->member);
+        cl->member = NULL;
+        return NGX_PTY_JOIN_UNRECORDED;
+    }
+
+    return NGX_PTY_JOIN_ADMITTED;
+}
+
+
+/* a refused join, answered once the session lock is released */
+static void
+ngx_pty_ext_join_refused(ngx_pty_client_t *cl, json_t *id,
+    ngx_pty_ext_admit_e rc)
+{
+    u_char  reason[96];
+
+    switch (rc) {
+
+    case NGX_PTY_JOIN_OBSERVER_LIMIT:
+        ngx_sprintf(reason, "observer limit reached (max_observers=%ui)%Z",
+                    cl->conf->params.max_observers);
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_RATE_LIMITED,
+                              (char *) reason);
+        break;
+
+    case NGX_PTY_JOIN_ZONE_FULL:
         ngx_log_error(NGX_LOG_ERR, cl->ws.connection->log, 0,
                       "pty: shared zone is full; raise the size in "
                       "\"pty_zone\"");
         ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INTERNAL,
                               "shared memory exhausted");
-        return;
-    }
+        break;
 
-    sh->fresh = 0;
-    cl->role = want;
-
-    ra = ngx_pty_ext_role_frame(cl, downgraded, (char *) reason);
-
-    if (ra == NULL || ngx_pty_ext_membership_locked(sh, cl->ws.connection->log)
-                      == NULL)
-    {
-        ngx_pty_shm_member_remove(sh, cl->member);
-        cl->member = NULL;
-        ngx_pty_shm_unlock(sh);
+    default: /* NGX_PTY_JOIN_UNRECORDED */
         ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INTERNAL,
                               "cannot record the join");
-        return;
     }
+}
+
+
+/*
+ * Sends RoleAssigned and starts the client's ring walk after it, or at
+ * replay_from while the ring still holds that.  Returns 1 for a
+ * replay_from outside the retained window.  The caller holds the lock.
+ */
+static ngx_uint_t
+ngx_pty_ext_cursor_locked(ngx_pty_client_t *cl, ngx_pty_ext_join_t *j)
+{
+    uint64_t               ra_seq, first, from;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = cl->session->sh;
 
     /* RoleAssigned goes first, ahead of any replay */
-    ra_seq = ra->seq;
-    (void) ngx_pty_binding_send_frame(cl, ra);
+    ra_seq = j->ra->seq;
+    (void) ngx_pty_binding_send_frame(cl, j->ra);
     cl->sent_seq = ra_seq;
 
     first = ngx_pty_ring_first_seq(sh->ring);
     cl->cursor = ngx_pty_ring_find(sh->ring, ra_seq);
 
-    if (replay && json_is_integer(replay)) {
-        from = (uint64_t) json_integer_value(replay);
-
-        if (from < ra_seq && (from + 1 >= first)) {
-            cl->cursor = ngx_pty_ring_find(sh->ring, from);
-            replay = NULL;
-        }
+    if (j->replay == NULL || !json_is_integer(j->replay)) {
+        return 0;
     }
 
-    ngx_pty_shm_unlock(sh);
+    from = (uint64_t) json_integer_value(j->replay);
+
+    if (from < ra_seq && (from + 1 >= first)) {
+        cl->cursor = ngx_pty_ring_find(sh->ring, from);
+        return 0;
+    }
+
+    return 1;
+}
+
+
+/* after the lock: the replay's error, the first size, a keyframe, output */
+static void
+ngx_pty_ext_joined(ngx_pty_client_t *cl, json_t *id, ngx_pty_ext_join_t *j,
+    ngx_uint_t out_of_range)
+{
+    ngx_pty_session_t     *s;
+    ngx_pty_session_sh_t  *sh;
+
+    s = cl->session;
+    sh = s->sh;
 
     ngx_pty_session_notify(s);
 
-    if (replay && json_is_integer(replay)) {
+    if (out_of_range) {
         ngx_pty_binding_error(cl, id, NGX_PTY_ERR_REPLAY_OUT_OF_RANGE,
                               "replay_from is outside the retained window; "
                               "a keyframe follows");
@@ -365,10 +491,10 @@ ngx_pty_ext_join(ngx_pty_client_t *cl, json_t *msg, json_t *id)
 
     cl->joined = 1;
 
-    if (first_controller && cols && rows
-        && (cols != sh->cols || rows != sh->rows))
+    if (j->first_controller && j->cols && j->rows
+        && (j->cols != sh->cols || j->rows != sh->rows))
     {
-        (void) ngx_pty_session_resize(s, cols, rows);
+        (void) ngx_pty_session_resize(s, j->cols, j->rows);
     }
 
     if (ngx_pty_session_request_keyframe(s, cl->client_id) != NGX_OK) {

@@ -21,6 +21,10 @@
 #define NGX_PTY_WS_PONG      0xa
 
 
+static ngx_int_t ngx_pty_ws_upgrade(ngx_http_request_t *r,
+    ngx_table_elt_t **key);
+static ngx_int_t ngx_pty_ws_accept_headers(ngx_http_request_t *r,
+    ngx_table_elt_t *key);
 static ngx_table_elt_t *ngx_pty_ws_header(ngx_http_request_t *r,
     const char *name);
 static ngx_int_t ngx_pty_ws_header_has(ngx_table_elt_t *h, const char *token);
@@ -44,12 +48,53 @@ static void ngx_pty_ws_cleanup(void *data);
 ngx_int_t
 ngx_pty_ws_handshake(ngx_http_request_t *r, ngx_pty_ws_t *ws)
 {
-    u_char              *p;
-    ngx_str_t            src, dst;
-    ngx_sha1_t           sha1;
-    ngx_table_elt_t     *h, *key;
+    ngx_int_t            rc;
+    ngx_table_elt_t     *key;
     ngx_pool_cleanup_t  *cln;
-    u_char               digest[20];
+
+    rc = ngx_pty_ws_upgrade(r, &key);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (ngx_pty_ws_accept_headers(r, key) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln->handler = ngx_pty_ws_cleanup;
+    cln->data = ws;
+
+    ws->request = r;
+    ws->connection = r->connection;
+    ws->last_out = &ws->out;
+
+    r->headers_out.status = NGX_HTTP_SWITCHING_PROTOCOLS;
+    ngx_str_set(&r->headers_out.status_line, "101 Switching Protocols");
+    r->headers_out.content_length_n = -1;
+    r->keepalive = 0;
+
+    if (ngx_http_send_header(r) == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_send_special(r, NGX_HTTP_FLUSH) == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* NGX_OK for a pty-ws/v1 upgrade, with its key; else the refusal's status */
+static ngx_int_t
+ngx_pty_ws_upgrade(ngx_http_request_t *r, ngx_table_elt_t **key)
+{
+    ngx_table_elt_t  *h;
 
     if (r->method != NGX_HTTP_GET) {
         return NGX_HTTP_NOT_ALLOWED;
@@ -76,8 +121,8 @@ ngx_pty_ws_handshake(ngx_http_request_t *r, ngx_pty_ws_t *ws)
         return NGX_HTTP_PTY_UPGRADE_REQUIRED;
     }
 
-    key = ngx_pty_ws_header(r, "Sec-WebSocket-Key");
-    if (key == NULL || key->value.len != 24) {
+    *key = ngx_pty_ws_header(r, "Sec-WebSocket-Key");
+    if (*key == NULL || (*key)->value.len != 24) {
         return NGX_HTTP_BAD_REQUEST;
     }
 
@@ -86,6 +131,19 @@ ngx_pty_ws_handshake(ngx_http_request_t *r, ngx_pty_ws_t *ws)
         return NGX_HTTP_BAD_REQUEST;
     }
 
+    return NGX_OK;
+}
+
+
+/* the 101's headers: Sec-WebSocket-Accept from the key, the subprotocol */
+static ngx_int_t
+ngx_pty_ws_accept_headers(ngx_http_request_t *r, ngx_table_elt_t *key)
+{
+    u_char      *p;
+    ngx_str_t    src, dst;
+    ngx_sha1_t   sha1;
+    u_char       digest[20];
+
     ngx_sha1_init(&sha1);
     ngx_sha1_update(&sha1, key->value.data, key->value.len);
     ngx_sha1_update(&sha1, NGX_PTY_WS_GUID, sizeof(NGX_PTY_WS_GUID) - 1);
@@ -93,7 +151,7 @@ ngx_pty_ws_handshake(ngx_http_request_t *r, ngx_pty_ws_t *ws)
 
     p = ngx_pnalloc(r->pool, ngx_base64_encoded_length(20));
     if (p == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_ERROR;
     }
 
     src.data = digest;
@@ -109,31 +167,6 @@ ngx_pty_ws_handshake(ngx_http_request_t *r, ngx_pty_ws_t *ws)
                                  sizeof(NGX_PTY_SUBPROTOCOL) - 1) != NGX_OK
         || ngx_pty_worker_header(r) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    cln->handler = ngx_pty_ws_cleanup;
-    cln->data = ws;
-
-    ws->request = r;
-    ws->connection = r->connection;
-    ws->last_out = &ws->out;
-
-    r->headers_out.status = NGX_HTTP_SWITCHING_PROTOCOLS;
-    ngx_str_set(&r->headers_out.status_line, "101 Switching Protocols");
-    r->headers_out.content_length_n = -1;
-    r->keepalive = 0;
-
-    if (ngx_http_send_header(r) == NGX_ERROR) {
-        return NGX_ERROR;
-    }
-
-    if (ngx_http_send_special(r, NGX_HTTP_FLUSH) == NGX_ERROR) {
         return NGX_ERROR;
     }
 
