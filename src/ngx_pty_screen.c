@@ -410,9 +410,9 @@ ngx_pty_pen_eq(const ngx_pty_pen_t *a, const ngx_pty_pen_t *b, unsigned mask)
 
 /* ";" and a number, without printf: a snapshot writes many */
 static char *
-ngx_pty_put_arg(char *p, unsigned v)
+ngx_pty_put_arg(char *p, uint64_t v)
 {
-    char  tmp[10], *t;
+    char  tmp[20], *t;
 
     t = tmp + sizeof(tmp);
 
@@ -439,6 +439,27 @@ ngx_pty_put_str(char *p, const char *str)
     }
 
     return p;
+}
+
+
+/* "CSI a ; b final" (b < 0: "CSI a final") at buf; returns its length */
+static size_t
+ngx_pty_put_csi(char *buf, unsigned a, int b, char final)
+{
+    char  *p;
+
+    /* buf[1] gets the first ';', which becomes the '[' */
+    p = ngx_pty_put_arg(buf + 1, a);
+
+    if (b >= 0) {
+        p = ngx_pty_put_arg(p, (unsigned) b);
+    }
+
+    buf[0] = '\x1b';
+    buf[1] = '[';
+    *p++ = final;
+
+    return p - buf;
 }
 
 
@@ -1273,22 +1294,6 @@ ngx_pty_output(const char *buf, size_t len, void *user)
 }
 
 
-/* "CSI row;col H", 1-based */
-static size_t
-ngx_pty_cup(u_char *buf, int row, int col)
-{
-    u_char  *p;
-
-    p = (u_char *) ngx_pty_put_arg((char *) buf + 1, (unsigned) row + 1);
-    p = (u_char *) ngx_pty_put_arg((char *) p, (unsigned) col + 1);
-    buf[0] = '\x1b';
-    buf[1] = '[';
-    *p++ = 'H';
-
-    return p - buf;
-}
-
-
 /* the cursor: the model's while libvterm is behind, else libvterm's */
 static VTermPos
 ngx_pty_cursor(ngx_pty_screen_t *s)
@@ -1314,7 +1319,7 @@ ngx_pty_cursor(ngx_pty_screen_t *s)
 static void
 ngx_pty_vt_prime(ngx_pty_screen_t *s)
 {
-    u_char           buf[32];
+    char             buf[32];
     size_t           len;
     unsigned         rlen;
     ngx_pty_row_t   *row;
@@ -1327,11 +1332,12 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
         cell = row->cells[s->vt_gpos.col];
     }
 
-    len = ngx_pty_cup(buf, s->vt_gpos.row, s->vt_gpos.col);
-    buf[len++] = s->vt_glyph;
+    len = ngx_pty_put_csi(buf, s->vt_gpos.row + 1, s->vt_gpos.col + 1,
+                          'H');
+    buf[len++] = (char) s->vt_glyph;
 
     s->untracked = 1;
-    vterm_input_write(s->vt, (const char *) buf, len);
+    vterm_input_write(s->vt, buf, len);
     s->untracked = 0;
 
     row->len = rlen;
@@ -1353,33 +1359,21 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
 static void
 ngx_pty_vt_args(ngx_pty_screen_t *s)
 {
-    char      buf[NGX_PTY_CSI_ARGS * 21 + 4], *p, tmp[24], *t;
+    char      buf[NGX_PTY_CSI_ARGS * 21 + 4], *p;
     unsigned  k;
-    uint64_t  v;
 
     if (!s->vt_args) {
         return;
     }
 
     s->vt_args = 0;
-    p = buf + 2;
+
+    /* buf[1] gets the first ';', which becomes the '[' */
+    p = buf + 1;
 
     for (k = 0; k < NGX_PTY_CSI_ARGS; k++) {
         /* the number parsed back gives the same bits, flags included */
-        v = s->args[k];
-        t = tmp + sizeof(tmp);
-
-        do {
-            *--t = (char) ('0' + v % 10);
-            v /= 10;
-        } while (v);
-
-        if (k) {
-            *p++ = ';';
-        }
-
-        memcpy(p, t, tmp + sizeof(tmp) - t);
-        p += tmp + sizeof(tmp) - t;
+        p = ngx_pty_put_arg(p, s->args[k]);
     }
 
     buf[0] = '\x1b';
@@ -1400,6 +1394,7 @@ static void
 ngx_pty_vt_sync(ngx_pty_screen_t *s)
 {
     char      buf[128], *p;
+    size_t    len;
     unsigned  dirty, edge;
 
     dirty = s->vt_dirty;
@@ -1429,9 +1424,8 @@ ngx_pty_vt_sync(ngx_pty_screen_t *s)
     }
 
     if (dirty & NGX_PTY_VT_POS) {
-        vterm_input_write(s->vt, buf, ngx_pty_cup((u_char *) buf,
-                                                  s->vt_cur.row,
-                                                  s->vt_cur.col));
+        len = ngx_pty_put_csi(buf, s->vt_cur.row + 1, s->vt_cur.col + 1, 'H');
+        vterm_input_write(s->vt, buf, len);
     }
 
     if (dirty & NGX_PTY_VT_PEN) {
@@ -2788,7 +2782,8 @@ static size_t
 ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i, size_t n)
 {
-    u_char    c, buf[32];
+    char      buf[32];
+    u_char    c;
     size_t    x, k, cut;
     unsigned  lf, sgr;
 
@@ -2852,8 +2847,7 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         ngx_pty_skip_pen(s, p, i, cut);
     }
 
-    vterm_input_write(s->vt, (const char *) buf,
-                      ngx_pty_cup(buf, s->rows - 1, 0));
+    vterm_input_write(s->vt, buf, ngx_pty_put_csi(buf, s->rows, 1, 'H'));
     s->vt_args = 1;
     s->phantom = 0;
     *start = cut;
@@ -3791,22 +3785,12 @@ ngx_pty_emitf(ngx_pty_emit_t *e, const char *fmt, int a, int b)
 }
 
 
-/* CSI a ; b final (b < 0: CSI a final) */
 static void
 ngx_pty_emit_csi(ngx_pty_emit_t *e, int a, int b, char final)
 {
-    char  buf[32], *p;
+    char  buf[32];
 
-    p = ngx_pty_put_arg(buf + 1, (unsigned) a);
-    buf[0] = '\x1b';
-    buf[1] = '[';
-
-    if (b >= 0) {
-        p = ngx_pty_put_arg(p, (unsigned) b);
-    }
-
-    *p++ = final;
-    ngx_pty_emit(e, buf, p - buf);
+    ngx_pty_emit(e, buf, ngx_pty_put_csi(buf, (unsigned) a, b, final));
 }
 
 
