@@ -83,7 +83,7 @@
 /* what libvterm does not know yet of what the model did (vt_dirty) */
 #define NGX_PTY_VT_POS        0x01  /* the cursor is vt_cur */
 #define NGX_PTY_VT_PEN        0x02  /* the pen is s->pen, libvterm's vt_pen */
-#define NGX_PTY_VT_GLYPH      0x04  /* the last glyph is vt_glyph at vt_gpos */
+#define NGX_PTY_VT_GLYPH      0x04  /* the last glyph is vt_glyph at edge_pos */
 
 
 typedef struct {
@@ -146,7 +146,7 @@ struct ngx_pty_screen_s {
 
     /* pending wrap ("phantom" column) */
     VTermPos                      ph_pos;
-    VTermPos                      edge_pos;   /* a glyph left at the edge */
+    VTermPos                      edge_pos;   /* the last glyph printed */
     int                           combine_w;
 
     /* the cursor saved by DECSC / ?1048 / ?1049 */
@@ -197,7 +197,6 @@ struct ngx_pty_screen_s {
     unsigned                      vt_dirty;
     unsigned                      vt_args;  /* its CSI parameters not args[] */
     VTermPos                      vt_cur;
-    VTermPos                      vt_gpos;
     ngx_pty_pen_t                 vt_pen;
     u_char                        vt_glyph;
 
@@ -1313,8 +1312,10 @@ ngx_pty_cursor(ngx_pty_screen_t *s)
 /*
  * libvterm keeps the last glyph it printed (combine_chars, combine_pos) to
  * add the combining marks that follow it, and for REP.  When the model
- * printed it, write it again at its place, then put back the cell and the
- * wrap state, which were right already.
+ * printed it, write it again at its place (edge_pos, which only the
+ * model's text and libvterm's putglyph set, and libvterm does not run
+ * while it is behind), then put back the cell and the wrap state, which
+ * were right already.
  */
 static void
 ngx_pty_vt_prime(ngx_pty_screen_t *s)
@@ -1325,14 +1326,14 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
     ngx_pty_row_t   *row;
     ngx_pty_cell_t   cell;
 
-    row = s->cur->rows[s->vt_gpos.row];
+    row = s->cur->rows[s->edge_pos.row];
     rlen = row->len;
 
-    if ((unsigned) s->vt_gpos.col < rlen) {
-        cell = row->cells[s->vt_gpos.col];
+    if ((unsigned) s->edge_pos.col < rlen) {
+        cell = row->cells[s->edge_pos.col];
     }
 
-    len = ngx_pty_put_csi(buf, s->vt_gpos.row + 1, s->vt_gpos.col + 1,
+    len = ngx_pty_put_csi(buf, s->edge_pos.row + 1, s->edge_pos.col + 1,
                           'H');
     buf[len++] = (char) s->vt_glyph;
 
@@ -1342,8 +1343,8 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
 
     row->len = rlen;
 
-    if ((unsigned) s->vt_gpos.col < rlen) {
-        row->cells[s->vt_gpos.col] = cell;
+    if ((unsigned) s->edge_pos.col < rlen) {
+        row->cells[s->edge_pos.col] = cell;
     }
 }
 
@@ -1413,10 +1414,10 @@ ngx_pty_vt_sync(ngx_pty_screen_t *s)
          * libvterm's cursor is past the glyph now, or on it waiting to
          * wrap if it is in the last column: where the model's may be
          */
-        edge = ((unsigned) s->vt_gpos.col + 1 >= s->cols);
+        edge = ((unsigned) s->edge_pos.col + 1 >= s->cols);
 
-        if (s->vt_cur.row == s->vt_gpos.row
-            && s->vt_cur.col == s->vt_gpos.col + !edge
+        if (s->vt_cur.row == s->edge_pos.row
+            && s->vt_cur.col == s->edge_pos.col + !edge
             && s->phantom == (edge && s->autowrap))
         {
             dirty &= ~NGX_PTY_VT_POS;
@@ -2144,13 +2145,12 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
         /* what ngx_pty_cb_putglyph() keeps of it; libvterm gets it later */
         s->vt_glyph = p[last];
-        s->vt_gpos.row = row;
-        s->vt_gpos.col = col;
+        s->edge_pos.row = row;
+        s->edge_pos.col = col;
         s->vt_dirty |= NGX_PTY_VT_GLYPH;
         s->combine_w = 1;
         s->edge = ((unsigned) col + 1 >= s->cols);
-        s->edge_pos = s->vt_gpos;
-        s->ph_pos = s->vt_gpos;
+        s->ph_pos = s->edge_pos;
 
         if (s->edge) {
             ph = s->autowrap;
