@@ -44,6 +44,12 @@
 #define NGX_PTY_FAST_ARGS     12          /* ngx_pty_fast_csi(): parameters */
 #define NGX_PTY_FAST_DIGITS   5           /* and digits of one */
 #define NGX_PTY_NO_ESC        ((size_t) -1)
+#define NGX_PTY_ANY_DIGITS    ((size_t) -1)
+
+/* as nginx's ngx_config.h has it: this file builds without nginx too */
+#ifndef ngx_inline
+#define ngx_inline            inline
+#endif
 
 #define NGX_PTY_ARG_MORE      (1UL << 31)
 #define NGX_PTY_ARG_MISSING   ((1UL << 31) - 1)
@@ -2189,6 +2195,62 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
 
 /*
+ * CSI parameters from p[j] on into args[*argi] and after, as libvterm's
+ * parser reads them: digits, and ';' or ':' (the parameter before has
+ * sub-parameters) between them.  Stops at any other byte, at a separator
+ * that would make more than "max" parameters and at a parameter's digit
+ * past "digits"; returns where, with *argi the parameter it is in.
+ */
+static ngx_inline size_t
+ngx_pty_csi_params(unsigned long *args, int *argi, int max, size_t digits,
+    const u_char *p, size_t j, size_t n)
+{
+    u_char         c;
+    int            k;
+    size_t         d;
+    unsigned long  v;
+
+    /* the parameter in a local: the bytes read could alias args[] */
+    k = *argi;
+    v = args[k];
+    d = 0;
+
+    for ( /* void */ ; j < n; j++) {
+        c = p[j];
+
+        if (c >= '0' && c <= '9') {
+            if (++d > digits) {
+                break;
+            }
+
+            v = (v == NGX_PTY_ARG_MISSING ? 0 : v) * 10 + (c - '0');
+            continue;
+        }
+
+        if (c == ':') {
+            v |= NGX_PTY_ARG_MORE;
+
+        } else if (c != ';') {
+            break;
+        }
+
+        if (k + 1 >= max) {
+            break;
+        }
+
+        args[k++] = v;
+        v = NGX_PTY_ARG_MISSING;
+        d = 0;
+    }
+
+    args[k] = v;
+    *argi = k;
+
+    return j;
+}
+
+
+/*
  * The colour of SGR 38 or 48 at args[k] (5;N or 2;R;G;B, either separator):
  * the parameters it takes after args[k], 0 if the form is not one of those
  */
@@ -2465,50 +2527,24 @@ ngx_pty_fast_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 {
     u_char         c;
     size_t         j;
-    int            argc, digits;
+    int            argc;
     unsigned long  v, args[NGX_PTY_FAST_ARGS];
 
     if (s->origin || s->lines || n - i < 3 || p[i + 1] != '[') {
         return 0;
     }
 
-    c = 0;
     argc = 0;
-    digits = 0;
     args[0] = NGX_PTY_ARG_MISSING;
-
-    for (j = i + 2; j < n; j++) {
-        c = p[j];
-
-        if (c >= '0' && c <= '9') {
-            if (++digits > NGX_PTY_FAST_DIGITS) {
-                return 0;
-            }
-
-            v = args[argc];
-            args[argc] = (v == NGX_PTY_ARG_MISSING ? 0 : v) * 10 + (c - '0');
-            continue;
-        }
-
-        if (c != ';' && c != ':') {
-            break;
-        }
-
-        if (argc == NGX_PTY_FAST_ARGS - 1) {
-            return 0;
-        }
-
-        if (c == ':') {
-            args[argc] |= NGX_PTY_ARG_MORE;
-        }
-
-        args[++argc] = NGX_PTY_ARG_MISSING;
-        digits = 0;
-    }
+    j = ngx_pty_csi_params(args, &argc, NGX_PTY_FAST_ARGS,
+                           NGX_PTY_FAST_DIGITS, p, i + 2, n);
 
     if (j == n) {
         return 0;
     }
+
+    /* at a digit or a separator, a limit stopped the parameters */
+    c = p[j];
 
     switch (c) {
     case 'm': case 'K': case 'J': case 'H': case 'f': case 'A': case 'B':
@@ -2713,7 +2749,7 @@ ngx_pty_stretch_end(const u_char *p, size_t i, size_t n, unsigned *sgr)
 static void
 ngx_pty_skip_pen(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t cut)
 {
-    size_t         k, from, len, j;
+    size_t         k, from, len;
     int            argi;
     const u_char  *q;
 
@@ -2740,20 +2776,8 @@ ngx_pty_skip_pen(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t cut)
 
         argi = 0;
         s->args[0] = NGX_PTY_ARG_MISSING;
-
-        for (j = k + 2; j < k + len - 1 && argi < NGX_PTY_CSI_ARGS; j++) {
-            if (p[j] >= '0' && p[j] <= '9') {
-                s->args[argi] = (s->args[argi] == NGX_PTY_ARG_MISSING
-                                 ? 0 : s->args[argi]) * 10 + (p[j] - '0');
-                continue;
-            }
-
-            s->args[argi] |= (p[j] == ':') ? NGX_PTY_ARG_MORE : 0;
-
-            if (++argi < NGX_PTY_CSI_ARGS) {
-                s->args[argi] = NGX_PTY_ARG_MISSING;
-            }
-        }
+        (void) ngx_pty_csi_params(s->args, &argi, NGX_PTY_CSI_ARGS,
+                                  NGX_PTY_ANY_DIGITS, p, k + 2, k + len - 1);
     }
 
     while ((q = memchr(p + from, 0x1b, cut - from)) != NULL) {
@@ -2980,7 +3004,7 @@ static void
 ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
 {
     u_char  c;
-    size_t  i, start, normal, esc;
+    size_t  i, k, start, normal, esc;
 
     if (n == 0) {
         return;
@@ -3080,31 +3104,20 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
             /* fall through */
 
         case NGX_PTY_PS_CSI_ARGS:
-            if (c >= '0' && c <= '9') {
-                if (s->args[s->argi] == NGX_PTY_ARG_MISSING) {
-                    s->args[s->argi] = 0;
-                }
+            if ((c >= '0' && c <= '9') || c == ';' || c == ':') {
+                k = ngx_pty_csi_params(s->args, &s->argi, NGX_PTY_CSI_ARGS,
+                                       NGX_PTY_ANY_DIGITS, p, i, n);
 
-                s->args[s->argi] = s->args[s->argi] * 10 + (c - '0');
-                break;
-            }
-
-            if (c == ':') {
-                s->args[s->argi] |= NGX_PTY_ARG_MORE;
-                c = ';';
-            }
-
-            if (c == ';') {
-                if (s->argi >= NGX_PTY_CSI_ARGS - 1) {
-                    /* libvterm 0.1.4 would write past its csi_args[] */
-                    ngx_pty_flush(s, p, &start, i);
-                    vterm_input_write(s->vt, "\x18", 1);
-                    start = i + 1;
-                    s->ps = NGX_PTY_PS_DROP;
+                if (k > i) {
+                    i = k - 1;
                     break;
                 }
 
-                s->args[++s->argi] = NGX_PTY_ARG_MISSING;
+                /* libvterm 0.1.4 would write past its csi_args[] */
+                ngx_pty_flush(s, p, &start, i);
+                vterm_input_write(s->vt, "\x18", 1);
+                start = i + 1;
+                s->ps = NGX_PTY_PS_DROP;
                 break;
             }
 
