@@ -1599,7 +1599,35 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
 
 /*
- * SGR 8/28: walk the parameters exactly as libvterm's setpen() does; and
+ * Where the SGR parameter after the one at args[k] is, as libvterm's
+ * setpen() steps: a colour takes what its form says, then come any
+ * sub-parameters.  Like setpen(), a bare 38 or 48 reads the slots past
+ * the parameters (ngx_pty_vt_args): args[] has NGX_PTY_CSI_ARGS of them.
+ */
+static ngx_inline int
+ngx_pty_sgr_next(const unsigned long *args, int k, int argc)
+{
+    int            n;
+    unsigned long  arg, pal;
+
+    arg = NGX_PTY_ARG(args[k]);
+
+    if (arg == 38 || arg == 48) {
+        n = argc - k - 2;
+        pal = (k + 1 < NGX_PTY_CSI_ARGS) ? NGX_PTY_ARG(args[k + 1]) : 0;
+        k += 1 + (pal == 2 ? (n < 3 ? n : 3) : pal == 5 ? (n ? 1 : 0) : 0);
+    }
+
+    while (k < NGX_PTY_CSI_ARGS && (args[k++] & NGX_PTY_ARG_MORE)) {
+        /* void */
+    }
+
+    return k;
+}
+
+
+/*
+ * SGR 8/28, the parameters taken as libvterm's setpen() takes them; and
  * a bare 38 or 48 at the end, which reads the slots past them
  * (ngx_pty_vt_args), when the sequence starts at p[esc]
  */
@@ -1607,9 +1635,9 @@ static void
 ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     size_t esc)
 {
-    int            argi, argc, n;
+    int            argi, argc;
     unsigned       conceal;
-    unsigned long  arg, pal;
+    unsigned long  arg;
 
     argc = s->argi;
     argi = 0;
@@ -1624,24 +1652,14 @@ ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         } else if (arg == 8) {
             conceal = 1;
 
-        } else if (arg == 38 || arg == 48) {
-            if (argi + 1 >= argc && esc != NGX_PTY_NO_ESC && esc >= *start) {
-                ngx_pty_flush(s, p, start, esc);
-                ngx_pty_vt_args(s);
-            }
-
-            n = argc - argi - 2;
-            pal = (argi + 1 < NGX_PTY_CSI_ARGS)
-                  ? NGX_PTY_ARG(s->args[argi + 1]) : 0;
-            argi += 1 + (pal == 2 ? (n < 3 ? n : 3) : pal == 5 ? (n ? 1 : 0)
-                                                              : 0);
-        }
-
-        while (argi >= 0 && argi < NGX_PTY_CSI_ARGS
-               && (s->args[argi++] & NGX_PTY_ARG_MORE))
+        } else if ((arg == 38 || arg == 48) && argi + 1 >= argc
+                   && esc != NGX_PTY_NO_ESC && esc >= *start)
         {
-            /* void */
+            ngx_pty_flush(s, p, start, esc);
+            ngx_pty_vt_args(s);
         }
+
+        argi = ngx_pty_sgr_next(s->args, argi, argc);
     }
 
     if (conceal != ((s->pen.attr & NGX_PTY_A_CONCEAL) ? 1u : 0u)) {
@@ -2292,7 +2310,7 @@ static int
 ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
     const unsigned long *args, int *argi, int argc)
 {
-    int            k, n;
+    int            k;
     unsigned long  arg, ul;
     VTermColor     c;
 
@@ -2337,17 +2355,14 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
 
         /* 4:N, N 0..3; other N keep the single underline */
         if (arg == 4 && (args[k] & NGX_PTY_ARG_MORE)) {
-            k++;
-            ul = NGX_PTY_ARG(args[k]) <= 3 ? NGX_PTY_ARG(args[k]) : 1;
+            ul = NGX_PTY_ARG(args[k + 1]) <= 3 ? NGX_PTY_ARG(args[k + 1]) : 1;
         }
 
         pen->attr = (pen->attr & ~NGX_PTY_A_UL) | (ul << NGX_PTY_A_UL_SHIFT);
         break;
 
     case 38: case 48:
-        n = ngx_pty_fast_color(args, k, argc, &c);
-
-        if (n == 0) {
+        if (!ngx_pty_fast_color(args, k, argc, &c)) {
             return 0;
         }
 
@@ -2357,7 +2372,6 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
             pen->bg = ngx_pty_color(&c);
         }
 
-        k += n;
         break;
 
     case 39:
@@ -2386,12 +2400,7 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
         break;
     }
 
-    /* the sub-parameters of what was taken */
-    while (k < argc && (args[k++] & NGX_PTY_ARG_MORE)) {
-        /* void */
-    }
-
-    *argi = k;
+    *argi = ngx_pty_sgr_next(args, k, argc);
 
     return 1;
 }
@@ -2528,7 +2537,7 @@ ngx_pty_fast_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     u_char         c;
     size_t         j;
     int            argc;
-    unsigned long  v, args[NGX_PTY_FAST_ARGS];
+    unsigned long  v, args[NGX_PTY_CSI_ARGS];
 
     if (s->origin || s->lines || n - i < 3 || p[i + 1] != '[') {
         return 0;
