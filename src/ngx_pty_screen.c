@@ -2016,6 +2016,204 @@ ngx_pty_printable8(const u_char *p)
 
 
 /*
+ * How far printable ASCII, CR, LF, VT and FF go from p[i]: *last is the
+ * last printable byte (n if none), *ctl whether controls are among them
+ */
+static size_t
+ngx_pty_fast_run(const u_char *p, size_t i, size_t n, size_t *last,
+    unsigned *ctl)
+{
+    u_char    c;
+    size_t    e, l;
+    unsigned  k;
+
+    /* in locals: the bytes read could alias *last and *ctl */
+    l = n;
+    k = 0;
+
+    for (e = i; e < n; e++) {
+        while (n - e >= 8 && ngx_pty_printable8(p + e)) {
+            e += 8;
+            l = e - 1;
+        }
+
+        if (e == n) {
+            break;
+        }
+
+        c = p[e];
+
+        if (c >= 0x20 && c < 0x7f) {
+            l = e;
+
+        } else if (c >= 0x0a && c <= 0x0d) {
+            k = 1;
+
+        } else {
+            break;
+        }
+    }
+
+    *last = l;
+    *ctl = k;
+
+    return e;
+}
+
+
+/*
+ * libvterm decodes a text chunk with the decoder its first byte chooses,
+ * and keeps a broken sequence in that one: before UTF-8, the glyphs of a
+ * run since its last CR or LF stay in one piece with what follows.
+ * Returns where the run p[i..) ending in the glyph at *last must end
+ * then (i: nothing is left), with *last its last glyph (n if none).
+ */
+static size_t
+ngx_pty_fast_cut(const u_char *p, size_t i, size_t n, size_t *last)
+{
+    size_t  e, k;
+
+    for (e = *last; e > i && p[e - 1] >= 0x20; e--) {
+        /* void */
+    }
+
+    if (e == i) {
+        return i;
+    }
+
+    for (k = e; k > i && p[k - 1] < 0x20; k--) {
+        /* void */
+    }
+
+    *last = (k > i) ? k - 1 : n;
+
+    return e;
+}
+
+
+/* the cursor fast text moves, and its pending wrap */
+typedef struct {
+    int       row;
+    int       col;
+    unsigned  ph;
+} ngx_pty_fast_pos_t;
+
+
+/* CR, or LF, VT, FF: libvterm's on_control() in the plain case */
+static void
+ngx_pty_fast_ctl(ngx_pty_screen_t *s, u_char c, ngx_pty_fast_pos_t *pos)
+{
+    int  row;
+
+    if (c == '\r') {
+        if (pos->col) {
+            pos->col = 0;
+            pos->ph = 0;
+        }
+
+        return;
+    }
+
+    row = pos->row;
+    ngx_pty_fast_lf(s, &pos->row);
+
+    if (pos->row != row) {
+        pos->ph = 0;
+    }
+}
+
+
+/* a pending wrap, taken by the next glyph */
+static void
+ngx_pty_fast_wrap(ngx_pty_screen_t *s, ngx_pty_fast_pos_t *pos)
+{
+    if (pos->ph) {
+        ngx_pty_fast_lf(s, &pos->row);
+        pos->col = 0;
+        pos->ph = 0;
+    }
+}
+
+
+/*
+ * The glyphs and controls of p[j..end) into the grid, the glyphs up to
+ * the end of a row at once (ctl: controls may cut them short)
+ */
+static void
+ngx_pty_fast_glyphs(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
+    const u_char *p, size_t j, size_t end, unsigned ctl,
+    ngx_pty_fast_pos_t *pos)
+{
+    size_t  k, x;
+
+    for ( /* void */ ; j < end; j++) {
+        if (p[j] < 0x20) {
+            ngx_pty_fast_ctl(s, p[j], pos);
+            continue;
+        }
+
+        ngx_pty_fast_wrap(s, pos);
+
+        k = (end - j < s->cols - pos->col) ? end : j + (s->cols - pos->col);
+
+        if (ctl) {
+            for (x = j + 1; x < k && p[x] >= 0x20 && p[x] < 0x7f; x++) {
+                /* void */
+            }
+
+            k = x;
+        }
+
+        ngx_pty_fast_store(s, t, p, j, k, pos->row, pos->col);
+        pos->col += k - j;
+        j = k - 1;
+
+        if ((unsigned) pos->col >= s->cols) {
+            pos->col = s->cols - 1;
+            pos->ph = s->autowrap;
+        }
+    }
+}
+
+
+/*
+ * The last glyph p[last], then the controls up to p[e]: the glyph is
+ * what libvterm's putglyph would leave behind for combining marks, REP
+ * and the wrap, which ngx_pty_vt_sync() gives libvterm later
+ */
+static void
+ngx_pty_fast_last(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
+    const u_char *p, size_t last, size_t e, ngx_pty_fast_pos_t *pos)
+{
+    size_t  j;
+
+    ngx_pty_fast_wrap(s, pos);
+    ngx_pty_fast_store(s, t, p, last, last + 1, pos->row, pos->col);
+
+    /* what ngx_pty_cb_putglyph() keeps of it */
+    s->vt_glyph = p[last];
+    s->edge_pos.row = pos->row;
+    s->edge_pos.col = pos->col;
+    s->vt_dirty |= NGX_PTY_VT_GLYPH;
+    s->combine_w = 1;
+    s->edge = ((unsigned) pos->col + 1 >= s->cols);
+    s->ph_pos = s->edge_pos;
+
+    if (s->edge) {
+        pos->ph = s->autowrap;
+    } else {
+        pos->col++;
+    }
+
+    for (j = last + 1; j < e; j++) {
+        ngx_pty_fast_ctl(s, p[j], pos);
+    }
+
+    s->phantom = pos->ph;
+}
+
+
+/*
  * Printable ASCII, CR and LF from p[i] on, in the ground state.  libvterm
  * costs a decode, two table walks and a callback per glyph, and a state
  * update per control; here they go straight into the grid, doing what
@@ -2029,38 +2227,13 @@ static size_t
 ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i, size_t n)
 {
-    u_char          c;
-    size_t          e, last, end, stop, j, k, x;
-    int             row, col, r;
-    unsigned        ph, ctl;
-    VTermPos        pos;
-    ngx_pty_tmpl_t  t;
+    size_t              e, last, stop;
+    unsigned            ctl;
+    VTermPos            cur;
+    ngx_pty_tmpl_t      t;
+    ngx_pty_fast_pos_t  pos;
 
-    last = n;
-    ctl = 0;
-
-    for (e = i; e < n; e++) {
-        while (n - e >= 8 && ngx_pty_printable8(p + e)) {
-            e += 8;
-            last = e - 1;
-        }
-
-        if (e == n) {
-            break;
-        }
-
-        c = p[e];
-
-        if (c >= 0x20 && c < 0x7f) {
-            last = e;
-
-        } else if (c >= 0x0a && c <= 0x0d) {
-            ctl = 1;
-
-        } else {
-            break;
-        }
-    }
+    e = ngx_pty_fast_run(p, i, n, &last, &ctl);
 
     /* a few bytes cost libvterm less than catching it up after them */
     if (e - i < NGX_PTY_FAST_MIN && s->vt_dirty == 0) {
@@ -2070,24 +2243,11 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     stop = e;
 
     if (last + 1 == e && e < n && p[e] >= 0x80) {
-        /*
-         * libvterm decodes a text chunk with the decoder its first byte
-         * chooses, and keeps a broken sequence in that one: the glyphs
-         * since the last CR or LF stay in one piece with what follows
-         */
-        for (e = last; e > i && p[e - 1] >= 0x20; e--) {
-            /* void */
-        }
+        e = ngx_pty_fast_cut(p, i, n, &last);
 
         if (e == i) {
             return stop;
         }
-
-        for (last = e; last > i && p[last - 1] < 0x20; last--) {
-            /* void */
-        }
-
-        last = (last > i) ? last - 1 : n;
     }
 
     if (*start < i) {
@@ -2099,112 +2259,20 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         return stop;
     }
 
-    pos = ngx_pty_cursor(s);
-    row = pos.row;
-    col = pos.col;
-    ph = 0;
+    cur = ngx_pty_cursor(s);
+    pos.row = cur.row;
+    pos.col = cur.col;
+    pos.ph = 0;
 
     ngx_pty_tmpl_init(s, &t);
-
-    end = last < e ? last : e;
-
-    for (j = i; j < end; j++) {
-        c = p[j];
-
-        if (c == '\r') {
-            if (col) {
-                col = 0;
-                ph = 0;
-            }
-
-            continue;
-        }
-
-        if (c < 0x20) {
-            r = row;
-            ngx_pty_fast_lf(s, &row);
-
-            if (row != r) {
-                ph = 0;
-            }
-
-            continue;
-        }
-
-        if (ph) {
-            ngx_pty_fast_lf(s, &row);
-            col = 0;
-            ph = 0;
-        }
-
-        /* the glyphs up to the end of the row at once */
-        k = (end - j < s->cols - col) ? end : j + (s->cols - col);
-
-        if (ctl) {
-            for (x = j + 1; x < k && p[x] >= 0x20 && p[x] < 0x7f; x++) {
-                /* void */
-            }
-
-            k = x;
-        }
-
-        ngx_pty_fast_store(s, &t, p, j, k, row, col);
-        col += k - j;
-        j = k - 1;
-
-        if ((unsigned) col >= s->cols) {
-            col = s->cols - 1;
-            ph = s->autowrap;
-        }
-    }
+    ngx_pty_fast_glyphs(s, &t, p, i, last < e ? last : e, ctl, &pos);
 
     if (last < e) {
-        if (ph) {
-            ngx_pty_fast_lf(s, &row);
-            col = 0;
-            ph = 0;
-        }
-
-        ngx_pty_fast_store(s, &t, p, last, last + 1, row, col);
-
-        /* what ngx_pty_cb_putglyph() keeps of it; libvterm gets it later */
-        s->vt_glyph = p[last];
-        s->edge_pos.row = row;
-        s->edge_pos.col = col;
-        s->vt_dirty |= NGX_PTY_VT_GLYPH;
-        s->combine_w = 1;
-        s->edge = ((unsigned) col + 1 >= s->cols);
-        s->ph_pos = s->edge_pos;
-
-        if (s->edge) {
-            ph = s->autowrap;
-        } else {
-            col++;
-        }
-
-        for (j = last + 1; j < e; j++) {
-            if (p[j] == '\r') {
-                if (col) {
-                    col = 0;
-                    ph = 0;
-                }
-
-                continue;
-            }
-
-            r = row;
-            ngx_pty_fast_lf(s, &row);
-
-            if (row != r) {
-                ph = 0;
-            }
-        }
-
-        s->phantom = ph;
+        ngx_pty_fast_last(s, &t, p, last, e, &pos);
     }
 
-    s->vt_cur.row = row;
-    s->vt_cur.col = col;
+    s->vt_cur.row = pos.row;
+    s->vt_cur.col = pos.col;
     s->vt_dirty |= NGX_PTY_VT_POS;
     *start = e;
 
