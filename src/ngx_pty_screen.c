@@ -2957,6 +2957,87 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 }
 
 
+/* a UTF-8 sequence at p[i] that libvterm reads: returns its length */
+static size_t
+ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t n)
+{
+    unsigned  len, k;
+
+    /* a broken sequence leaves libvterm's decoder mid-character */
+    len = ngx_pty_utf8_len(p[i]);
+
+    for (k = 1; k < len && i + k < n && (p[i + k] & 0xc0) == 0x80; k++) {
+        /* void */
+    }
+
+    if (len == 0 || k < len) {
+        s->vt_text = 1;
+    }
+
+    return k;
+}
+
+
+/*
+ * "ESC ( B" and the like at p[i], giving ASCII again to a set that has
+ * had it since the last reset: ncurses ends every attribute change so
+ * ("ESC ( B ESC [ m"), and libvterm need not see it.  Returns its
+ * length, 0 if it is not one.
+ */
+static size_t
+ngx_pty_scs_ascii(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t n)
+{
+    if (n - i < 3 || p[i + 1] < '(' || p[i + 1] > '+' || p[i + 2] != 'B'
+        || !(s->ascii & (1 << (p[i + 1] - '('))))
+    {
+        return 0;
+    }
+
+    if (*start < i) {
+        ngx_pty_flush(s, p, start, i);
+    }
+
+    *start = i + 3;
+
+    return 3;
+}
+
+
+/*
+ * An ASCII byte at p[i] that libvterm reads: what it does to the state of
+ * libvterm's decoders.  Returns how many bytes that covers.
+ */
+static size_t
+ngx_pty_text_ascii(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t n)
+{
+    u_char  c;
+
+    c = p[i];
+
+    /* LS1, LS0: which of G0-G3 the text uses */
+    if (c == 0x0e || c == 0x0f) {
+        s->gl = (c == 0x0e);
+        s->vt_text = 1;
+    }
+
+    if (c < 0x20 && s->vt_text && i + 2 < n
+        && p[i + 1] >= 0x20 && p[i + 1] < 0x7f
+        && p[i + 2] >= 0x20 && p[i + 2] < 0x7f)
+    {
+        /*
+         * two ASCII glyphs starting a text run: libvterm decodes the
+         * second (the first may take a single shift) with GL's decoder,
+         * which is clean after it
+         */
+        s->vt_text = 0;
+        return 3;
+    }
+
+    return 1;
+}
+
+
 /* ground-state bytes from p[i]: returns where the next ESC is, or n */
 static size_t
 ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
@@ -2964,7 +3045,7 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 {
     u_char    c;
     size_t    len;
-    unsigned  k, move;
+    unsigned  move;
 
     i = ngx_pty_skip_lines(s, p, start, i, n);
 
@@ -2975,19 +3056,8 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             len = ngx_pty_fast_csi(s, p, start, i, n);
             move = (len != 0 && p[i + len - 1] != 'm');
 
-            if (len == 0 && n - i >= 3 && p[i + 1] >= '(' && p[i + 1] <= '+'
-                && p[i + 2] == 'B' && (s->ascii & (1 << (p[i + 1] - '('))))
-            {
-                /*
-                 * ncurses ends every attribute change so ("ESC ( B ESC [ m"):
-                 * a set given ASCII again, which libvterm need not see
-                 */
-                if (*start < i) {
-                    ngx_pty_flush(s, p, start, i);
-                }
-
-                len = 3;
-                *start = i + len;
+            if (len == 0) {
+                len = ngx_pty_scs_ascii(s, p, start, i, n);
             }
 
             if (len == 0) {
@@ -3031,42 +3101,11 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         }
 
         if (c >= 0x80) {
-            /* a broken sequence leaves libvterm's decoder mid-character */
-            len = ngx_pty_utf8_len(c);
-
-            for (k = 1; k < len && i + k < n && (p[i + k] & 0xc0) == 0x80; k++) {
-                /* void */
-            }
-
-            if (len == 0 || k < len) {
-                s->vt_text = 1;
-            }
-
-            i += k;
+            i += ngx_pty_text_utf8(s, p, i, n);
             continue;
         }
 
-        /* LS1, LS0: which of G0-G3 the text uses */
-        if (c == 0x0e || c == 0x0f) {
-            s->gl = (c == 0x0e);
-            s->vt_text = 1;
-        }
-
-        if (c < 0x20 && s->vt_text && i + 2 < n
-            && p[i + 1] >= 0x20 && p[i + 1] < 0x7f
-            && p[i + 2] >= 0x20 && p[i + 2] < 0x7f)
-        {
-            /*
-             * two ASCII glyphs starting a text run: libvterm decodes the
-             * second (the first may take a single shift) with GL's decoder,
-             * which is clean after it
-             */
-            s->vt_text = 0;
-            i += 3;
-            continue;
-        }
-
-        i++;
+        i += ngx_pty_text_ascii(s, p, i, n);
     }
 
     return n;
