@@ -2826,9 +2826,9 @@ ngx_pty_stretch_end(const u_char *p, size_t i, size_t n, unsigned *sgr)
 static void
 ngx_pty_skip_pen(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t cut)
 {
-    size_t         k, from, len;
+    size_t         k, from, len, noskip_end;
     int            argi;
-    const u_char  *q;
+    const u_char  *q, *noskip_p;
 
     from = i;
 
@@ -2857,12 +2857,23 @@ ngx_pty_skip_pen(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t cut)
                                   NGX_PTY_ANY_DIGITS, p, k + 2, k + len - 1);
     }
 
+    /*
+     * the scan of an SGR sequence looks for lines to skip in it too (on
+     * a screen of 2-4 rows it is long enough), and would take the mark
+     * of the stretch it is in: the next start in there would search again
+     */
+    noskip_p = s->noskip_p;
+    noskip_end = s->noskip_end;
+
     while ((q = memchr(p + from, 0x1b, cut - from)) != NULL) {
         from = q - p;
         len = ngx_pty_sgr_at(p, from, cut);
         ngx_pty_screen_scan(s, q, len);
         from += len;
     }
+
+    s->noskip_p = noskip_p;
+    s->noskip_end = noskip_end;
 }
 
 
