@@ -44,6 +44,12 @@
 #define NGX_PTY_FAST_ARGS     12          /* ngx_pty_fast_csi(): parameters */
 #define NGX_PTY_FAST_DIGITS   5           /* and digits of one */
 #define NGX_PTY_NO_ESC        ((size_t) -1)
+#define NGX_PTY_ANY_DIGITS    ((size_t) -1)
+
+/* as nginx's ngx_config.h has it: this file builds without nginx too */
+#ifndef ngx_inline
+#define ngx_inline            inline
+#endif
 
 #define NGX_PTY_ARG_MORE      (1UL << 31)
 #define NGX_PTY_ARG_MISSING   ((1UL << 31) - 1)
@@ -83,7 +89,7 @@
 /* what libvterm does not know yet of what the model did (vt_dirty) */
 #define NGX_PTY_VT_POS        0x01  /* the cursor is vt_cur */
 #define NGX_PTY_VT_PEN        0x02  /* the pen is s->pen, libvterm's vt_pen */
-#define NGX_PTY_VT_GLYPH      0x04  /* the last glyph is vt_glyph at vt_gpos */
+#define NGX_PTY_VT_GLYPH      0x04  /* the last glyph is vt_glyph at edge_pos */
 
 
 typedef struct {
@@ -146,7 +152,7 @@ struct ngx_pty_screen_s {
 
     /* pending wrap ("phantom" column) */
     VTermPos                      ph_pos;
-    VTermPos                      edge_pos;   /* a glyph left at the edge */
+    VTermPos                      edge_pos;   /* the last glyph printed */
     int                           combine_w;
 
     /* the cursor saved by DECSC / ?1048 / ?1049 */
@@ -197,7 +203,6 @@ struct ngx_pty_screen_s {
     unsigned                      vt_dirty;
     unsigned                      vt_args;  /* its CSI parameters not args[] */
     VTermPos                      vt_cur;
-    VTermPos                      vt_gpos;
     ngx_pty_pen_t                 vt_pen;
     u_char                        vt_glyph;
 
@@ -410,9 +415,9 @@ ngx_pty_pen_eq(const ngx_pty_pen_t *a, const ngx_pty_pen_t *b, unsigned mask)
 
 /* ";" and a number, without printf: a snapshot writes many */
 static char *
-ngx_pty_put_arg(char *p, unsigned v)
+ngx_pty_put_arg(char *p, uint64_t v)
 {
-    char  tmp[10], *t;
+    char  tmp[20], *t;
 
     t = tmp + sizeof(tmp);
 
@@ -439,6 +444,27 @@ ngx_pty_put_str(char *p, const char *str)
     }
 
     return p;
+}
+
+
+/* "CSI a ; b final" (b < 0: "CSI a final") at buf; returns its length */
+static size_t
+ngx_pty_put_csi(char *buf, unsigned a, int b, char final)
+{
+    char  *p;
+
+    /* buf[1] gets the first ';', which becomes the '[' */
+    p = ngx_pty_put_arg(buf + 1, a);
+
+    if (b >= 0) {
+        p = ngx_pty_put_arg(p, (unsigned) b);
+    }
+
+    buf[0] = '\x1b';
+    buf[1] = '[';
+    *p++ = final;
+
+    return p - buf;
 }
 
 
@@ -1273,22 +1299,6 @@ ngx_pty_output(const char *buf, size_t len, void *user)
 }
 
 
-/* "CSI row;col H", 1-based */
-static size_t
-ngx_pty_cup(u_char *buf, int row, int col)
-{
-    u_char  *p;
-
-    p = (u_char *) ngx_pty_put_arg((char *) buf + 1, (unsigned) row + 1);
-    p = (u_char *) ngx_pty_put_arg((char *) p, (unsigned) col + 1);
-    buf[0] = '\x1b';
-    buf[1] = '[';
-    *p++ = 'H';
-
-    return p - buf;
-}
-
-
 /* the cursor: the model's while libvterm is behind, else libvterm's */
 static VTermPos
 ngx_pty_cursor(ngx_pty_screen_t *s)
@@ -1308,36 +1318,39 @@ ngx_pty_cursor(ngx_pty_screen_t *s)
 /*
  * libvterm keeps the last glyph it printed (combine_chars, combine_pos) to
  * add the combining marks that follow it, and for REP.  When the model
- * printed it, write it again at its place, then put back the cell and the
- * wrap state, which were right already.
+ * printed it, write it again at its place (edge_pos, which only the
+ * model's text and libvterm's putglyph set, and libvterm does not run
+ * while it is behind), then put back the cell and the wrap state, which
+ * were right already.
  */
 static void
 ngx_pty_vt_prime(ngx_pty_screen_t *s)
 {
-    u_char           buf[32];
+    char             buf[32];
     size_t           len;
     unsigned         rlen;
     ngx_pty_row_t   *row;
     ngx_pty_cell_t   cell;
 
-    row = s->cur->rows[s->vt_gpos.row];
+    row = s->cur->rows[s->edge_pos.row];
     rlen = row->len;
 
-    if ((unsigned) s->vt_gpos.col < rlen) {
-        cell = row->cells[s->vt_gpos.col];
+    if ((unsigned) s->edge_pos.col < rlen) {
+        cell = row->cells[s->edge_pos.col];
     }
 
-    len = ngx_pty_cup(buf, s->vt_gpos.row, s->vt_gpos.col);
-    buf[len++] = s->vt_glyph;
+    len = ngx_pty_put_csi(buf, s->edge_pos.row + 1, s->edge_pos.col + 1,
+                          'H');
+    buf[len++] = (char) s->vt_glyph;
 
     s->untracked = 1;
-    vterm_input_write(s->vt, (const char *) buf, len);
+    vterm_input_write(s->vt, buf, len);
     s->untracked = 0;
 
     row->len = rlen;
 
-    if ((unsigned) s->vt_gpos.col < rlen) {
-        row->cells[s->vt_gpos.col] = cell;
+    if ((unsigned) s->edge_pos.col < rlen) {
+        row->cells[s->edge_pos.col] = cell;
     }
 }
 
@@ -1353,33 +1366,21 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
 static void
 ngx_pty_vt_args(ngx_pty_screen_t *s)
 {
-    char      buf[NGX_PTY_CSI_ARGS * 21 + 4], *p, tmp[24], *t;
+    char      buf[NGX_PTY_CSI_ARGS * 21 + 4], *p;
     unsigned  k;
-    uint64_t  v;
 
     if (!s->vt_args) {
         return;
     }
 
     s->vt_args = 0;
-    p = buf + 2;
+
+    /* buf[1] gets the first ';', which becomes the '[' */
+    p = buf + 1;
 
     for (k = 0; k < NGX_PTY_CSI_ARGS; k++) {
         /* the number parsed back gives the same bits, flags included */
-        v = s->args[k];
-        t = tmp + sizeof(tmp);
-
-        do {
-            *--t = (char) ('0' + v % 10);
-            v /= 10;
-        } while (v);
-
-        if (k) {
-            *p++ = ';';
-        }
-
-        memcpy(p, t, tmp + sizeof(tmp) - t);
-        p += tmp + sizeof(tmp) - t;
+        p = ngx_pty_put_arg(p, s->args[k]);
     }
 
     buf[0] = '\x1b';
@@ -1400,6 +1401,7 @@ static void
 ngx_pty_vt_sync(ngx_pty_screen_t *s)
 {
     char      buf[128], *p;
+    size_t    len;
     unsigned  dirty, edge;
 
     dirty = s->vt_dirty;
@@ -1418,10 +1420,10 @@ ngx_pty_vt_sync(ngx_pty_screen_t *s)
          * libvterm's cursor is past the glyph now, or on it waiting to
          * wrap if it is in the last column: where the model's may be
          */
-        edge = ((unsigned) s->vt_gpos.col + 1 >= s->cols);
+        edge = ((unsigned) s->edge_pos.col + 1 >= s->cols);
 
-        if (s->vt_cur.row == s->vt_gpos.row
-            && s->vt_cur.col == s->vt_gpos.col + !edge
+        if (s->vt_cur.row == s->edge_pos.row
+            && s->vt_cur.col == s->edge_pos.col + !edge
             && s->phantom == (edge && s->autowrap))
         {
             dirty &= ~NGX_PTY_VT_POS;
@@ -1429,9 +1431,8 @@ ngx_pty_vt_sync(ngx_pty_screen_t *s)
     }
 
     if (dirty & NGX_PTY_VT_POS) {
-        vterm_input_write(s->vt, buf, ngx_pty_cup((u_char *) buf,
-                                                  s->vt_cur.row,
-                                                  s->vt_cur.col));
+        len = ngx_pty_put_csi(buf, s->vt_cur.row + 1, s->vt_cur.col + 1, 'H');
+        vterm_input_write(s->vt, buf, len);
     }
 
     if (dirty & NGX_PTY_VT_PEN) {
@@ -1598,7 +1599,35 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
 
 /*
- * SGR 8/28: walk the parameters exactly as libvterm's setpen() does; and
+ * Where the SGR parameter after the one at args[k] is, as libvterm's
+ * setpen() steps: a colour takes what its form says, then come any
+ * sub-parameters.  Like setpen(), a bare 38 or 48 reads the slots past
+ * the parameters (ngx_pty_vt_args): args[] has NGX_PTY_CSI_ARGS of them.
+ */
+static ngx_inline int
+ngx_pty_sgr_next(const unsigned long *args, int k, int argc)
+{
+    int            n;
+    unsigned long  arg, pal;
+
+    arg = NGX_PTY_ARG(args[k]);
+
+    if (arg == 38 || arg == 48) {
+        n = argc - k - 2;
+        pal = (k + 1 < NGX_PTY_CSI_ARGS) ? NGX_PTY_ARG(args[k + 1]) : 0;
+        k += 1 + (pal == 2 ? (n < 3 ? n : 3) : pal == 5 ? (n ? 1 : 0) : 0);
+    }
+
+    while (k < NGX_PTY_CSI_ARGS && (args[k++] & NGX_PTY_ARG_MORE)) {
+        /* void */
+    }
+
+    return k;
+}
+
+
+/*
+ * SGR 8/28, the parameters taken as libvterm's setpen() takes them; and
  * a bare 38 or 48 at the end, which reads the slots past them
  * (ngx_pty_vt_args), when the sequence starts at p[esc]
  */
@@ -1606,9 +1635,9 @@ static void
 ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     size_t esc)
 {
-    int            argi, argc, n;
+    int            argi, argc;
     unsigned       conceal;
-    unsigned long  arg, pal;
+    unsigned long  arg;
 
     argc = s->argi;
     argi = 0;
@@ -1623,24 +1652,14 @@ ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         } else if (arg == 8) {
             conceal = 1;
 
-        } else if (arg == 38 || arg == 48) {
-            if (argi + 1 >= argc && esc != NGX_PTY_NO_ESC && esc >= *start) {
-                ngx_pty_flush(s, p, start, esc);
-                ngx_pty_vt_args(s);
-            }
-
-            n = argc - argi - 2;
-            pal = (argi + 1 < NGX_PTY_CSI_ARGS)
-                  ? NGX_PTY_ARG(s->args[argi + 1]) : 0;
-            argi += 1 + (pal == 2 ? (n < 3 ? n : 3) : pal == 5 ? (n ? 1 : 0)
-                                                              : 0);
-        }
-
-        while (argi >= 0 && argi < NGX_PTY_CSI_ARGS
-               && (s->args[argi++] & NGX_PTY_ARG_MORE))
+        } else if ((arg == 38 || arg == 48) && argi + 1 >= argc
+                   && esc != NGX_PTY_NO_ESC && esc >= *start)
         {
-            /* void */
+            ngx_pty_flush(s, p, start, esc);
+            ngx_pty_vt_args(s);
         }
+
+        argi = ngx_pty_sgr_next(s->args, argi, argc);
     }
 
     if (conceal != ((s->pen.attr & NGX_PTY_A_CONCEAL) ? 1u : 0u)) {
@@ -1997,6 +2016,204 @@ ngx_pty_printable8(const u_char *p)
 
 
 /*
+ * How far printable ASCII, CR, LF, VT and FF go from p[i]: *last is the
+ * last printable byte (n if none), *ctl whether controls are among them
+ */
+static size_t
+ngx_pty_fast_run(const u_char *p, size_t i, size_t n, size_t *last,
+    unsigned *ctl)
+{
+    u_char    c;
+    size_t    e, l;
+    unsigned  k;
+
+    /* in locals: the bytes read could alias *last and *ctl */
+    l = n;
+    k = 0;
+
+    for (e = i; e < n; e++) {
+        while (n - e >= 8 && ngx_pty_printable8(p + e)) {
+            e += 8;
+            l = e - 1;
+        }
+
+        if (e == n) {
+            break;
+        }
+
+        c = p[e];
+
+        if (c >= 0x20 && c < 0x7f) {
+            l = e;
+
+        } else if (c >= 0x0a && c <= 0x0d) {
+            k = 1;
+
+        } else {
+            break;
+        }
+    }
+
+    *last = l;
+    *ctl = k;
+
+    return e;
+}
+
+
+/*
+ * libvterm decodes a text chunk with the decoder its first byte chooses,
+ * and keeps a broken sequence in that one: before UTF-8, the glyphs of a
+ * run since its last CR or LF stay in one piece with what follows.
+ * Returns where the run p[i..) ending in the glyph at *last must end
+ * then (i: nothing is left), with *last its last glyph (n if none).
+ */
+static size_t
+ngx_pty_fast_cut(const u_char *p, size_t i, size_t n, size_t *last)
+{
+    size_t  e, k;
+
+    for (e = *last; e > i && p[e - 1] >= 0x20; e--) {
+        /* void */
+    }
+
+    if (e == i) {
+        return i;
+    }
+
+    for (k = e; k > i && p[k - 1] < 0x20; k--) {
+        /* void */
+    }
+
+    *last = (k > i) ? k - 1 : n;
+
+    return e;
+}
+
+
+/* the cursor fast text moves, and its pending wrap */
+typedef struct {
+    int       row;
+    int       col;
+    unsigned  ph;
+} ngx_pty_fast_pos_t;
+
+
+/* CR, or LF, VT, FF: libvterm's on_control() in the plain case */
+static void
+ngx_pty_fast_ctl(ngx_pty_screen_t *s, u_char c, ngx_pty_fast_pos_t *pos)
+{
+    int  row;
+
+    if (c == '\r') {
+        if (pos->col) {
+            pos->col = 0;
+            pos->ph = 0;
+        }
+
+        return;
+    }
+
+    row = pos->row;
+    ngx_pty_fast_lf(s, &pos->row);
+
+    if (pos->row != row) {
+        pos->ph = 0;
+    }
+}
+
+
+/* a pending wrap, taken by the next glyph */
+static void
+ngx_pty_fast_wrap(ngx_pty_screen_t *s, ngx_pty_fast_pos_t *pos)
+{
+    if (pos->ph) {
+        ngx_pty_fast_lf(s, &pos->row);
+        pos->col = 0;
+        pos->ph = 0;
+    }
+}
+
+
+/*
+ * The glyphs and controls of p[j..end) into the grid, the glyphs up to
+ * the end of a row at once (ctl: controls may cut them short)
+ */
+static void
+ngx_pty_fast_glyphs(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
+    const u_char *p, size_t j, size_t end, unsigned ctl,
+    ngx_pty_fast_pos_t *pos)
+{
+    size_t  k, x;
+
+    for ( /* void */ ; j < end; j++) {
+        if (p[j] < 0x20) {
+            ngx_pty_fast_ctl(s, p[j], pos);
+            continue;
+        }
+
+        ngx_pty_fast_wrap(s, pos);
+
+        k = (end - j < s->cols - pos->col) ? end : j + (s->cols - pos->col);
+
+        if (ctl) {
+            for (x = j + 1; x < k && p[x] >= 0x20 && p[x] < 0x7f; x++) {
+                /* void */
+            }
+
+            k = x;
+        }
+
+        ngx_pty_fast_store(s, t, p, j, k, pos->row, pos->col);
+        pos->col += k - j;
+        j = k - 1;
+
+        if ((unsigned) pos->col >= s->cols) {
+            pos->col = s->cols - 1;
+            pos->ph = s->autowrap;
+        }
+    }
+}
+
+
+/*
+ * The last glyph p[last], then the controls up to p[e]: the glyph is
+ * what libvterm's putglyph would leave behind for combining marks, REP
+ * and the wrap, which ngx_pty_vt_sync() gives libvterm later
+ */
+static void
+ngx_pty_fast_last(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
+    const u_char *p, size_t last, size_t e, ngx_pty_fast_pos_t *pos)
+{
+    size_t  j;
+
+    ngx_pty_fast_wrap(s, pos);
+    ngx_pty_fast_store(s, t, p, last, last + 1, pos->row, pos->col);
+
+    /* what ngx_pty_cb_putglyph() keeps of it */
+    s->vt_glyph = p[last];
+    s->edge_pos.row = pos->row;
+    s->edge_pos.col = pos->col;
+    s->vt_dirty |= NGX_PTY_VT_GLYPH;
+    s->combine_w = 1;
+    s->edge = ((unsigned) pos->col + 1 >= s->cols);
+    s->ph_pos = s->edge_pos;
+
+    if (s->edge) {
+        pos->ph = s->autowrap;
+    } else {
+        pos->col++;
+    }
+
+    for (j = last + 1; j < e; j++) {
+        ngx_pty_fast_ctl(s, p[j], pos);
+    }
+
+    s->phantom = pos->ph;
+}
+
+
+/*
  * Printable ASCII, CR and LF from p[i] on, in the ground state.  libvterm
  * costs a decode, two table walks and a callback per glyph, and a state
  * update per control; here they go straight into the grid, doing what
@@ -2010,38 +2227,13 @@ static size_t
 ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i, size_t n)
 {
-    u_char          c;
-    size_t          e, last, end, stop, j, k, x;
-    int             row, col, r;
-    unsigned        ph, ctl;
-    VTermPos        pos;
-    ngx_pty_tmpl_t  t;
+    size_t              e, last, stop;
+    unsigned            ctl;
+    VTermPos            cur;
+    ngx_pty_tmpl_t      t;
+    ngx_pty_fast_pos_t  pos;
 
-    last = n;
-    ctl = 0;
-
-    for (e = i; e < n; e++) {
-        while (n - e >= 8 && ngx_pty_printable8(p + e)) {
-            e += 8;
-            last = e - 1;
-        }
-
-        if (e == n) {
-            break;
-        }
-
-        c = p[e];
-
-        if (c >= 0x20 && c < 0x7f) {
-            last = e;
-
-        } else if (c >= 0x0a && c <= 0x0d) {
-            ctl = 1;
-
-        } else {
-            break;
-        }
-    }
+    e = ngx_pty_fast_run(p, i, n, &last, &ctl);
 
     /* a few bytes cost libvterm less than catching it up after them */
     if (e - i < NGX_PTY_FAST_MIN && s->vt_dirty == 0) {
@@ -2051,24 +2243,11 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     stop = e;
 
     if (last + 1 == e && e < n && p[e] >= 0x80) {
-        /*
-         * libvterm decodes a text chunk with the decoder its first byte
-         * chooses, and keeps a broken sequence in that one: the glyphs
-         * since the last CR or LF stay in one piece with what follows
-         */
-        for (e = last; e > i && p[e - 1] >= 0x20; e--) {
-            /* void */
-        }
+        e = ngx_pty_fast_cut(p, i, n, &last);
 
         if (e == i) {
             return stop;
         }
-
-        for (last = e; last > i && p[last - 1] < 0x20; last--) {
-            /* void */
-        }
-
-        last = (last > i) ? last - 1 : n;
     }
 
     if (*start < i) {
@@ -2080,117 +2259,80 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         return stop;
     }
 
-    pos = ngx_pty_cursor(s);
-    row = pos.row;
-    col = pos.col;
-    ph = 0;
+    cur = ngx_pty_cursor(s);
+    pos.row = cur.row;
+    pos.col = cur.col;
+    pos.ph = 0;
 
     ngx_pty_tmpl_init(s, &t);
-
-    end = last < e ? last : e;
-
-    for (j = i; j < end; j++) {
-        c = p[j];
-
-        if (c == '\r') {
-            if (col) {
-                col = 0;
-                ph = 0;
-            }
-
-            continue;
-        }
-
-        if (c < 0x20) {
-            r = row;
-            ngx_pty_fast_lf(s, &row);
-
-            if (row != r) {
-                ph = 0;
-            }
-
-            continue;
-        }
-
-        if (ph) {
-            ngx_pty_fast_lf(s, &row);
-            col = 0;
-            ph = 0;
-        }
-
-        /* the glyphs up to the end of the row at once */
-        k = (end - j < s->cols - col) ? end : j + (s->cols - col);
-
-        if (ctl) {
-            for (x = j + 1; x < k && p[x] >= 0x20 && p[x] < 0x7f; x++) {
-                /* void */
-            }
-
-            k = x;
-        }
-
-        ngx_pty_fast_store(s, &t, p, j, k, row, col);
-        col += k - j;
-        j = k - 1;
-
-        if ((unsigned) col >= s->cols) {
-            col = s->cols - 1;
-            ph = s->autowrap;
-        }
-    }
+    ngx_pty_fast_glyphs(s, &t, p, i, last < e ? last : e, ctl, &pos);
 
     if (last < e) {
-        if (ph) {
-            ngx_pty_fast_lf(s, &row);
-            col = 0;
-            ph = 0;
-        }
-
-        ngx_pty_fast_store(s, &t, p, last, last + 1, row, col);
-
-        /* what ngx_pty_cb_putglyph() keeps of it; libvterm gets it later */
-        s->vt_glyph = p[last];
-        s->vt_gpos.row = row;
-        s->vt_gpos.col = col;
-        s->vt_dirty |= NGX_PTY_VT_GLYPH;
-        s->combine_w = 1;
-        s->edge = ((unsigned) col + 1 >= s->cols);
-        s->edge_pos = s->vt_gpos;
-        s->ph_pos = s->vt_gpos;
-
-        if (s->edge) {
-            ph = s->autowrap;
-        } else {
-            col++;
-        }
-
-        for (j = last + 1; j < e; j++) {
-            if (p[j] == '\r') {
-                if (col) {
-                    col = 0;
-                    ph = 0;
-                }
-
-                continue;
-            }
-
-            r = row;
-            ngx_pty_fast_lf(s, &row);
-
-            if (row != r) {
-                ph = 0;
-            }
-        }
-
-        s->phantom = ph;
+        ngx_pty_fast_last(s, &t, p, last, e, &pos);
     }
 
-    s->vt_cur.row = row;
-    s->vt_cur.col = col;
+    s->vt_cur.row = pos.row;
+    s->vt_cur.col = pos.col;
     s->vt_dirty |= NGX_PTY_VT_POS;
     *start = e;
 
     return stop;
+}
+
+
+/*
+ * CSI parameters from p[j] on into args[*argi] and after, as libvterm's
+ * parser reads them: digits, and ';' or ':' (the parameter before has
+ * sub-parameters) between them.  Stops at any other byte, at a separator
+ * that would make more than "max" parameters and at a parameter's digit
+ * past "digits"; returns where, with *argi the parameter it is in.
+ */
+static ngx_inline size_t
+ngx_pty_csi_params(unsigned long *args, int *argi, int max, size_t digits,
+    const u_char *p, size_t j, size_t n)
+{
+    u_char         c;
+    int            k;
+    size_t         d;
+    unsigned long  v;
+
+    /* the parameter in a local: the bytes read could alias args[] */
+    k = *argi;
+    v = args[k];
+    d = 0;
+
+    for ( /* void */ ; j < n; j++) {
+        c = p[j];
+
+        if (c >= '0' && c <= '9') {
+            if (++d > digits) {
+                break;
+            }
+
+            v = (v == NGX_PTY_ARG_MISSING ? 0 : v) * 10 + (c - '0');
+            continue;
+        }
+
+        if (c == ':') {
+            v |= NGX_PTY_ARG_MORE;
+
+        } else if (c != ';') {
+            break;
+        }
+
+        if (k + 1 >= max) {
+            break;
+        }
+
+        args[k++] = v;
+        v = NGX_PTY_ARG_MISSING;
+        d = 0;
+    }
+
+    args[k] = v;
+    *argi = k;
+
+    return j;
 }
 
 
@@ -2236,7 +2378,7 @@ static int
 ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
     const unsigned long *args, int *argi, int argc)
 {
-    int            k, n;
+    int            k;
     unsigned long  arg, ul;
     VTermColor     c;
 
@@ -2281,17 +2423,14 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
 
         /* 4:N, N 0..3; other N keep the single underline */
         if (arg == 4 && (args[k] & NGX_PTY_ARG_MORE)) {
-            k++;
-            ul = NGX_PTY_ARG(args[k]) <= 3 ? NGX_PTY_ARG(args[k]) : 1;
+            ul = NGX_PTY_ARG(args[k + 1]) <= 3 ? NGX_PTY_ARG(args[k + 1]) : 1;
         }
 
         pen->attr = (pen->attr & ~NGX_PTY_A_UL) | (ul << NGX_PTY_A_UL_SHIFT);
         break;
 
     case 38: case 48:
-        n = ngx_pty_fast_color(args, k, argc, &c);
-
-        if (n == 0) {
+        if (!ngx_pty_fast_color(args, k, argc, &c)) {
             return 0;
         }
 
@@ -2301,7 +2440,6 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
             pen->bg = ngx_pty_color(&c);
         }
 
-        k += n;
         break;
 
     case 39:
@@ -2330,12 +2468,7 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
         break;
     }
 
-    /* the sub-parameters of what was taken */
-    while (k < argc && (args[k++] & NGX_PTY_ARG_MORE)) {
-        /* void */
-    }
-
-    *argi = k;
+    *argi = ngx_pty_sgr_next(args, k, argc);
 
     return 1;
 }
@@ -2471,50 +2604,24 @@ ngx_pty_fast_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 {
     u_char         c;
     size_t         j;
-    int            argc, digits;
-    unsigned long  v, args[NGX_PTY_FAST_ARGS];
+    int            argc;
+    unsigned long  v, args[NGX_PTY_CSI_ARGS];
 
     if (s->origin || s->lines || n - i < 3 || p[i + 1] != '[') {
         return 0;
     }
 
-    c = 0;
     argc = 0;
-    digits = 0;
     args[0] = NGX_PTY_ARG_MISSING;
-
-    for (j = i + 2; j < n; j++) {
-        c = p[j];
-
-        if (c >= '0' && c <= '9') {
-            if (++digits > NGX_PTY_FAST_DIGITS) {
-                return 0;
-            }
-
-            v = args[argc];
-            args[argc] = (v == NGX_PTY_ARG_MISSING ? 0 : v) * 10 + (c - '0');
-            continue;
-        }
-
-        if (c != ';' && c != ':') {
-            break;
-        }
-
-        if (argc == NGX_PTY_FAST_ARGS - 1) {
-            return 0;
-        }
-
-        if (c == ':') {
-            args[argc] |= NGX_PTY_ARG_MORE;
-        }
-
-        args[++argc] = NGX_PTY_ARG_MISSING;
-        digits = 0;
-    }
+    j = ngx_pty_csi_params(args, &argc, NGX_PTY_FAST_ARGS,
+                           NGX_PTY_FAST_DIGITS, p, i + 2, n);
 
     if (j == n) {
         return 0;
     }
+
+    /* at a digit or a separator, a limit stopped the parameters */
+    c = p[j];
 
     switch (c) {
     case 'm': case 'K': case 'J': case 'H': case 'f': case 'A': case 'B':
@@ -2719,9 +2826,9 @@ ngx_pty_stretch_end(const u_char *p, size_t i, size_t n, unsigned *sgr)
 static void
 ngx_pty_skip_pen(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t cut)
 {
-    size_t         k, from, len, j;
+    size_t         k, from, len, noskip_end;
     int            argi;
-    const u_char  *q;
+    const u_char  *q, *noskip_p;
 
     from = i;
 
@@ -2746,21 +2853,17 @@ ngx_pty_skip_pen(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t cut)
 
         argi = 0;
         s->args[0] = NGX_PTY_ARG_MISSING;
-
-        for (j = k + 2; j < k + len - 1 && argi < NGX_PTY_CSI_ARGS; j++) {
-            if (p[j] >= '0' && p[j] <= '9') {
-                s->args[argi] = (s->args[argi] == NGX_PTY_ARG_MISSING
-                                 ? 0 : s->args[argi]) * 10 + (p[j] - '0');
-                continue;
-            }
-
-            s->args[argi] |= (p[j] == ':') ? NGX_PTY_ARG_MORE : 0;
-
-            if (++argi < NGX_PTY_CSI_ARGS) {
-                s->args[argi] = NGX_PTY_ARG_MISSING;
-            }
-        }
+        (void) ngx_pty_csi_params(s->args, &argi, NGX_PTY_CSI_ARGS,
+                                  NGX_PTY_ANY_DIGITS, p, k + 2, k + len - 1);
     }
+
+    /*
+     * the scan of an SGR sequence looks for lines to skip in it too (on
+     * a screen of 2-4 rows it is long enough), and would take the mark
+     * of the stretch it is in: the next start in there would search again
+     */
+    noskip_p = s->noskip_p;
+    noskip_end = s->noskip_end;
 
     while ((q = memchr(p + from, 0x1b, cut - from)) != NULL) {
         from = q - p;
@@ -2768,6 +2871,9 @@ ngx_pty_skip_pen(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t cut)
         ngx_pty_screen_scan(s, q, len);
         from += len;
     }
+
+    s->noskip_p = noskip_p;
+    s->noskip_end = noskip_end;
 }
 
 
@@ -2788,7 +2894,8 @@ static size_t
 ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i, size_t n)
 {
-    u_char    c, buf[32];
+    char      buf[32];
+    u_char    c;
     size_t    x, k, cut;
     unsigned  lf, sgr;
 
@@ -2852,13 +2959,93 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         ngx_pty_skip_pen(s, p, i, cut);
     }
 
-    vterm_input_write(s->vt, (const char *) buf,
-                      ngx_pty_cup(buf, s->rows - 1, 0));
+    vterm_input_write(s->vt, buf, ngx_pty_put_csi(buf, s->rows, 1, 'H'));
     s->vt_args = 1;
     s->phantom = 0;
     *start = cut;
 
     return cut;
+}
+
+
+/* a UTF-8 sequence at p[i] that libvterm reads: returns its length */
+static size_t
+ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t n)
+{
+    unsigned  len, k;
+
+    /* a broken sequence leaves libvterm's decoder mid-character */
+    len = ngx_pty_utf8_len(p[i]);
+
+    for (k = 1; k < len && i + k < n && (p[i + k] & 0xc0) == 0x80; k++) {
+        /* void */
+    }
+
+    if (len == 0 || k < len) {
+        s->vt_text = 1;
+    }
+
+    return k;
+}
+
+
+/*
+ * "ESC ( B" and the like at p[i], giving ASCII again to a set that has
+ * had it since the last reset: ncurses ends every attribute change so
+ * ("ESC ( B ESC [ m"), and libvterm need not see it.  Returns its
+ * length, 0 if it is not one.
+ */
+static size_t
+ngx_pty_scs_ascii(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t n)
+{
+    if (n - i < 3 || p[i + 1] < '(' || p[i + 1] > '+' || p[i + 2] != 'B'
+        || !(s->ascii & (1 << (p[i + 1] - '('))))
+    {
+        return 0;
+    }
+
+    if (*start < i) {
+        ngx_pty_flush(s, p, start, i);
+    }
+
+    *start = i + 3;
+
+    return 3;
+}
+
+
+/*
+ * An ASCII byte at p[i] that libvterm reads: what it does to the state of
+ * libvterm's decoders.  Returns how many bytes that covers.
+ */
+static size_t
+ngx_pty_text_ascii(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t n)
+{
+    u_char  c;
+
+    c = p[i];
+
+    /* LS1, LS0: which of G0-G3 the text uses */
+    if (c == 0x0e || c == 0x0f) {
+        s->gl = (c == 0x0e);
+        s->vt_text = 1;
+    }
+
+    if (c < 0x20 && s->vt_text && i + 2 < n
+        && p[i + 1] >= 0x20 && p[i + 1] < 0x7f
+        && p[i + 2] >= 0x20 && p[i + 2] < 0x7f)
+    {
+        /*
+         * two ASCII glyphs starting a text run: libvterm decodes the
+         * second (the first may take a single shift) with GL's decoder,
+         * which is clean after it
+         */
+        s->vt_text = 0;
+        return 3;
+    }
+
+    return 1;
 }
 
 
@@ -2869,7 +3056,7 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 {
     u_char    c;
     size_t    len;
-    unsigned  k, move;
+    unsigned  move;
 
     i = ngx_pty_skip_lines(s, p, start, i, n);
 
@@ -2880,19 +3067,8 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             len = ngx_pty_fast_csi(s, p, start, i, n);
             move = (len != 0 && p[i + len - 1] != 'm');
 
-            if (len == 0 && n - i >= 3 && p[i + 1] >= '(' && p[i + 1] <= '+'
-                && p[i + 2] == 'B' && (s->ascii & (1 << (p[i + 1] - '('))))
-            {
-                /*
-                 * ncurses ends every attribute change so ("ESC ( B ESC [ m"):
-                 * a set given ASCII again, which libvterm need not see
-                 */
-                if (*start < i) {
-                    ngx_pty_flush(s, p, start, i);
-                }
-
-                len = 3;
-                *start = i + len;
+            if (len == 0) {
+                len = ngx_pty_scs_ascii(s, p, start, i, n);
             }
 
             if (len == 0) {
@@ -2936,42 +3112,11 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         }
 
         if (c >= 0x80) {
-            /* a broken sequence leaves libvterm's decoder mid-character */
-            len = ngx_pty_utf8_len(c);
-
-            for (k = 1; k < len && i + k < n && (p[i + k] & 0xc0) == 0x80; k++) {
-                /* void */
-            }
-
-            if (len == 0 || k < len) {
-                s->vt_text = 1;
-            }
-
-            i += k;
+            i += ngx_pty_text_utf8(s, p, i, n);
             continue;
         }
 
-        /* LS1, LS0: which of G0-G3 the text uses */
-        if (c == 0x0e || c == 0x0f) {
-            s->gl = (c == 0x0e);
-            s->vt_text = 1;
-        }
-
-        if (c < 0x20 && s->vt_text && i + 2 < n
-            && p[i + 1] >= 0x20 && p[i + 1] < 0x7f
-            && p[i + 2] >= 0x20 && p[i + 2] < 0x7f)
-        {
-            /*
-             * two ASCII glyphs starting a text run: libvterm decodes the
-             * second (the first may take a single shift) with GL's decoder,
-             * which is clean after it
-             */
-            s->vt_text = 0;
-            i += 3;
-            continue;
-        }
-
-        i++;
+        i += ngx_pty_text_ascii(s, p, i, n);
     }
 
     return n;
@@ -2986,7 +3131,7 @@ static void
 ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
 {
     u_char  c;
-    size_t  i, start, normal, esc;
+    size_t  i, k, start, normal, esc;
 
     if (n == 0) {
         return;
@@ -3086,31 +3231,20 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
             /* fall through */
 
         case NGX_PTY_PS_CSI_ARGS:
-            if (c >= '0' && c <= '9') {
-                if (s->args[s->argi] == NGX_PTY_ARG_MISSING) {
-                    s->args[s->argi] = 0;
-                }
+            if ((c >= '0' && c <= '9') || c == ';' || c == ':') {
+                k = ngx_pty_csi_params(s->args, &s->argi, NGX_PTY_CSI_ARGS,
+                                       NGX_PTY_ANY_DIGITS, p, i, n);
 
-                s->args[s->argi] = s->args[s->argi] * 10 + (c - '0');
-                break;
-            }
-
-            if (c == ':') {
-                s->args[s->argi] |= NGX_PTY_ARG_MORE;
-                c = ';';
-            }
-
-            if (c == ';') {
-                if (s->argi >= NGX_PTY_CSI_ARGS - 1) {
-                    /* libvterm 0.1.4 would write past its csi_args[] */
-                    ngx_pty_flush(s, p, &start, i);
-                    vterm_input_write(s->vt, "\x18", 1);
-                    start = i + 1;
-                    s->ps = NGX_PTY_PS_DROP;
+                if (k > i) {
+                    i = k - 1;
                     break;
                 }
 
-                s->args[++s->argi] = NGX_PTY_ARG_MISSING;
+                /* libvterm 0.1.4 would write past its csi_args[] */
+                ngx_pty_flush(s, p, &start, i);
+                vterm_input_write(s->vt, "\x18", 1);
+                start = i + 1;
+                s->ps = NGX_PTY_PS_DROP;
                 break;
             }
 
@@ -3791,22 +3925,12 @@ ngx_pty_emitf(ngx_pty_emit_t *e, const char *fmt, int a, int b)
 }
 
 
-/* CSI a ; b final (b < 0: CSI a final) */
 static void
 ngx_pty_emit_csi(ngx_pty_emit_t *e, int a, int b, char final)
 {
-    char  buf[32], *p;
+    char  buf[32];
 
-    p = ngx_pty_put_arg(buf + 1, (unsigned) a);
-    buf[0] = '\x1b';
-    buf[1] = '[';
-
-    if (b >= 0) {
-        p = ngx_pty_put_arg(p, (unsigned) b);
-    }
-
-    *p++ = final;
-    ngx_pty_emit(e, buf, p - buf);
+    ngx_pty_emit(e, buf, ngx_pty_put_csi(buf, (unsigned) a, b, final));
 }
 
 
