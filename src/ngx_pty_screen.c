@@ -287,6 +287,7 @@ static const ngx_pty_interval_t  ngx_pty_combining[] = {
 static void ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p,
     size_t n);
 static void ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n);
+static void ngx_pty_resize_fix(ngx_pty_screen_t *s, unsigned rows);
 
 
 static int
@@ -1770,18 +1771,21 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         break;
 
     case 'b':
-        /* REP with nothing to repeat loops forever in libvterm 0.1.4 */
+        /*
+         * REP with nothing to repeat, or on a row with no room (a double
+         * width row of a 1-column screen), loops forever in libvterm 0.1.4
+         */
         ngx_pty_flush(s, p, start, i);
+        vterm_state_get_cursorpos(s->state, &pos);
+        w = ngx_pty_row_width(s, pos.row);
 
-        if (s->combine_w == 0) {
+        if (s->combine_w == 0 || w == 0) {
             vterm_input_write(s->vt, "\x18", 1);
             *start = i + 1;
             break;
         }
 
         /* where libvterm's loop stops decides the wrap, not the clamp */
-        vterm_state_get_cursorpos(s->state, &pos);
-        w = ngx_pty_row_width(s, pos.row);
         v = NGX_PTY_ARG(s->args[0]);
         v = (v == NGX_PTY_ARG_MISSING || v == 0) ? 1 : v;
         end = pos.col + v < (long) w ? pos.col + v : (long) w;
@@ -3684,7 +3688,51 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
         s->right = cols;
     }
 
+    ngx_pty_resize_fix(s, rows);
+
     return 0;
+}
+
+
+/*
+ * What libvterm 0.1.4 leaves wrong after it shrank the screen, and the
+ * next input would read or write out of its rows: a scroll region whose
+ * top is off the screen (it is reset, as xterm does on a resize), and a
+ * cursor above the rows it pushed into the scrollback (it goes to the
+ * top row).
+ */
+static void
+ngx_pty_resize_fix(ngx_pty_screen_t *s, unsigned rows)
+{
+    int        moved;
+    char       buf[48];
+    VTermPos   pos;
+
+    vterm_state_get_cursorpos(s->state, &pos);
+    moved = 0;
+
+    if (s->top >= (s->bottom == -1 ? (int) rows : s->bottom)) {
+        /* DECSTBM homes the cursor: it is put back below */
+        s->top = 0;
+        s->bottom = -1;
+        vterm_input_write(s->vt, "\x1b[r", 3);
+        moved = 1;
+    }
+
+    if (pos.row < 0) {
+        pos.row = 0;
+        moved = 1;
+    }
+
+    if (moved) {
+        /* with DECOM, CUP counts from the margins */
+        pos.row -= s->origin ? s->top : 0;
+        pos.col -= (s->origin && s->lrmm) ? s->left : 0;
+        vterm_input_write(s->vt, buf,
+                          ngx_pty_put_csi(buf, pos.row + 1, pos.col + 1,
+                                          'H'));
+        s->phantom = 0;
+    }
 }
 
 
@@ -4045,12 +4093,16 @@ ngx_pty_cell_default(ngx_pty_screen_t *s, const ngx_pty_cell_t *c)
 }
 
 
-/* one glyph at (row, col); the terminal's cursor is then left unknown */
+/*
+ * The glyph of column col, with its combining marks, painted at column at;
+ * the terminal's cursor is then left unknown.
+ */
 static void
-ngx_pty_emit_glyph(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
-    const ngx_pty_row_t *row, int r, unsigned col, const ngx_pty_cell_t *c)
+ngx_pty_emit_glyph_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r, unsigned at, unsigned col,
+    const ngx_pty_cell_t *c)
 {
-    ngx_pty_emit_move(e, r, col);
+    ngx_pty_emit_move(e, r, at);
     ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
     ngx_pty_emit_protect(e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
 
@@ -4058,11 +4110,20 @@ ngx_pty_emit_glyph(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
         /* a lone mark: put a space first so it cannot combine leftwards */
         ngx_pty_emit(e, " ", 1);
         e->col = -1;
-        ngx_pty_emit_move(e, r, col);
+        ngx_pty_emit_move(e, r, at);
     }
 
     ngx_pty_emit_chars(e, row, col, c);
     e->col = -1;
+}
+
+
+/* one glyph at (row, col) */
+static void
+ngx_pty_emit_glyph(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r, unsigned col, const ngx_pty_cell_t *c)
+{
+    ngx_pty_emit_glyph_at(e, s, row, r, col, col, c);
 }
 
 
@@ -4140,7 +4201,7 @@ ngx_pty_paint_wide_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
         return;
     }
 
-    ngx_pty_emit_glyph(e, s, row, r, col - 1, c);
+    ngx_pty_emit_glyph_at(e, s, row, r, col - 1, col, c);
     ngx_pty_emit_move(e, r, col - 1);
     ngx_pty_emit(e, "\x1b[@", 3);
     ngx_pty_repaint(e, s, row, r, col - 1, 0);

@@ -835,6 +835,57 @@ test_modes(void)
 }
 
 
+/* what libvterm 0.1.4 leaves wrong when the screen shrinks */
+static void
+test_shrink(void)
+{
+    size_t             len;
+    u_char            *snap, *text;
+    ngx_pty_screen_t  *s;
+
+    /* the cursor above the rows pushed into the scrollback */
+    s = ngx_pty_screen_create(20, 6);
+    ngx_pty_screen_feed(s, (const u_char *) "\x1b[6;1Hbottom\x1b[H", 15);
+    ngx_pty_screen_resize(s, 20, 2);
+    snap = ngx_pty_screen_snapshot(s, &len);
+    ok(snap && !contains(snap, len, "[-") && contains(snap, len, "[1;1H"),
+       "a shrink keeps the cursor on the screen (%.*s)", (int) len - 1,
+       snap ? (char *) snap + 1 : "");
+    free(snap);
+    ngx_pty_screen_feed(s, (const u_char *) "abc", 3);
+    text = ngx_pty_screen_text(s, &len);
+    ok(text && len == 10 && memcmp(text, "abc\nbottom", 10) == 0,
+       "and what follows is written there (%.*s)", (int) len, text);
+    free(text);
+    ngx_pty_screen_destroy(s);
+
+    /* a scroll region whose top is off the shrunk screen */
+    s = ngx_pty_screen_create(20, 10);
+    ngx_pty_screen_feed(s, (const u_char *) "\x1b[6;9r\x1b[9;1Hx", 13);
+    ngx_pty_screen_resize(s, 20, 4);
+    ngx_pty_screen_feed(s, (const u_char *) "\x1b[S\x1b[T\x1b[L\x1b[Ma\nb\n"
+                        "c\nd\ne\x1bM\x1bM", 25);
+    snap = ngx_pty_screen_snapshot(s, &len);
+    ok(snap && !contains(snap, len, "\x1b[6;"),
+       "a scroll region off the shrunk screen is reset, and scrolling "
+       "stays within the screen");
+    free(snap);
+    ngx_pty_screen_destroy(s);
+
+    /* a wide glyph cut by the right edge keeps its own combining mark */
+    s = ngx_pty_screen_create(10, 2);
+    ngx_pty_screen_feed(s, (const u_char *)
+                        "\x1b[1;8Ha\xcc\x88\xe4\xb8\xad\xcc\x81", 14);
+    ngx_pty_screen_resize(s, 9, 2);
+    snap = ngx_pty_screen_snapshot(s, &len);
+    ok(snap && !contains(snap, len, "\xe4\xb8\xad\xcc\x88")
+       && contains(snap, len, "\xe4\xb8\xad\xcc\x81"),
+       "a wide glyph at the right edge is painted with its own marks");
+    free(snap);
+    ngx_pty_screen_destroy(s);
+}
+
+
 static void
 test_hostile(void)
 {
@@ -874,6 +925,15 @@ test_hostile(void)
        && memcmp(text, "ok\xcc\x81k\xcc\x81k\xcc\x81k\xcc\x81", 13) == 0,
        "REP with nothing to repeat does not hang");
     free(text);
+    ngx_pty_screen_destroy(s);
+
+    /* REP on a row with no room (double width, one column) loops too */
+    s = ngx_pty_screen_create(1, 1);
+    alarm(10);
+    ngx_pty_screen_feed(s, (const u_char *) "\x1b#4c\x1b[m\xcc\x81\x1b[b",
+                        12);
+    alarm(0);
+    ok(1, "REP on a double width row of a 1-column screen does not hang");
     ngx_pty_screen_destroy(s);
 
     /* libvterm 0.1.4 would move the cursor left of column 0 on these */
@@ -1528,6 +1588,7 @@ main(void)
     test_replies();
     test_modes();
     test_hostile();
+    test_shrink();
     test_geometry();
     test_fuzz();
     test_fast_text();
