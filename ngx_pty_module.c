@@ -953,7 +953,7 @@ static void
 ngx_pty_exit_process(ngx_cycle_t *cycle)
 {
     /* starts still waiting for a spare get their keepers, to be adopted */
-    ngx_pty_keeper_spawn_flush();
+    ngx_pty_keeper_spawn_flush(1);
     ngx_pty_sessions_shutdown(cycle);
     ngx_pty_doorbell_orphans();
     ngx_pty_doorbell_exit();

@@ -79,6 +79,7 @@ static int ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child,
 #define NGX_PTY_FORKER_ASKED_MAX  4      /* spares asked for at once */
 #define NGX_PTY_FORKER_RESTART 1000      /* ms to a new forker, doubling */
 #define NGX_PTY_FORKER_RESTART_MAX  60000
+#define NGX_PTY_EXIT_WAIT      1000      /* ms for a keeper forked at exit */
 
 /* worker -> spare keeper: the session it runs */
 typedef struct {
@@ -282,7 +283,7 @@ static void
 ngx_pty_keeper_forker_lost(ngx_log_t *log)
 {
     ngx_pty_keeper_forker_drop();
-    ngx_pty_keeper_spawn_flush();
+    ngx_pty_keeper_spawn_flush(0);
 
     if (ngx_exiting || ngx_quit || ngx_terminate
         || ngx_pty_forker_restart.timer_set)
@@ -367,10 +368,16 @@ ngx_pty_keeper_spawn_cancel(ngx_pty_keeper_req_t *req)
 }
 
 
-/* every waiting start forks its keeper from the worker, now */
+/*
+ * Every waiting start forks its keeper from the worker, now.  At the
+ * worker's exit each keeper is waited for until it listens (it has
+ * reported its start, NGX_PTY_EXIT_WAIT at most): the next worker adopts
+ * the session as soon as this one is gone, and must find it.
+ */
 void
-ngx_pty_keeper_spawn_flush(void)
+ngx_pty_keeper_spawn_flush(ngx_uint_t exiting)
 {
+    struct pollfd          pfd;
     ngx_queue_t           *q;
     ngx_pty_keeper_req_t  *req;
 
@@ -384,6 +391,13 @@ ngx_pty_keeper_spawn_flush(void)
 
         ngx_pty_keeper_spawn_cancel(req);
         ngx_pty_keeper_fork_now(req);
+
+        if (exiting && req->pid != NGX_INVALID_PID) {
+            pfd.fd = req->ctl;
+            pfd.events = POLLIN;
+            (void) poll(&pfd, 1, NGX_PTY_EXIT_WAIT);
+        }
+
         req->handler(req);
     }
 }

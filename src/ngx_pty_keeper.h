@@ -75,7 +75,7 @@ void ngx_pty_keeper_spare_refill(ngx_log_t *log);
 /* NGX_OK: req->pid and req->ctl are set; NGX_AGAIN: the handler is called */
 ngx_int_t ngx_pty_keeper_spawn(ngx_pty_keeper_req_t *req);
 void ngx_pty_keeper_spawn_cancel(ngx_pty_keeper_req_t *req);
-void ngx_pty_keeper_spawn_flush(void);
+void ngx_pty_keeper_spawn_flush(ngx_uint_t exiting);
 char **ngx_pty_keeper_env(ngx_pool_t *pool, ngx_array_t *extra);
 
 socklen_t ngx_pty_keeper_address(struct sockaddr_un *sa, u_char *id);
