@@ -328,18 +328,22 @@ ngx_pty_keeper_forker_again(ngx_event_t *ev)
 ngx_int_t
 ngx_pty_keeper_spawn(ngx_pty_keeper_req_t *req)
 {
+    ngx_int_t  rc;
+
     ngx_pty_keeper_init_once(req->log);
 
     req->pid = NGX_INVALID_PID;
     req->ctl = (ngx_socket_t) -1;
 
-    if (ngx_queue_empty(&ngx_pty_pending)
-        && ngx_pty_keeper_spare_give(req) == NGX_OK)
-    {
+    /* the starts before it come first */
+    rc = ngx_queue_empty(&ngx_pty_pending) ? ngx_pty_keeper_spare_give(req)
+                                            : NGX_DECLINED;
+
+    if (rc == NGX_OK) {
         return NGX_OK;
     }
 
-    if (ngx_pty_forker && req->pid == NGX_INVALID_PID) {
+    if (ngx_pty_forker && rc == NGX_DECLINED) {
         ngx_queue_insert_tail(&ngx_pty_pending, &req->queue);
         ngx_pty_npending++;
         req->pending = 1;
@@ -370,20 +374,23 @@ ngx_pty_keeper_spawn_cancel(ngx_pty_keeper_req_t *req)
 
 /*
  * Every waiting start forks its keeper from the worker, now.  At the
- * worker's exit each keeper is waited for until it listens (it has
- * reported its start, NGX_PTY_EXIT_WAIT at most): the next worker adopts
- * the session as soon as this one is gone, and must find it.
+ * worker's exit the keepers are waited for until they listen (each has
+ * reported its start, NGX_PTY_EXIT_WAIT at most for all): the next worker
+ * adopts the sessions as soon as this one is gone, and must find them.
  */
 void
 ngx_pty_keeper_spawn_flush(ngx_uint_t exiting)
 {
+    int64_t                left, deadline;
+    ngx_queue_t           *q, forked;
     struct pollfd          pfd;
-    ngx_queue_t           *q;
     ngx_pty_keeper_req_t  *req;
 
     if (ngx_pty_pending.next == NULL) {
         return;
     }
+
+    ngx_queue_init(&forked);
 
     while (!ngx_queue_empty(&ngx_pty_pending)) {
         q = ngx_queue_head(&ngx_pty_pending);
@@ -391,11 +398,22 @@ ngx_pty_keeper_spawn_flush(ngx_uint_t exiting)
 
         ngx_pty_keeper_spawn_cancel(req);
         ngx_pty_keeper_fork_now(req);
+        ngx_queue_insert_tail(&forked, &req->queue);
+    }
 
-        if (exiting && req->pid != NGX_INVALID_PID) {
+    deadline = ngx_pty_keeper_msec() + NGX_PTY_EXIT_WAIT;
+
+    while (!ngx_queue_empty(&forked)) {
+        q = ngx_queue_head(&forked);
+        req = ngx_queue_data(q, ngx_pty_keeper_req_t, queue);
+        ngx_queue_remove(q);
+
+        left = deadline - ngx_pty_keeper_msec();
+
+        if (exiting && req->pid != NGX_INVALID_PID && left > 0) {
             pfd.fd = req->ctl;
             pfd.events = POLLIN;
-            (void) poll(&pfd, 1, NGX_PTY_EXIT_WAIT);
+            (void) poll(&pfd, 1, (int) left);
         }
 
         req->handler(req);
@@ -419,8 +437,8 @@ ngx_pty_keeper_fork_now(ngx_pty_keeper_req_t *req)
 
 /*
  * The spare at hand takes the start: NGX_OK.  NGX_DECLINED with none, or
- * a dead one; req->pid is set to 0 when the start cannot go to any spare
- * (too big for one message): the worker forks its keeper.
+ * a dead one; NGX_ABORT when the start cannot go to any spare (too big
+ * for one message): the worker forks its keeper.
  */
 static ngx_int_t
 ngx_pty_keeper_spare_give(ngx_pty_keeper_req_t *req)
@@ -435,8 +453,7 @@ ngx_pty_keeper_spare_give(ngx_pty_keeper_req_t *req)
 
     buf = ngx_pty_keeper_start_request(&req->spawn, &len, req->log);
     if (buf == NULL) {
-        req->pid = 0;
-        return NGX_DECLINED;
+        return NGX_ABORT;
     }
 
     n = send(ngx_pty_spare, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -654,6 +671,7 @@ ngx_pty_keeper_forker_answer(ngx_log_t *log)
 static void
 ngx_pty_keeper_serve_pending(ngx_log_t *log)
 {
+    ngx_int_t              rc;
     ngx_queue_t           *q;
     ngx_pty_keeper_req_t  *req;
 
@@ -664,10 +682,12 @@ ngx_pty_keeper_serve_pending(ngx_log_t *log)
     q = ngx_queue_head(&ngx_pty_pending);
     req = ngx_queue_data(q, ngx_pty_keeper_req_t, queue);
 
-    if (ngx_pty_keeper_spare_give(req) == NGX_OK || req->pid == 0) {
+    rc = ngx_pty_keeper_spare_give(req);
+
+    if (rc != NGX_DECLINED) {
         ngx_pty_keeper_spawn_cancel(req);
 
-        if (req->pid == 0) {
+        if (rc == NGX_ABORT) {
             ngx_pty_keeper_fork_now(req);
         }
 
@@ -1482,7 +1502,7 @@ ngx_pty_keeper_wait_start(int ctl, int sfd, int wfd, ngx_pid_t child,
 }
 
 
-/* the keeper's clock: nginx's is the worker's */
+/* a clock for the keeper, and for a worker that waits at its exit */
 static int64_t
 ngx_pty_keeper_msec(void)
 {

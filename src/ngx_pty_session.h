@@ -14,6 +14,7 @@
 #include "ngx_pty.h"
 #include "ngx_pty_shm.h"
 #include "ngx_pty_screen.h"
+#include "ngx_pty_keeper.h"
 
 
 typedef enum {
@@ -46,7 +47,7 @@ struct ngx_pty_session_s {
     /* the owner's side */
     ngx_connection_t          *pty;
     ngx_connection_t          *ctl;
-    void                      *spawn;       /* waits for its keeper */
+    ngx_pty_keeper_req_t      *spawn;       /* waits for its keeper */
     ngx_pty_screen_t          *screen;
     uint64_t                   screen_off;  /* ring offset not yet folded */
     uint64_t                   screen_seq;  /* last Output/Resize folded */
