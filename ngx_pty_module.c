@@ -19,6 +19,9 @@
 #include "ngx_pty_card.h"
 #include "ngx_pty_doorbell.h"
 #include "ngx_pty_keeper.h"
+#include "ngx_pty_spawner.h"
+
+#include <sys/prctl.h>
 
 
 static ngx_int_t ngx_pty_attach_handler(ngx_http_request_t *r);
@@ -80,6 +83,20 @@ static ngx_command_t  ngx_pty_commands[] = {
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_pty_main_conf_t, zone_max_sessions),
       &ngx_pty_count_bounds },
+
+    { ngx_string("pty_user"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE12,
+      ngx_pty_spawner_set_user,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("pty_user_range"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
+      ngx_pty_spawner_set_range,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
 
     { ngx_string("pty_instance_id"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
@@ -372,7 +389,7 @@ ngx_module_t  ngx_pty_module = {
     ngx_pty_commands,                      /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_pty_spawner_init,                  /* init module */
     ngx_pty_init_process,                  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -936,6 +953,17 @@ ngx_pty_init_process(ngx_cycle_t *cycle)
     {
         /* a cache manager or loader: no forker, no doorbell, no orphans */
         return NGX_OK;
+    }
+
+    /*
+     * nginx makes workers dumpable after setuid(); sessions' secrets and
+     * terminals live in this memory, and no process of the workers' user
+     * may trace it or read it through /proc
+     */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1) {
+        ngx_log_error(NGX_LOG_ALERT, cycle->log, ngx_errno,
+                      "pty: prctl(PR_SET_DUMPABLE, 0) failed");
+        return NGX_ERROR;
     }
 
     ngx_pty_instance_started();

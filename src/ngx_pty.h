@@ -30,6 +30,7 @@
 #define NGX_PTY_LABEL_MAX      128
 #define NGX_PTY_MAX_SIZE       1024        /* cols and rows */
 #define NGX_PTY_READ_CHUNK     16384       /* one Output frame at most */
+#define NGX_PTY_RANGE_MAX      (1 << 22)   /* uids in pty_user_range */
 
 #define NGX_HTTP_PTY_UPGRADE_REQUIRED  426
 
@@ -72,6 +73,13 @@ typedef struct {
     ngx_shm_zone_t            *shm_zone;
     ngx_str_t                  instance_id;
     ngx_uint_t                 zone_max_sessions;   /* 0: no cap */
+
+    /* who programs run as: pty_user, or a uid per session */
+    ngx_str_t                  user;
+    ngx_str_t                  group;
+    ngx_uint_t                 user_range;
+    ngx_uid_t                  uid_first;
+    ngx_uid_t                  uid_last;
 } ngx_pty_main_conf_t;
 
 

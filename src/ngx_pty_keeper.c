@@ -7,6 +7,7 @@
 
 #include "ngx_pty.h"
 #include "ngx_pty_keeper.h"
+#include "ngx_pty_spawner.h"
 
 #include <pty.h>
 #include <poll.h>
@@ -15,6 +16,8 @@
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/prctl.h>
+#include <grp.h>
+#include <linux/capability.h>
 
 
 #define NGX_PTY_KEEPER_FD  3
@@ -44,7 +47,17 @@ static int  ngx_pty_keeper_go[2];       /* a spare's start, to its child */
 static int ngx_pty_keeper_put(int ctl, uint32_t type, int32_t value, int fd);
 static int ngx_pty_keeper_listen(u_char *id);
 static int ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child,
-    int master);
+    int master, u_char *secret);
+static void ngx_pty_keeper_drop_to_workers(void);
+static void ngx_pty_keeper_drop_to_program(void);
+static void ngx_pty_keeper_reap_all(void);
+static void ngx_pty_keeper_refused(ngx_uint_t why);
+
+/* who the keeper and the program run as: the spawner's, for each spare */
+static ngx_pty_creds_t  ngx_pty_keeper_creds;
+/* the zone: the only memory a start may point the keeper at */
+static u_char          *ngx_pty_keeper_zone_start;
+static u_char          *ngx_pty_keeper_zone_end;
 
 
 /*
@@ -88,7 +101,10 @@ typedef struct {
     uint32_t                   rows;
     uint32_t                   nenv;
     ngx_pty_session_sh_t      *sh;
-    /* then the shell and nenv environment strings, each null-terminated */
+    u_char                     id[NGX_PTY_ID_LEN];
+    u_char                     secret[NGX_PTY_SECRET_LEN];
+    /* then the shell, the command and nenv environment strings, each
+       null-terminated */
 } ngx_pty_keeper_start_t;
 
 
@@ -156,8 +172,26 @@ ngx_pty_keeper_forker_start(ngx_cycle_t *cycle)
     ngx_pty_nginx_pid = (ngx_process == NGX_PROCESS_SINGLE) ? ngx_pid
                                                             : getppid();
 
+    ngx_pty_keeper_zone_bounds((u_char *) ngx_pty_shm_zone()->shpool,
+                               ngx_pty_shm_zone()->shpool->end);
+
     /* before serving: getpwuid() may wait on a user database */
     (void) ngx_pty_keeper_user_env(&home, &user);
+
+    /* the spawner forks the keepers: the program's user is its to set */
+    sv[0] = ngx_pty_spawner_channel(cycle->log, ngx_pty_nginx_pid);
+
+    if (sv[0] != -1) {
+        pid = ngx_pty_spawner_pid();
+        goto connected;
+    }
+
+    if (ngx_pty_spawner_privileged()) {
+        ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
+                      "pty: no line to the spawner: sessions cannot start "
+                      "in this worker");
+        return NGX_OK;
+    }
 
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
         ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
@@ -187,6 +221,8 @@ ngx_pty_keeper_forker_start(ngx_cycle_t *cycle)
     }
 
     close(sv[1]);
+
+connected:
 
     /* its answers come to the event loop */
     if (ngx_nonblocking(sv[0]) == -1) {
@@ -426,6 +462,16 @@ ngx_pty_keeper_fork_now(ngx_pty_keeper_req_t *req)
 {
     ngx_err_t  err;
 
+    if (ngx_pty_spawner_privileged()) {
+        /* a keeper of the worker's would run the program as the worker */
+        ngx_log_error(NGX_LOG_ERR, req->log, 0,
+                      "pty: no keeper for the session: the spawner did not "
+                      "give one, and programs never run as the workers' "
+                      "user");
+        req->pid = NGX_INVALID_PID;
+        return;
+    }
+
     req->pid = ngx_pty_keeper_fork(&req->spawn, &req->ctl, &err);
 
     if (req->pid == NGX_INVALID_PID) {
@@ -493,7 +539,8 @@ ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp, size_t *len,
     ngx_uint_t               i;
     ngx_pty_keeper_start_t   st;
 
-    n = sizeof(ngx_pty_keeper_start_t) + ngx_strlen(sp->shell) + 1;
+    n = sizeof(ngx_pty_keeper_start_t) + ngx_strlen(sp->shell) + 1
+        + ngx_strlen(sp->command) + 1;
 
     for (i = 0; sp->envp[i]; i++) {
         n += ngx_strlen(sp->envp[i]) + 1;
@@ -514,9 +561,12 @@ ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp, size_t *len,
     st.rows = (uint32_t) sp->rows;
     st.nenv = (uint32_t) i;
     st.sh = sp->sh;
+    ngx_memcpy(st.id, sp->id, NGX_PTY_ID_LEN);
+    ngx_memcpy(st.secret, sp->secret, NGX_PTY_SECRET_LEN);
 
     p = ngx_cpymem(buf, &st, sizeof(ngx_pty_keeper_start_t));
     p = ngx_cpymem(p, sp->shell, ngx_strlen(sp->shell) + 1);
+    p = ngx_cpymem(p, sp->command, ngx_strlen(sp->command) + 1);
 
     for (i = 0; sp->envp[i]; i++) {
         p = ngx_cpymem(p, sp->envp[i], ngx_strlen(sp->envp[i]) + 1);
@@ -707,6 +757,15 @@ ngx_pty_keeper_serve_pending(ngx_log_t *log)
 static void
 ngx_pty_keeper_forker_late(ngx_event_t *ev)
 {
+    if (ngx_pty_forker_pid == ngx_pty_spawner_pid()) {
+        /* every worker's: it is not this worker's to kill */
+        ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
+                      "pty: the spawner did not answer in %d s",
+                      NGX_PTY_FORKER_WAIT / 1000);
+        ngx_pty_keeper_forker_lost(ev->log);
+        return;
+    }
+
     ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
                   "pty: the keeper forker did not answer in %d s; it is "
                   "killed, and the worker forks keepers itself",
@@ -772,6 +831,26 @@ ngx_pty_keeper_fork(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_err_t *err)
     *ctl = sv[0];
 
     return pid;
+}
+
+
+/* the spawner's: a spare keeper whose program runs as cr says */
+ngx_pid_t
+ngx_pty_keeper_fork_spare(ngx_pty_creds_t *cr, ngx_socket_t *ctl,
+    ngx_err_t *err)
+{
+    ngx_pty_keeper_creds = *cr;
+    ngx_pty_nginx_pid = cr->nginx_pid;
+
+    return ngx_pty_keeper_fork(NULL, ctl, err);
+}
+
+
+void
+ngx_pty_keeper_zone_bounds(u_char *start, u_char *end)
+{
+    ngx_pty_keeper_zone_start = start;
+    ngx_pty_keeper_zone_end = end;
 }
 
 
@@ -857,6 +936,12 @@ ngx_pty_keeper_user_env(char **home, char **user)
     char            *dir;
     struct passwd   *pw;
     static char     *h, *u;
+
+    if (h == NULL && ngx_pty_spawner_user_env(&h, &u) == NGX_OK) {
+        *home = h;
+        *user = u;
+        return NGX_OK;
+    }
 
     if (h == NULL) {
         pw = getpwuid(getuid());
@@ -974,7 +1059,7 @@ ngx_pty_keeper_address(struct sockaddr_un *sa, u_char *id)
 
 /* a new owner's line to a running keeper; READY and the fd follow */
 ngx_socket_t
-ngx_pty_keeper_connect(u_char *id, ngx_log_t *log)
+ngx_pty_keeper_connect(u_char *id, u_char *secret, ngx_log_t *log)
 {
     ngx_socket_t        fd;
     socklen_t           len;
@@ -993,6 +1078,17 @@ ngx_pty_keeper_connect(u_char *id, ngx_log_t *log)
     if (connect(fd, (struct sockaddr *) &sa, len) == -1) {
         ngx_log_error(NGX_LOG_INFO, log, ngx_socket_errno,
                       "pty: keeper of session %*s is gone",
+                      (size_t) NGX_PTY_ID_LEN, id);
+        close(fd);
+        return (ngx_socket_t) -1;
+    }
+
+    /* an empty new socket takes a small message at once */
+    if (send(fd, secret, NGX_PTY_SECRET_LEN, MSG_DONTWAIT | MSG_NOSIGNAL)
+        != NGX_PTY_SECRET_LEN)
+    {
+        ngx_log_error(NGX_LOG_ERR, log, ngx_socket_errno,
+                      "pty: send() to the keeper of session %*s failed",
                       (size_t) NGX_PTY_ID_LEN, id);
         close(fd);
         return (ngx_socket_t) -1;
@@ -1072,6 +1168,7 @@ typedef struct {
     ngx_pid_t                  child;
     int64_t                    deadline;  /* of the kill's grace, or -1 */
     int                        status;
+    u_char                    *secret;    /* a new owner's proof */
 } ngx_pty_keeper_t;
 
 
@@ -1100,9 +1197,10 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
     }
 
     sh = sp->sh;
+    k.secret = sp->secret;
 
     /* a worker that takes the session over needs it later: not before exec */
-    k.lfd = ngx_pty_keeper_listen(sh->id);
+    k.lfd = ngx_pty_keeper_listen(sp->id);
 
     ngx_pty_keeper_started(&k);
     ngx_pty_keeper_serve(&k);
@@ -1111,14 +1209,56 @@ ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
     sh->keeper_status = ((ngx_atomic_uint_t) k.status << 1) | 1;
     ngx_memory_barrier();
 
-    /* what the child left running in its session goes with it */
-    ngx_pty_keeper_kill_session(k.child, SIGHUP);
-
     if (k.ctl != -1) {
         (void) ngx_pty_keeper_put(k.ctl, NGX_PTY_KEEPER_EXIT, k.status, -1);
     }
 
+    if (k.lfd != -1) {
+        close(k.lfd);
+    }
+
+    /* what the child left running goes with it, setsid() or not */
+    ngx_pty_keeper_reap_all();
+
     _exit(0);
+}
+
+
+/*
+ * Everything the session started is the keeper's descendant (a subreaper
+ * gets the orphans): SIGHUP and SIGTERM to all, SIGKILL after the grace,
+ * and the keeper exits only when it has no child left.  Its user (a range
+ * uid) is free again only then.
+ */
+static void
+ngx_pty_keeper_reap_all(void)
+{
+    int64_t    deadline;
+    ngx_pid_t  pid;
+
+    ngx_pty_keeper_kill_session(0, SIGHUP);
+    ngx_pty_keeper_kill_session(0, SIGTERM);
+    ngx_pty_keeper_kill_session(0, SIGCONT);
+
+    deadline = ngx_pty_keeper_msec() + NGX_PTY_KILL_GRACE;
+
+    for ( ;; ) {
+        while ((pid = waitpid(-1, NULL, WNOHANG)) > 0) {
+            /* void */
+        }
+
+        if (pid == -1 && errno == ECHILD) {
+            return;
+        }
+
+        if (ngx_pty_keeper_msec() >= deadline) {
+            /* forks in between are caught by the next round */
+            ngx_pty_keeper_kill_session(0, SIGKILL);
+        }
+
+        /* a child's end wakes the signalfd's SIGCHLD; 10 ms at most */
+        (void) poll(NULL, 0, 10);
+    }
 }
 
 
@@ -1197,6 +1337,77 @@ ngx_pty_keeper_begin(ngx_pty_keeper_t *k, ngx_pty_spawn_t *sp)
 
     if (k->child == -1 || k->sfd == -1) {
         ngx_pty_keeper_fail(k, errno);
+    }
+
+    /* root no more, before anything of a worker's is read */
+    ngx_pty_keeper_drop_to_workers();
+}
+
+
+/*
+ * A keeper forked by a root spawner becomes the workers' user, keeping
+ * CAP_KILL alone: it signals the program's processes, whoever they run as,
+ * and the workers may signal it.  Not dumpable: nobody of its user may
+ * trace it or read its memory (the terminal, the zone).
+ */
+static void
+ngx_pty_keeper_drop_to_workers(void)
+{
+    ngx_pty_creds_t                 *cr;
+    struct __user_cap_header_struct  hdr;
+    struct __user_cap_data_struct    data[2];
+
+    cr = &ngx_pty_keeper_creds;
+
+    if (cr->privileged) {
+        ngx_memzero(&hdr, sizeof(hdr));
+        ngx_memzero(data, sizeof(data));
+        hdr.version = _LINUX_CAPABILITY_VERSION_3;
+        data[0].permitted = 1U << CAP_KILL;
+        data[0].effective = 1U << CAP_KILL;
+
+        if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == -1
+            || setgroups(0, NULL) == -1
+            || setgid(cr->keeper_gid) == -1
+            || setuid(cr->keeper_uid) == -1
+            || syscall(SYS_capset, &hdr, data) == -1
+            || prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) == -1)
+        {
+            _exit(2);
+        }
+    }
+
+    (void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+
+/*
+ * The program's process takes its terminal and becomes its user before it
+ * reads anything of a worker's; no setuid program can raise it again.
+ */
+static void
+ngx_pty_keeper_drop_to_program(void)
+{
+    ngx_pty_creds_t  *cr;
+
+    cr = &ngx_pty_keeper_creds;
+
+    if (cr->privileged
+        && (fchown(STDIN_FILENO, cr->uid, (gid_t) -1) == -1
+            || setgroups(cr->ngroups, cr->groups) == -1
+            || setgid(cr->gid) == -1
+            || setuid(cr->uid) == -1
+            || getuid() != cr->uid || geteuid() != cr->uid
+            || (cr->uid != 0 && setuid(0) == 0)))
+    {
+        ngx_pty_keeper_exec_failed(errno ? errno : EPERM);
+    }
+
+    /* the owner writes, the tty group (write(1), wall) may: nobody else */
+    if (fchmod(STDIN_FILENO, 0620) == -1
+        || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+    {
+        ngx_pty_keeper_exec_failed(errno);
     }
 }
 
@@ -1339,7 +1550,8 @@ ngx_pty_keeper_event(ngx_pty_keeper_t *k, struct pollfd *pfd, int ci,
 
     if (li != -1 && (pfd[li].revents & POLLIN)) {
         /* a worker takes the session over: it gets the terminal */
-        k->ctl = ngx_pty_keeper_accept(k->lfd, k->ctl, k->child, k->master);
+        k->ctl = ngx_pty_keeper_accept(k->lfd, k->ctl, k->child, k->master,
+                                       k->secret);
         return NGX_OK;
     }
 
@@ -1540,22 +1752,39 @@ ngx_pty_keeper_start_parse(u_char *buf, size_t n, ngx_pty_spawn_t *sp,
 
     ngx_memcpy(&st, buf, sizeof(ngx_pty_keeper_start_t));
 
-    if (st.type != NGX_PTY_KEEPER_START || st.nenv > NGX_PTY_START_ENV) {
+    if (st.type != NGX_PTY_KEEPER_START || st.nenv > NGX_PTY_START_ENV
+        || st.cols > NGX_PTY_MAX_SIZE || st.rows > NGX_PTY_MAX_SIZE)
+    {
+        return -1;
+    }
+
+    /*
+     * The keeper writes the child's status at sh: a record of the zone,
+     * never anywhere else in its own memory, whatever a worker sent.
+     */
+    if ((u_char *) st.sh < ngx_pty_keeper_zone_start
+        || (u_char *) st.sh + sizeof(ngx_pty_session_sh_t)
+           > ngx_pty_keeper_zone_end
+        || (uintptr_t) st.sh % sizeof(void *) != 0)
+    {
         return -1;
     }
 
     ngx_memzero(sp, sizeof(ngx_pty_spawn_t));
     sp->sh = st.sh;
-    sp->command = st.sh->command;
     sp->cols = st.cols;
     sp->rows = st.rows;
     sp->envp = env;
 
+    /* in buf, which outlives the parse */
+    sp->id = buf + offsetof(ngx_pty_keeper_start_t, id);
+    sp->secret = buf + offsetof(ngx_pty_keeper_start_t, secret);
+
     p = buf + sizeof(ngx_pty_keeper_start_t);
     last = buf + n;
 
-    /* the shell, then the environment */
-    for (i = 0; i <= st.nenv; i++) {
+    /* the shell, the command, then the environment */
+    for (i = 0; i < st.nenv + 2; i++) {
         s = p;
         p = ngx_strlchr(p, last, '\0');
 
@@ -1568,8 +1797,11 @@ ngx_pty_keeper_start_parse(u_char *buf, size_t n, ngx_pty_spawn_t *sp,
         if (i == 0) {
             sp->shell = (char *) s;
 
+        } else if (i == 1) {
+            sp->command = s;
+
         } else {
-            env[i - 1] = (char *) s;
+            env[i - 2] = (char *) s;
         }
     }
 
@@ -1604,15 +1836,23 @@ ngx_pty_keeper_listen(u_char *id)
 
 
 /*
- * Only processes of the keeper's own user (nginx's workers) may take the
- * terminal: an abstract socket is reachable by anyone on the host.
+ * Only nginx's workers may take the terminal: an abstract socket is
+ * reachable by anyone on the host.  The peer must be of the workers' user
+ * (programs never are, with pty_user) and must send the session's secret
+ * first, which only the zone and this keeper hold: another process of the
+ * same user (a service sharing "nobody") cannot read either.
  */
 static int
-ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child, int master)
+ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child, int master,
+    u_char *secret)
 {
     int            fd;
+    u_char         got[NGX_PTY_SECRET_LEN];
+    ssize_t        n;
     socklen_t      len;
+    ngx_uint_t     i, diff;
     struct ucred   cred;
+    struct pollfd  pfd;
 
     fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
     if (fd == -1) {
@@ -1624,6 +1864,29 @@ ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child, int master)
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1
         || (cred.uid != getuid() && cred.uid != 0))
     {
+        ngx_pty_keeper_refused(0);
+        close(fd);
+        return ctl;
+    }
+
+    /* the worker sends it with its connect: it is there, or nearly */
+    pfd.fd = fd;
+    pfd.events = POLLIN;
+
+    n = -1;
+
+    if (poll(&pfd, 1, 1000) == 1) {
+        n = recv(fd, got, sizeof(got), MSG_DONTWAIT);
+    }
+
+    diff = (n != (ssize_t) sizeof(got));
+
+    for (i = 0; n == (ssize_t) sizeof(got) && i < sizeof(got); i++) {
+        diff |= got[i] ^ secret[i];
+    }
+
+    if (diff) {
+        ngx_pty_keeper_refused(1);
         close(fd);
         return ctl;
     }
@@ -1638,6 +1901,44 @@ ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child, int master)
     }
 
     return fd;
+}
+
+
+/* once per keeper and reason, into nginx's error log (its stderr) */
+static void
+ngx_pty_keeper_refused(ngx_uint_t why)
+{
+    int                n;
+    char               line[256];
+    time_t             now;
+    struct tm          tm;
+    static ngx_uint_t  said;
+    static const char *reasons[] = {
+        "a process of another user",
+        "a peer without the session's secret"
+    };
+
+    if (said & (1 << why)) {
+        return;
+    }
+
+    said |= 1 << why;
+
+    now = time(NULL);
+    (void) localtime_r(&now, &tm);
+
+    n = snprintf(line, sizeof(line),
+                 "%04d/%02d/%02d %02d:%02d:%02d [warn] %d#0: pty: the keeper "
+                 "refused %s (logged once per keeper)\n",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                 tm.tm_min, tm.tm_sec, (int) getpid(), reasons[why]);
+
+    if (n > 0
+        && write(STDERR_FILENO, line, ngx_min((size_t) n, sizeof(line) - 1))
+           == -1)
+    {
+        return;
+    }
 }
 
 
@@ -1703,7 +2004,9 @@ ngx_pty_keeper_kill_session(ngx_pid_t sid, int signo)
     DIR            *dir;
     char            path[320], buf[4096];
 
-    (void) kill(-sid, signo);
+    if (sid > 0) {
+        (void) kill(-sid, signo);
+    }
 
     stack[0] = getpid();
     sp = 1;
@@ -1745,8 +2048,7 @@ ngx_pty_keeper_kill_session(ngx_pid_t sid, int signo)
             for (p = buf; p < last; p++) {
                 child = (ngx_pid_t) strtol(p, &p, 10);
 
-                if (child <= 0 || getsid(child) != sid) {
-                    /* another session's: nothing of ours below it */
+                if (child <= 0) {
                     continue;
                 }
 
@@ -1778,10 +2080,12 @@ ngx_pty_keeper_exec(ngx_pty_spawn_t *sp)
      */
     if (sp) {
         ngx_pty_keeper_close_from(3, ngx_pty_keeper_exec_pipe[1], -1);
+        ngx_pty_keeper_drop_to_program();
 
     } else {
         ngx_pty_keeper_close_from(3, ngx_pty_keeper_exec_pipe[1],
                                   ngx_pty_keeper_go[1]);
+        ngx_pty_keeper_drop_to_program();
         sp = ngx_pty_keeper_exec_wait();
     }
 

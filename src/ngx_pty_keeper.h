@@ -18,6 +18,7 @@
 
 
 #define NGX_PTY_KILL_GRACE  2000    /* ms between SIGTERM and SIGKILL */
+#define NGX_PTY_SECRET_LEN  16      /* a keeper's proof that a worker calls */
 
 
 typedef enum {
@@ -42,6 +43,8 @@ typedef struct {
 
 typedef struct {
     ngx_pty_session_sh_t      *sh;
+    u_char                    *id;          /* NGX_PTY_ID_LEN */
+    u_char                    *secret;      /* NGX_PTY_SECRET_LEN */
     u_char                    *command;     /* null-terminated */
     ngx_uint_t                 cols;
     ngx_uint_t                 rows;
@@ -53,6 +56,22 @@ typedef struct {
 typedef struct ngx_pty_keeper_req_s  ngx_pty_keeper_req_t;
 
 typedef void (*ngx_pty_keeper_handler_pt)(ngx_pty_keeper_req_t *req);
+
+/*
+ * Who a keeper and its program run as.  Set by the spawner for each spare
+ * it forks: a worker never chooses the program's user.
+ */
+typedef struct {
+    ngx_uint_t                 privileged;  /* the spawner is root */
+    ngx_uid_t                  uid;         /* the program's */
+    ngx_gid_t                  gid;
+    ngx_uint_t                 ngroups;     /* supplementary, of pty_user */
+    ngx_gid_t                 *groups;
+    ngx_uid_t                  keeper_uid;  /* the workers' */
+    ngx_gid_t                  keeper_gid;
+    ngx_pid_t                  nginx_pid;   /* its end ends the session */
+} ngx_pty_creds_t;
+
 
 /* a start's request for its keeper */
 struct ngx_pty_keeper_req_s {
@@ -67,7 +86,7 @@ struct ngx_pty_keeper_req_s {
 };
 
 
-/* the worker's keeper forker: started at its start, ended at its exit */
+/* the worker's line to the spawner: opened at its start, closed at its exit */
 ngx_int_t ngx_pty_keeper_forker_start(ngx_cycle_t *cycle);
 void ngx_pty_keeper_forker_stop(void);
 void ngx_pty_keeper_spare_refill(ngx_log_t *log);
@@ -78,8 +97,14 @@ void ngx_pty_keeper_spawn_cancel(ngx_pty_keeper_req_t *req);
 void ngx_pty_keeper_spawn_flush(ngx_uint_t exiting);
 char **ngx_pty_keeper_env(ngx_pool_t *pool, ngx_array_t *extra);
 
+/* in the spawner: a spare keeper for a worker, with its users */
+ngx_pid_t ngx_pty_keeper_fork_spare(ngx_pty_creds_t *cr, ngx_socket_t *ctl,
+    ngx_err_t *err);
+void ngx_pty_keeper_zone_bounds(u_char *start, u_char *end);
+
 socklen_t ngx_pty_keeper_address(struct sockaddr_un *sa, u_char *id);
-ngx_socket_t ngx_pty_keeper_connect(u_char *id, ngx_log_t *log);
+ngx_socket_t ngx_pty_keeper_connect(u_char *id, u_char *secret,
+    ngx_log_t *log);
 
 /* non-blocking; NGX_AGAIN when nothing is there yet */
 ngx_int_t ngx_pty_keeper_recv(ngx_socket_t ctl, ngx_pty_keeper_msg_t *msg,

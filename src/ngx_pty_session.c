@@ -139,7 +139,13 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
         goto failed;
     }
 
+    if (ngx_pty_random(sh->keeper_secret, NGX_PTY_SECRET_LEN) != NGX_OK) {
+        goto failed;
+    }
+
     req->spawn.sh = sh;
+    req->spawn.id = sh->id;
+    req->spawn.secret = sh->keeper_secret;
     req->spawn.command = sh->command;
     req->spawn.cols = st->cols;
     req->spawn.rows = st->rows;
@@ -367,7 +373,7 @@ ngx_pty_session_adopt(ngx_pty_session_t *s)
         return NGX_ERROR;
     }
 
-    ctl = ngx_pty_keeper_connect(sh->id, s->log);
+    ctl = ngx_pty_keeper_connect(sh->id, sh->keeper_secret, s->log);
 
     if (ctl == (ngx_socket_t) -1) {
         /* the keeper is gone; it may have left the child's status */

@@ -142,6 +142,9 @@ struct ngx_pty_session_sh_s {
     /* written by the keeper without a lock: (wait status << 1) | 1 */
     ngx_atomic_t               keeper_status;
 
+    /* a new owner proves itself to the keeper with it (16 bytes) */
+    u_char                     keeper_secret[16];
+
     ngx_int_t                  exit_code;     /* -1: unknown */
     ngx_uint_t                 closed_reason;
 

@@ -55,6 +55,7 @@ http {
     # the tests must not depend on the profile of whoever runs them (with
     # master_process off the programs run as that user, root included)
     pty_env HOME=%%TESTDIR%%;
+    @USERS@
     @HTTP@
 
     server {
@@ -73,6 +74,11 @@ http {
     }
 }
 CONF
+    # programs never run as the workers' user: a uid per session, as in
+    # production, unless the test names its own
+    my $users = ($http =~ /pty_user/ || $> != 0) ? ''
+        : 'pty_user_range 3000000 3009999;';
+    $conf =~ s/\@USERS\@/$users/g;
     $conf =~ s/\@HTTP\@/$http/g;
     $conf =~ s/\@LOC\@/$loc/g;
     $conf =~ s/\@LISTEN\@/$listen/g;
