@@ -89,6 +89,10 @@ static u_char          *ngx_pty_keeper_zone_end;
 #define NGX_PTY_START_MAX      65536     /* a start, with the environment */
 #define NGX_PTY_START_ENV      1024
 #define NGX_PTY_FORKER_WAIT    2000      /* ms for its answer, then drop it */
+#define NGX_PTY_SPAWNER_WAIT   10000     /* the spawner serves every worker */
+#define ngx_pty_forker_wait()                                                 \
+    (ngx_pty_forker_pid == ngx_pty_spawner_pid() ? NGX_PTY_SPAWNER_WAIT        \
+                                                : NGX_PTY_FORKER_WAIT)
 #define NGX_PTY_FORKER_ASKED_MAX  4      /* spares asked for at once */
 #define NGX_PTY_FORKER_RESTART 1000      /* ms to a new forker, doubling */
 #define NGX_PTY_FORKER_RESTART_MAX  60000
@@ -611,7 +615,7 @@ ngx_pty_keeper_spares_ask(ngx_log_t *log)
         }
 
         if (ngx_pty_forker_asked++ == 0) {
-            ngx_add_timer(&ngx_pty_forker_deadline, NGX_PTY_FORKER_WAIT);
+            ngx_add_timer(&ngx_pty_forker_deadline, ngx_pty_forker_wait());
         }
     }
 }
@@ -675,7 +679,7 @@ ngx_pty_keeper_forker_answer(ngx_log_t *log)
 
     /* the next answer due has its full time again */
     if (--ngx_pty_forker_asked) {
-        ngx_add_timer(&ngx_pty_forker_deadline, NGX_PTY_FORKER_WAIT);
+        ngx_add_timer(&ngx_pty_forker_deadline, ngx_pty_forker_wait());
 
     } else if (ngx_pty_forker_deadline.timer_set) {
         ngx_del_timer(&ngx_pty_forker_deadline);
@@ -761,7 +765,7 @@ ngx_pty_keeper_forker_late(ngx_event_t *ev)
         /* every worker's: it is not this worker's to kill */
         ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
                       "pty: the spawner did not answer in %d s",
-                      NGX_PTY_FORKER_WAIT / 1000);
+                      NGX_PTY_SPAWNER_WAIT / 1000);
         ngx_pty_keeper_forker_lost(ev->log);
         return;
     }

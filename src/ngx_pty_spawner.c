@@ -38,6 +38,7 @@
 
 typedef struct {
     ngx_uint_t                 privileged;
+    ngx_uint_t                 off;         /* pty_user off: no spawner */
     ngx_uint_t                 range;       /* a uid per session */
     ngx_uid_t                  uid;         /* pty_user, or the first */
     ngx_gid_t                  gid;
@@ -174,6 +175,18 @@ ngx_pty_spawner_init(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
+    if (sc.off) {
+        if (ngx_pty_spawner_reg != (ngx_socket_t) -1) {
+            close(ngx_pty_spawner_reg);
+            ngx_pty_spawner_reg = (ngx_socket_t) -1;
+        }
+
+        ngx_pty_spawner_conf = sc;
+        ngx_pty_spawner_proc = NGX_INVALID_PID;
+
+        return NGX_OK;
+    }
+
     if (ngx_pty_spawner_reg != (ngx_socket_t) -1
         && ngx_memcmp(&sc, &ngx_pty_spawner_conf, sizeof(sc)) == 0
         && ngx_pty_spawner_proc != NGX_INVALID_PID
@@ -217,6 +230,17 @@ ngx_pty_spawner_conf_make(ngx_cycle_t *cycle, ngx_pty_main_conf_t *pmcf,
 
     sc->zone_start = (u_char *) ngx_pty_shm_zone()->shpool;
     sc->zone_end = ngx_pty_shm_zone()->shpool->end;
+
+    if (pmcf->user.len == 3 && ngx_strncmp(pmcf->user.data, "off", 3) == 0) {
+        /* the operator's word: programs run as the workers, no spawner */
+        sc->privileged = 0;
+        sc->off = 1;
+
+        ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                      "pty: \"pty_user off\": programs run as the workers' "
+                      "user, with no isolation between sessions");
+        return NGX_OK;
+    }
 
     if (pmcf->user.data == NULL && !pmcf->user_range) {
         if (!sc->privileged) {

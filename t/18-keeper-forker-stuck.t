@@ -28,7 +28,9 @@ use Test::Nginx::Procs qw(alive stat_of children titled);
 use Test::Nginx::PtyAPI qw(api_call parse_response);
 use Test::Nginx::PtyWS qw(json_encode json_decode);
 
-my $t = pty_nginx(workers => 1);
+my $t = pty_nginx(workers => 1,
+    # the workers' own keeper forker: see t/25 for the spawner's
+    extra_http => 'pty_user off;');
 # the alert, and nginx's own line on the killed forker (its child); the
 # master's on the killed worker
 $t->allow_log(qr/the keeper forker did not answer in 2 s/,

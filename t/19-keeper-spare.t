@@ -22,6 +22,8 @@ use Test::Nginx::Procs qw(alive stat_of all_pids children titled);
 use Test::Nginx::PtyAPI qw(api_call);
 
 my $t = pty_nginx(workers => 1, extra_http => <<'HTTP');
+    # the workers' own keeper forker: see t/25 for the spawner's
+    pty_user off;
     server {
         listen 127.0.0.1:%%PORT_8081%%;
 

@@ -20,7 +20,9 @@ use Test::Nginx::Procs qw(alive stat_of all_pids children titled
     wait_spare);
 use Test::Nginx::PtyAPI qw(api_call);
 
-my $t = pty_nginx(workers => 2);
+my $t = pty_nginx(workers => 2,
+    # the workers' own keeper forkers: see t/25 for the spawner's
+    extra_http => 'pty_user off;');
 # the forker and the spares are found by their process titles, which
 # nginx cannot set when it runs under valgrind
 $t->skip_all_if(Test::Nginx::valgrind(), 'process titles under valgrind');

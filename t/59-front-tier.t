@@ -30,6 +30,7 @@ http {
     %%TEST_GLOBALS_HTTP%%
 
     pty_zone pty:8m;
+    pty_user_range 3000000 3009999;
     pty_instance_id $name;
     pty_env HOME=%%TESTDIR%%;
 

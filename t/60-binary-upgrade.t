@@ -20,7 +20,9 @@ use Test::Nginx::Pty;
 use Test::Nginx::PtyWS qw(session_frame_kind);
 use Test::Nginx::PtyAPI qw(api_call);
 
-my $t = pty_nginx(workers => 2);
+my $t = pty_nginx(workers => 2,
+    # the workers' own keeper forkers: see t/25 for the spawner's
+    extra_http => 'pty_user off;');
 my $titles = !Test::Nginx::valgrind();  # helpers are found by their titles
 $t->plan(17)->run();
 

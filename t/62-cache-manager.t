@@ -15,7 +15,8 @@ use Test::Nginx;
 use Test::Nginx::Pty;
 
 my $t = pty_nginx(workers => 1,
-    extra_http => 'proxy_cache_path %%TESTDIR%%/cache keys_zone=c:1m;');
+    extra_http => 'proxy_cache_path %%TESTDIR%%/cache keys_zone=c:1m; '
+        . 'pty_user off;');
 $t->skip_all_if(Test::Nginx::valgrind(), 'process titles under valgrind');
 $t->plan(4)->run();
 
