@@ -21,7 +21,15 @@ if [ ! -f "$xterm/xterm.js" ]; then
         2>/dev/null || true
     rm -rf "$tmp"
 fi
+# a uid per session needs root; otherwise programs run as whoever runs this
+if [ "$(id -u)" = 0 ]; then
+    users="pty_user_range 3100000 3165535;"
+else
+    users="# pty_user_range: only when nginx starts as root"
+fi
+
 sed -e "s|%%MODULE%%|$root/build/ngx_pty_module.so|" \
+    -e "s|%%USERS%%|$users|" \
     -e "s|%%PREFIX%%|$prefix|g" -e "s|%%PORT%%|$port|g" \
     -e "s|%%ROOT%%|$root|g" \
     "$root/conf/demo.conf" > "$prefix/conf/nginx.conf"

@@ -92,7 +92,7 @@ static int ngx_pty_spawner_register(int reg, ngx_pty_spawner_line_t *lines,
 static int ngx_pty_spawner_serve(ngx_pty_spawner_line_t *line);
 static ngx_int_t ngx_pty_spawner_uid_take(ngx_uid_t *uid);
 static void ngx_pty_spawner_reaped(ngx_pid_t pid);
-static void ngx_pty_spawner_sweep(ngx_uid_t uid);
+static ngx_pid_t ngx_pty_spawner_sweep(ngx_uid_t uid);
 static void ngx_pty_spawner_mark_running(void);
 static int ngx_pty_spawner_put(int fd, uint32_t type, int32_t value, int pass);
 
@@ -786,7 +786,13 @@ ngx_pty_spawner_reaped(ngx_pid_t unused)
             }
 
             if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                ngx_pty_spawner_sweep(ngx_pty_leases[i].uid);
+                /* the uid is the sweeper's until it is done */
+                ngx_pty_leases[i].pid = ngx_pty_spawner_sweep(
+                                                      ngx_pty_leases[i].uid);
+
+                if (ngx_pty_leases[i].pid > 0) {
+                    break;
+                }
             }
 
             ngx_pty_uid_used[ngx_pty_leases[i].uid
@@ -800,10 +806,16 @@ ngx_pty_spawner_reaped(ngx_pid_t unused)
 }
 
 
-/* every process of a range uid ends: kill(-1) as that uid reaches them all */
-static void
+/*
+ * Every process of a range uid ends: kill(-1) as that uid reaches them all.
+ * Rounds go on while some are left (forks racing a round meet the next;
+ * the killed stay as zombies until the spawner, their subreaper, reaps
+ * them), a second at most; the spawner does not wait for it.
+ */
+static ngx_pid_t
 ngx_pty_spawner_sweep(ngx_uid_t uid)
 {
+    ngx_int_t  round;
     ngx_pid_t  pid;
 
     pid = fork();
@@ -815,17 +827,14 @@ ngx_pty_spawner_sweep(ngx_uid_t uid)
             _exit(1);
         }
 
-        /* forks racing the first round meet the next */
-        while (kill(-1, SIGKILL) == 0) {
-            /* void */
+        for (round = 0; round < 100 && kill(-1, SIGKILL) == 0; round++) {
+            (void) poll(NULL, 0, 10);
         }
 
         _exit(0);
     }
 
-    if (pid > 0) {
-        (void) waitpid(pid, NULL, 0);
-    }
+    return pid;
 }
 
 
