@@ -48,7 +48,7 @@ static int ngx_pty_keeper_put(int ctl, uint32_t type, int32_t value, int fd);
 static int ngx_pty_keeper_listen(u_char *id);
 static int ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child,
     int master, u_char *secret);
-static void ngx_pty_keeper_drop_to_workers(void);
+static int ngx_pty_keeper_drop_to_workers(void);
 static void ngx_pty_keeper_drop_to_program(void);
 static void ngx_pty_keeper_reap_all(void);
 static void ngx_pty_keeper_refused(ngx_uint_t why);
@@ -1344,7 +1344,9 @@ ngx_pty_keeper_begin(ngx_pty_keeper_t *k, ngx_pty_spawn_t *sp)
     }
 
     /* root no more, before anything of a worker's is read */
-    ngx_pty_keeper_drop_to_workers();
+    if (ngx_pty_keeper_drop_to_workers() == -1) {
+        ngx_pty_keeper_fail(k, errno);
+    }
 }
 
 
@@ -1354,7 +1356,7 @@ ngx_pty_keeper_begin(ngx_pty_keeper_t *k, ngx_pty_spawn_t *sp)
  * and the workers may signal it.  Not dumpable: nobody of its user may
  * trace it or read its memory (the terminal, the zone).
  */
-static void
+static int
 ngx_pty_keeper_drop_to_workers(void)
 {
     ngx_pty_creds_t                 *cr;
@@ -1377,11 +1379,11 @@ ngx_pty_keeper_drop_to_workers(void)
             || syscall(SYS_capset, &hdr, data) == -1
             || prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) == -1)
         {
-            _exit(2);
+            return -1;
         }
     }
 
-    (void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
 
