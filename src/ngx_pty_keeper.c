@@ -36,6 +36,12 @@ static int ngx_pty_keeper_watch(ngx_pid_t pid);
 static void ngx_pty_keeper_kill_session(ngx_pid_t sid, int signo);
 static void ngx_pty_keeper_exec(ngx_pty_spawn_t *sp) ngx_pty_noreturn;
 static void ngx_pty_keeper_exec_failed(int err) ngx_pty_noreturn;
+static size_t ngx_pty_keeper_argv_size(ngx_pty_spawn_t *sp, uint32_t *argc);
+static u_char *ngx_pty_keeper_argv_put(u_char *p, ngx_pty_spawn_t *sp);
+static int ngx_pty_keeper_argv_parse(u_char *p, u_char *last, uint32_t argc,
+    ngx_pty_spawn_t *sp);
+static void ngx_pty_keeper_exec_program(ngx_pty_spawn_t *sp)
+    ngx_pty_noreturn;
 static void ngx_pty_keeper_close_from(int from, int keep, int keep2);
 static void ngx_pty_keeper_close_range(int from, int to);
 
@@ -75,6 +81,7 @@ static int ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child,
 #define NGX_PTY_FORKER_FD      3
 #define NGX_PTY_START_MAX      65536     /* a start, with the environment */
 #define NGX_PTY_START_ENV      1024
+#define NGX_PTY_START_ARGV     1024      /* NGX_PTY_ARGV_MAX */
 #define NGX_PTY_FORKER_WAIT    2000      /* ms for its answer, then drop it */
 #define NGX_PTY_FORKER_ASKED_MAX  4      /* spares asked for at once */
 #define NGX_PTY_FORKER_RESTART 1000      /* ms to a new forker, doubling */
@@ -87,8 +94,12 @@ typedef struct {
     uint32_t                   cols;
     uint32_t                   rows;
     uint32_t                   nenv;
+    uint32_t                   argc;     /* 0: the command by the shell */
     ngx_pty_session_sh_t      *sh;
-    /* then the shell and nenv environment strings, each null-terminated */
+    /*
+     * then the shell and nenv environment strings, and with argc the
+     * program's path and argc words, each null-terminated
+     */
 } ngx_pty_keeper_start_t;
 
 
@@ -490,10 +501,12 @@ ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp, size_t *len,
 {
     u_char                  *buf, *p;
     size_t                   n;
+    uint32_t                 argc;
     ngx_uint_t               i;
     ngx_pty_keeper_start_t   st;
 
-    n = sizeof(ngx_pty_keeper_start_t) + ngx_strlen(sp->shell) + 1;
+    n = sizeof(ngx_pty_keeper_start_t) + ngx_strlen(sp->shell) + 1
+        + ngx_pty_keeper_argv_size(sp, &argc);
 
     for (i = 0; sp->envp[i]; i++) {
         n += ngx_strlen(sp->envp[i]) + 1;
@@ -513,6 +526,7 @@ ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp, size_t *len,
     st.cols = (uint32_t) sp->cols;
     st.rows = (uint32_t) sp->rows;
     st.nenv = (uint32_t) i;
+    st.argc = argc;
     st.sh = sp->sh;
 
     p = ngx_cpymem(buf, &st, sizeof(ngx_pty_keeper_start_t));
@@ -521,6 +535,8 @@ ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp, size_t *len,
     for (i = 0; sp->envp[i]; i++) {
         p = ngx_cpymem(p, sp->envp[i], ngx_strlen(sp->envp[i]) + 1);
     }
+
+    (void) ngx_pty_keeper_argv_put(p, sp);
 
     *len = n;
 
@@ -900,7 +916,7 @@ ngx_pty_keeper_env(ngx_pool_t *pool, ngx_array_t *extra)
         "TERM=xterm-256color",
         "COLORTERM=truecolor",
         "LANG=C.UTF-8",
-        "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+        "PATH=" NGX_PTY_PATH,
         NULL
     };
 
@@ -1575,6 +1591,93 @@ ngx_pty_keeper_start_parse(u_char *buf, size_t n, ngx_pty_spawn_t *sp,
 
     env[st.nenv] = NULL;
 
+    if (st.argc && ngx_pty_keeper_argv_parse(p, last, st.argc, sp) == -1) {
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* the program's path and words in a start, when it has them */
+static size_t
+ngx_pty_keeper_argv_size(ngx_pty_spawn_t *sp, uint32_t *argc)
+{
+    size_t      n;
+    ngx_uint_t  i;
+
+    *argc = 0;
+
+    if (sp->argv == NULL) {
+        return 0;
+    }
+
+    n = ngx_strlen(sp->path) + 1;
+
+    for (i = 0; sp->argv[i]; i++) {
+        n += ngx_strlen(sp->argv[i]) + 1;
+    }
+
+    /* too many: the message is refused as too big, as for the environment */
+    *argc = (uint32_t) i;
+
+    return i > NGX_PTY_START_ARGV ? NGX_PTY_START_MAX : n;
+}
+
+
+static u_char *
+ngx_pty_keeper_argv_put(u_char *p, ngx_pty_spawn_t *sp)
+{
+    ngx_uint_t  i;
+
+    if (sp->argv == NULL) {
+        return p;
+    }
+
+    p = ngx_cpymem(p, sp->path, ngx_strlen(sp->path) + 1);
+
+    for (i = 0; sp->argv[i]; i++) {
+        p = ngx_cpymem(p, sp->argv[i], ngx_strlen(sp->argv[i]) + 1);
+    }
+
+    return p;
+}
+
+
+static int
+ngx_pty_keeper_argv_parse(u_char *p, u_char *last, uint32_t argc,
+    ngx_pty_spawn_t *sp)
+{
+    u_char       *s;
+    uint32_t      i;
+    static char  *argv[NGX_PTY_START_ARGV + 1];
+
+    if (argc > NGX_PTY_START_ARGV) {
+        return -1;
+    }
+
+    /* the path, then the words */
+    for (i = 0; i <= argc; i++) {
+        s = p;
+        p = ngx_strlchr(p, last, '\0');
+
+        if (p == NULL) {
+            return -1;
+        }
+
+        p++;
+
+        if (i == 0) {
+            sp->path = (char *) s;
+
+        } else {
+            argv[i - 1] = (char *) s;
+        }
+    }
+
+    argv[argc] = NULL;
+    sp->argv = argv;
+
     return 0;
 }
 
@@ -1766,7 +1869,7 @@ ngx_pty_keeper_kill_session(ngx_pid_t sid, int signo)
 static void
 ngx_pty_keeper_exec(ngx_pty_spawn_t *sp)
 {
-    char  *argv[4], *home;
+    char  *home;
     int    i;
 
     ngx_pty_keeper_reset_signals(NULL);
@@ -1794,6 +1897,21 @@ ngx_pty_keeper_exec(ngx_pty_spawn_t *sp)
     }
 
     if ((home == NULL || chdir(home) == -1) && chdir("/") == -1) {
+        ngx_pty_keeper_exec_failed(errno);
+    }
+
+    ngx_pty_keeper_exec_program(sp);
+}
+
+
+/* the words as they are (a pty_allow location), or the command by a shell */
+static void
+ngx_pty_keeper_exec_program(ngx_pty_spawn_t *sp)
+{
+    char  *argv[4];
+
+    if (sp->argv) {
+        execve(sp->path, sp->argv, sp->envp);
         ngx_pty_keeper_exec_failed(errno);
     }
 

@@ -10,6 +10,7 @@
 #include "ngx_pty_doorbell.h"
 #include "ngx_pty_ext.h"
 #include "ngx_pty_util.h"
+#include "ngx_pty_policy.h"
 
 #include <sys/ioctl.h>
 
@@ -96,6 +97,7 @@ ngx_pty_local_init(void)
 ngx_pty_session_t *
 ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 {
+    size_t                 len;
     ngx_pty_session_t     *s;
     ngx_pty_session_sh_t  *sh;
     ngx_pty_loc_conf_t    *plcf;
@@ -151,6 +153,19 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 
     if (req->spawn.envp == NULL) {
         goto failed;
+    }
+
+    if (st->argv) {
+        /* the words outlive the request: a start may wait for a keeper */
+        len = ngx_strlen(st->path) + 1;
+        req->spawn.argv = ngx_pty_policy_argv_copy(s->pool, st->argv);
+        req->spawn.path = ngx_pnalloc(s->pool, len);
+
+        if (req->spawn.argv == NULL || req->spawn.path == NULL) {
+            goto failed;
+        }
+
+        ngx_memcpy(req->spawn.path, st->path, len);
     }
 
     /* until its keeper comes: the handler may be called in the spawn */
