@@ -28,6 +28,7 @@
 #include "ngx_pty_ws.h"
 #include "ngx_pty_util.h"
 #include "ngx_pty_policy.h"
+#include "ngx_pty_http.h"
 
 
 #define NGX_PTY_API_CHUNK        16384   /* raw bytes fed per step */
@@ -201,6 +202,8 @@ ngx_pty_api_handler(ngx_http_request_t *r)
 
     plcf = ngx_http_get_module_loc_conf(r, ngx_pty_module);
 
+    ngx_pty_http_log_hide(r);
+
     if (ngx_pty_shm_zone() == NULL) {
         return ngx_pty_api_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
                                  "no_zone", "no pty_zone is configured");
@@ -263,7 +266,8 @@ ngx_pty_api_body_handler(ngx_http_request_t *r)
         return;
     }
 
-    if (b == NULL) {
+    if (b == NULL || b->pos == b->last) {
+        /* no body (Content-Length: 0 included) is an empty object */
         req = json_object();
 
     } else {
