@@ -109,6 +109,7 @@ static ngx_uint_t         ngx_pty_forker_asked;   /* answers due */
 static ngx_msec_t         ngx_pty_forker_backoff = NGX_PTY_FORKER_RESTART;
 static ngx_event_t        ngx_pty_forker_deadline;
 static ngx_event_t        ngx_pty_forker_restart;
+static ngx_connection_t   ngx_pty_keeper_dumb;
 static ngx_pid_t          ngx_pty_nginx_pid;      /* the forker's and the
                                                     keepers' too */
 static ngx_socket_t       ngx_pty_spare = (ngx_socket_t) -1;
@@ -144,11 +145,16 @@ ngx_pty_keeper_init_once(ngx_log_t *log)
 
     ngx_queue_init(&ngx_pty_pending);
 
+    /* the timers' debug lines read ev->data as a connection's fd */
+    ngx_pty_keeper_dumb.fd = (ngx_socket_t) -1;
+
     ngx_pty_forker_deadline.handler = ngx_pty_keeper_forker_late;
+    ngx_pty_forker_deadline.data = &ngx_pty_keeper_dumb;
     ngx_pty_forker_deadline.log = log;
     ngx_pty_forker_deadline.cancelable = 1;
 
     ngx_pty_forker_restart.handler = ngx_pty_keeper_forker_again;
+    ngx_pty_forker_restart.data = &ngx_pty_keeper_dumb;
     ngx_pty_forker_restart.log = log;
     ngx_pty_forker_restart.cancelable = 1;
 }
