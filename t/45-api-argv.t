@@ -65,7 +65,7 @@ my @bypass = (
     [ "cat\r",                           'needs_shell' ],
 );
 
-$t->plan(3 * @bypass + 11)->run();
+$t->plan(3 * @bypass + 12)->run();
 
 sub strict { my ($call, $body, $loc) = @_;
     return agent($t, $call, $body, location => ($loc // '/strict/')) }
@@ -123,6 +123,13 @@ strict('kill', { id => $r->{id} });
 
 $r = strict('start', { command => 'top -b -n1', wait_for => 'PID' });
 ok($r->{matched}, 'top -b -n1 runs');
+
+# words too many for a spare's start message: the worker forks the
+# keeper itself, with the words in its memory
+my $long = 'y' x 70000;
+$r = strict('start', { command => "python3 -c 'import sys; "
+    . "print(\"len\", len(sys.argv[1]))' $long", wait_for => 'len 70000' });
+ok($r->{matched}, 'a 70000-byte word reaches the program whole');
 
 # the list shows the command as asked
 $r = strict('list', {});
