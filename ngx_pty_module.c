@@ -20,6 +20,7 @@
 #include "ngx_pty_doorbell.h"
 #include "ngx_pty_keeper.h"
 #include "ngx_pty_spawner.h"
+#include "ngx_pty_http.h"
 
 #include <sys/prctl.h>
 
@@ -370,7 +371,7 @@ static ngx_command_t  ngx_pty_commands[] = {
 
 static ngx_http_module_t  ngx_pty_module_ctx = {
     NULL,                                  /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_pty_http_init,                     /* postconfiguration */
 
     ngx_pty_create_main_conf,              /* create main configuration */
     ngx_pty_init_main_conf,                /* init main configuration */
@@ -408,6 +409,8 @@ ngx_pty_attach_handler(ngx_http_request_t *r)
     ngx_pty_session_sh_t  *sh;
 
     pmcf = ngx_http_get_module_main_conf(r, ngx_pty_module);
+
+    ngx_pty_http_log_hide(r);
 
     if (ngx_pty_shm_zone() == NULL) {
         return ngx_pty_api_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,

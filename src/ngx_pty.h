@@ -34,6 +34,10 @@
 
 #define NGX_HTTP_PTY_UPGRADE_REQUIRED  426
 
+/* the programs' PATH unless pty_env sets one */
+#define NGX_PTY_PATH                                                          \
+    "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
 #if (NGX_HAVE_GCC_ATTRIBUTE_NORETURN) || defined(__GNUC__)
 #define ngx_pty_noreturn  __attribute__((__noreturn__))
 #else

@@ -27,6 +27,8 @@
 #include "ngx_pty_ext.h"
 #include "ngx_pty_ws.h"
 #include "ngx_pty_util.h"
+#include "ngx_pty_policy.h"
+#include "ngx_pty_http.h"
 
 
 #define NGX_PTY_API_CHUNK        16384   /* raw bytes fed per step */
@@ -101,7 +103,7 @@ static ngx_int_t ngx_pty_api_read(ngx_http_request_t *r, json_t *req);
 static ngx_int_t ngx_pty_api_stat(ngx_http_request_t *r, json_t *req);
 
 static ngx_int_t ngx_pty_api_policy(ngx_http_request_t *r,
-    ngx_str_t *command);
+    ngx_str_t *command, ngx_uint_t fixed, ngx_pty_start_t *st);
 static ngx_int_t ngx_pty_api_limits(ngx_http_request_t *r, uint32_t tag);
 static uint32_t ngx_pty_api_loc_tag(ngx_http_request_t *r);
 
@@ -200,6 +202,8 @@ ngx_pty_api_handler(ngx_http_request_t *r)
 
     plcf = ngx_http_get_module_loc_conf(r, ngx_pty_module);
 
+    ngx_pty_http_log_hide(r);
+
     if (ngx_pty_shm_zone() == NULL) {
         return ngx_pty_api_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
                                  "no_zone", "no pty_zone is configured");
@@ -262,7 +266,8 @@ ngx_pty_api_body_handler(ngx_http_request_t *r)
         return;
     }
 
-    if (b == NULL) {
+    if (b == NULL || b->pos == b->last) {
+        /* no body (Content-Length: 0 included) is an empty object */
         req = json_object();
 
     } else {
@@ -513,7 +518,7 @@ ngx_pty_api_start(ngx_http_request_t *r, json_t *req)
         return ngx_pty_api_bad(r, code, msg);
     }
 
-    rc = ngx_pty_api_policy(r, &command);
+    rc = ngx_pty_api_policy(r, &command, plcf->command.len != 0, &st);
     if (rc != NGX_DECLINED) {
         return rc;
     }
@@ -890,71 +895,41 @@ ngx_pty_api_stat(ngx_http_request_t *r, json_t *req)
 
 
 /*
- * Command policy: the command line must match no pty_deny rule and, if
- * there are pty_allow rules, at least one of them.  Returns NGX_DECLINED
- * to go on; otherwise the 403 is sent and its code returned.
+ * Command policy (ngx_pty_policy.c): NGX_DECLINED to go on, with the words
+ * to run in st when the location has pty_allow; otherwise the 403 is sent
+ * and its code returned.
  */
 static ngx_int_t
-ngx_pty_api_policy(ngx_http_request_t *r, ngx_str_t *command)
+ngx_pty_api_policy(ngx_http_request_t *r, ngx_str_t *command,
+    ngx_uint_t fixed, ngx_pty_start_t *st)
 {
-#if (NGX_PCRE)
-    ngx_int_t            n;
-    ngx_uint_t           i;
-    ngx_pty_rule_t      *rule;
+    size_t               n;
+    ngx_int_t            rc;
+    ngx_pty_policy_t     pol;
     ngx_pty_loc_conf_t  *plcf;
-    u_char               msg[NGX_MAX_CONF_ERRSTR];
+    u_char               cmd[NGX_PTY_LOG_STR];
 
     plcf = ngx_http_get_module_loc_conf(r, ngx_pty_module);
 
-    if (plcf->deny) {
-        rule = plcf->deny->elts;
+    rc = ngx_pty_policy_decide(plcf, r->pool, command, fixed, &pol);
 
-        for (i = 0; i < plcf->deny->nelts; i++) {
-            n = ngx_regex_exec(rule[i].regex, command, NULL, 0);
-
-            if (n == NGX_REGEX_NO_MATCHED) {
-                continue;
-            }
-
-            ngx_snprintf(msg, sizeof(msg) - 1, "%s pty_deny \"%V\"%Z",
-                         n >= 0 ? "the command matches" : "cannot apply",
-                         &rule[i].pattern);
-
-            ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
-                          "pty: start of \"%V\" refused: %s", command, msg);
-
-            /* a rule that fails to run refuses: fail closed */
-            return ngx_pty_api_error(r, NGX_HTTP_FORBIDDEN, "denied",
-                                     (char *) msg);
-        }
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (plcf->allow == NULL) {
+    if (rc == NGX_OK) {
+        st->argv = pol.argv;
+        st->path = pol.path;
         return NGX_DECLINED;
     }
 
-    rule = plcf->allow->elts;
-
-    for (i = 0; i < plcf->allow->nelts; i++) {
-        if (ngx_regex_exec(rule[i].regex, command, NULL, 0) >= 0) {
-            return NGX_DECLINED;
-        }
-    }
+    n = ngx_pty_log_escape(cmd, sizeof(cmd), command->data, command->len);
 
     ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
-                  "pty: start of \"%V\" refused: no pty_allow rule matches",
-                  command);
+                  "pty: start of \"%*s\" refused: %s", n, cmd, pol.reason);
 
-    return ngx_pty_api_error(r, NGX_HTTP_FORBIDDEN, "not_allowed",
-                             "the command matches no pty_allow rule");
-#else
-
-    (void) r;
-    (void) command;
-
-    return NGX_DECLINED;
-
-#endif
+    return ngx_pty_api_error(r, NGX_HTTP_FORBIDDEN, pol.code,
+                             (char *) pol.reason);
 }
 
 

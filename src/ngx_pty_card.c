@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include "ngx_pty_card.h"
 #include "ngx_pty_api.h"
+#include "ngx_pty_http.h"
 
 
 #define NGX_PTY_CARD_NOTES                                                    \
@@ -34,6 +35,8 @@ ngx_pty_card_handler(ngx_http_request_t *r)
     json_t               *card;
     ngx_pty_loc_conf_t   *plcf;
     ngx_pty_main_conf_t  *pmcf;
+
+    ngx_pty_http_log_hide(r);
 
     if (r->method != NGX_HTTP_GET && r->method != NGX_HTTP_HEAD) {
         return ngx_pty_api_error(r, NGX_HTTP_NOT_ALLOWED, "method",

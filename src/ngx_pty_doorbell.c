@@ -17,10 +17,17 @@ static ngx_int_t ngx_pty_doorbell_claim(ngx_pty_shm_t *sh);
 static void ngx_pty_doorbell_handler(ngx_event_t *rev);
 static void ngx_pty_doorbell_send(ngx_uint_t slot, ngx_pid_t pid,
     u_char what);
+static ssize_t ngx_pty_doorbell_recv(ngx_connection_t *c, u_char *buf,
+    size_t size);
+static void ngx_pty_doorbell_foreign(ngx_log_t *log, struct ucred *cr);
+
+
+#define NGX_PTY_BELL_LOG_EVERY  60      /* s between lines on strangers */
 
 
 static ngx_connection_t  *ngx_pty_bell;
 static ngx_int_t          ngx_pty_bell_slot = -1;
+static uid_t              ngx_pty_bell_uid;     /* the workers' */
 
 
 static socklen_t
@@ -49,6 +56,7 @@ ngx_pty_doorbell_address(struct sockaddr_un *sa, ngx_pid_t pid)
 ngx_int_t
 ngx_pty_doorbell_init(ngx_cycle_t *cycle)
 {
+    int                  on;
     socklen_t            len;
     ngx_socket_t         fd;
     ngx_connection_t    *c;
@@ -68,6 +76,17 @@ ngx_pty_doorbell_init(ngx_cycle_t *cycle)
     }
 
     len = ngx_pty_doorbell_address(&sa, ngx_pid);
+
+    /* the kernel says who sent each datagram: only the workers may ring */
+    ngx_pty_bell_uid = geteuid();
+    on = 1;
+
+    if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(int)) == -1) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_socket_errno,
+                      "pty: setsockopt(SO_PASSCRED) for the doorbell failed");
+        close(fd);
+        return NGX_ERROR;
+    }
 
     if (bind(fd, (struct sockaddr *) &sa, len) == -1) {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_socket_errno,
@@ -382,7 +401,12 @@ ngx_pty_doorbell_handler(ngx_event_t *rev)
     orphans = 0;
 
     for ( ;; ) {
-        n = recv(c->fd, buf, sizeof(buf), 0);
+        n = ngx_pty_doorbell_recv(c, buf, sizeof(buf));
+
+        if (n == 0) {
+            /* not from a worker, or empty: dropped */
+            continue;
+        }
 
         if (n > 0) {
             if (buf[0] == NGX_PTY_BELL_ORPHANS) {
@@ -427,4 +451,85 @@ ngx_pty_doorbell_handler(ngx_event_t *rev)
     if (orphans) {
         ngx_pty_sessions_adopt_orphans();
     }
+}
+
+
+/*
+ * One datagram; 0 when it does not come from the workers' user (the
+ * address is in the abstract namespace, which any local user may send
+ * to: /proc/net/unix lists it).  The sender's pid is not checked against
+ * the worker table: an exiting worker rings its orphans over after it
+ * left its slot, and a ring dropped would leave its "rung" flag set, the
+ * worker deaf for good.  A process of the workers' own user could signal
+ * or trace them anyway.
+ */
+static ssize_t
+ngx_pty_doorbell_recv(ngx_connection_t *c, u_char *buf, size_t size)
+{
+    ssize_t          n;
+    struct iovec     iov;
+    struct msghdr    mh;
+    struct ucred    *cr;
+    struct cmsghdr  *cm;
+    union {
+        struct cmsghdr  cm;
+        char            space[CMSG_SPACE(sizeof(struct ucred))];
+    } cmsg;
+
+    iov.iov_base = buf;
+    iov.iov_len = size;
+
+    ngx_memzero(&mh, sizeof(struct msghdr));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = &cmsg;
+    mh.msg_controllen = sizeof(cmsg);
+
+    n = recvmsg(c->fd, &mh, 0);
+
+    if (n == -1) {
+        return -1;
+    }
+
+    cr = NULL;
+
+    for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+        if (cm->cmsg_level == SOL_SOCKET
+            && cm->cmsg_type == SCM_CREDENTIALS
+            && cm->cmsg_len == CMSG_LEN(sizeof(struct ucred)))
+        {
+            cr = (struct ucred *) CMSG_DATA(cm);
+        }
+    }
+
+    if (cr == NULL || cr->uid != ngx_pty_bell_uid) {
+        ngx_pty_doorbell_foreign(c->log, cr);
+        return 0;
+    }
+
+    return n;       /* 0: an empty datagram, which asks for nothing */
+}
+
+
+/* a line for the first stranger, then one a minute at most, with a count */
+static void
+ngx_pty_doorbell_foreign(ngx_log_t *log, struct ucred *cr)
+{
+    static time_t      last;
+    static ngx_uint_t  dropped;
+
+    dropped++;
+
+    if (last && ngx_time() - last < NGX_PTY_BELL_LOG_EVERY) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, log, 0,
+                  "pty: %ui doorbell datagram(s) not from nginx's workers "
+                  "dropped, the last from uid %d, pid %P",
+                  dropped, cr ? (int) cr->uid : -1,
+                  cr ? (ngx_pid_t) cr->pid : (ngx_pid_t) -1);
+
+    last = ngx_time();
+    dropped = 0;
 }

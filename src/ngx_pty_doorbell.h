@@ -7,6 +7,8 @@
  * coalesces rings until the woken worker has looked, so a busy session
  * costs one datagram per wake-up, not per frame.  Workers started by a
  * later reload are reachable too: the address is computed, not inherited.
+ * Any local user can send to an abstract address, so each datagram's
+ * sender is checked (SO_PASSCRED): only the workers' user may ring.
  */
 
 #ifndef _NGX_PTY_DOORBELL_H_INCLUDED_

@@ -39,6 +39,12 @@ static int ngx_pty_keeper_watch(ngx_pid_t pid);
 static void ngx_pty_keeper_kill_session(ngx_pid_t sid, int signo);
 static void ngx_pty_keeper_exec(ngx_pty_spawn_t *sp) ngx_pty_noreturn;
 static void ngx_pty_keeper_exec_failed(int err) ngx_pty_noreturn;
+static size_t ngx_pty_keeper_argv_size(ngx_pty_spawn_t *sp, uint32_t *argc);
+static u_char *ngx_pty_keeper_argv_put(u_char *p, ngx_pty_spawn_t *sp);
+static int ngx_pty_keeper_argv_parse(u_char *p, u_char *last, uint32_t argc,
+    ngx_pty_spawn_t *sp);
+static void ngx_pty_keeper_exec_program(ngx_pty_spawn_t *sp)
+    ngx_pty_noreturn;
 static void ngx_pty_keeper_close_from(int from, int keep, int keep2);
 static void ngx_pty_keeper_close_range(int from, int to);
 
@@ -52,6 +58,7 @@ static int ngx_pty_keeper_drop_to_workers(void);
 static void ngx_pty_keeper_drop_to_program(void);
 static void ngx_pty_keeper_reap_all(void);
 static void ngx_pty_keeper_refused(ngx_uint_t why);
+static int ngx_pty_keeper_start_room(int fd);
 
 /* who the keeper and the program run as: the spawner's, for each spare */
 static ngx_pty_creds_t  ngx_pty_keeper_creds;
@@ -86,8 +93,16 @@ static u_char          *ngx_pty_keeper_zone_end;
  */
 
 #define NGX_PTY_FORKER_FD      3
-#define NGX_PTY_START_MAX      65536     /* a start, with the environment */
+/*
+ * A start, with the environment and the words: one message.  Sockets
+ * hold that much only when root sized them (the spawner's keepers); a
+ * worker's own forker falls back to forking the keeper with the start in
+ * its memory when a start is over NGX_PTY_START_SMALL.
+ */
+#define NGX_PTY_START_MAX      (1024 * 1024 + 65536)
+#define NGX_PTY_START_SMALL    65536
 #define NGX_PTY_START_ENV      1024
+#define NGX_PTY_START_ARGV     1024      /* NGX_PTY_ARGV_MAX */
 #define NGX_PTY_FORKER_WAIT    2000      /* ms for its answer, then drop it */
 #define NGX_PTY_SPAWNER_WAIT   10000     /* the spawner serves every worker */
 #define ngx_pty_forker_wait()                                                 \
@@ -104,11 +119,14 @@ typedef struct {
     uint32_t                   cols;
     uint32_t                   rows;
     uint32_t                   nenv;
+    uint32_t                   argc;     /* 0: the command by the shell */
     ngx_pty_session_sh_t      *sh;
     u_char                     id[NGX_PTY_ID_LEN];
     u_char                     secret[NGX_PTY_SECRET_LEN];
-    /* then the shell, the command and nenv environment strings, each
-       null-terminated */
+    /*
+     * then the shell, the command and nenv environment strings, and with
+     * argc the program's path and argc words, each null-terminated
+     */
 } ngx_pty_keeper_start_t;
 
 
@@ -118,6 +136,7 @@ static ngx_uint_t         ngx_pty_forker_asked;   /* answers due */
 static ngx_msec_t         ngx_pty_forker_backoff = NGX_PTY_FORKER_RESTART;
 static ngx_event_t        ngx_pty_forker_deadline;
 static ngx_event_t        ngx_pty_forker_restart;
+static ngx_connection_t   ngx_pty_keeper_dumb;
 static ngx_pid_t          ngx_pty_nginx_pid;      /* the forker's and the
                                                     keepers' too */
 static ngx_socket_t       ngx_pty_spare = (ngx_socket_t) -1;
@@ -153,11 +172,16 @@ ngx_pty_keeper_init_once(ngx_log_t *log)
 
     ngx_queue_init(&ngx_pty_pending);
 
+    /* the timers' debug lines read ev->data as a connection's fd */
+    ngx_pty_keeper_dumb.fd = (ngx_socket_t) -1;
+
     ngx_pty_forker_deadline.handler = ngx_pty_keeper_forker_late;
+    ngx_pty_forker_deadline.data = &ngx_pty_keeper_dumb;
     ngx_pty_forker_deadline.log = log;
     ngx_pty_forker_deadline.cancelable = 1;
 
     ngx_pty_forker_restart.handler = ngx_pty_keeper_forker_again;
+    ngx_pty_forker_restart.data = &ngx_pty_keeper_dumb;
     ngx_pty_forker_restart.log = log;
     ngx_pty_forker_restart.cancelable = 1;
 }
@@ -540,17 +564,21 @@ ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp, size_t *len,
 {
     u_char                  *buf, *p;
     size_t                   n;
+    uint32_t                 argc;
     ngx_uint_t               i;
     ngx_pty_keeper_start_t   st;
 
     n = sizeof(ngx_pty_keeper_start_t) + ngx_strlen(sp->shell) + 1
-        + ngx_strlen(sp->command) + 1;
+        + ngx_strlen(sp->command) + 1 + ngx_pty_keeper_argv_size(sp, &argc);
 
     for (i = 0; sp->envp[i]; i++) {
         n += ngx_strlen(sp->envp[i]) + 1;
     }
 
-    if (n > NGX_PTY_START_MAX || i > NGX_PTY_START_ENV) {
+    if (n > (ngx_pty_spawner_privileged() ? NGX_PTY_START_MAX
+                                           : NGX_PTY_START_SMALL)
+        || i > NGX_PTY_START_ENV)
+    {
         return NULL;
     }
 
@@ -564,6 +592,7 @@ ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp, size_t *len,
     st.cols = (uint32_t) sp->cols;
     st.rows = (uint32_t) sp->rows;
     st.nenv = (uint32_t) i;
+    st.argc = argc;
     st.sh = sp->sh;
     ngx_memcpy(st.id, sp->id, NGX_PTY_ID_LEN);
     ngx_memcpy(st.secret, sp->secret, NGX_PTY_SECRET_LEN);
@@ -575,6 +604,8 @@ ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp, size_t *len,
     for (i = 0; sp->envp[i]; i++) {
         p = ngx_cpymem(p, sp->envp[i], ngx_strlen(sp->envp[i]) + 1);
     }
+
+    (void) ngx_pty_keeper_argv_put(p, sp);
 
     *len = n;
 
@@ -800,6 +831,14 @@ ngx_pty_keeper_fork(ngx_pty_spawn_t *sp, ngx_socket_t *ctl, ngx_err_t *err)
         return NGX_INVALID_PID;
     }
 
+    /* the worker sends the start on sv[0] */
+    if (ngx_pty_keeper_start_room(sv[0]) == -1) {
+        *err = ngx_errno;
+        close(sv[0]);
+        close(sv[1]);
+        return NGX_INVALID_PID;
+    }
+
     pid = fork();
 
     switch (pid) {
@@ -989,7 +1028,7 @@ ngx_pty_keeper_env(ngx_pool_t *pool, ngx_array_t *extra)
         "TERM=xterm-256color",
         "COLORTERM=truecolor",
         "LANG=C.UTF-8",
-        "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+        "PATH=" NGX_PTY_PATH,
         NULL
     };
 
@@ -1309,9 +1348,10 @@ ngx_pty_keeper_begin(ngx_pty_keeper_t *k, ngx_pty_spawn_t *sp)
     /* the child reports a failed exec here; a good one just closes it */
     if (pipe2(ngx_pty_keeper_exec_pipe, O_CLOEXEC) == -1
         || (sp == NULL
-            && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
-                          ngx_pty_keeper_go)
-               == -1))
+            && (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+                           ngx_pty_keeper_go)
+                   == -1
+                || ngx_pty_keeper_start_room(ngx_pty_keeper_go[0]) == -1)))
     {
         ngx_pty_keeper_fail(k, errno);
     }
@@ -1813,6 +1853,93 @@ ngx_pty_keeper_start_parse(u_char *buf, size_t n, ngx_pty_spawn_t *sp,
 
     env[st.nenv] = NULL;
 
+    if (st.argc && ngx_pty_keeper_argv_parse(p, last, st.argc, sp) == -1) {
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* the program's path and words in a start, when it has them */
+static size_t
+ngx_pty_keeper_argv_size(ngx_pty_spawn_t *sp, uint32_t *argc)
+{
+    size_t      n;
+    ngx_uint_t  i;
+
+    *argc = 0;
+
+    if (sp->argv == NULL) {
+        return 0;
+    }
+
+    n = ngx_strlen(sp->path) + 1;
+
+    for (i = 0; sp->argv[i]; i++) {
+        n += ngx_strlen(sp->argv[i]) + 1;
+    }
+
+    /* too many: the message is refused as too big, as for the environment */
+    *argc = (uint32_t) i;
+
+    return i > NGX_PTY_START_ARGV ? NGX_PTY_START_MAX : n;
+}
+
+
+static u_char *
+ngx_pty_keeper_argv_put(u_char *p, ngx_pty_spawn_t *sp)
+{
+    ngx_uint_t  i;
+
+    if (sp->argv == NULL) {
+        return p;
+    }
+
+    p = ngx_cpymem(p, sp->path, ngx_strlen(sp->path) + 1);
+
+    for (i = 0; sp->argv[i]; i++) {
+        p = ngx_cpymem(p, sp->argv[i], ngx_strlen(sp->argv[i]) + 1);
+    }
+
+    return p;
+}
+
+
+static int
+ngx_pty_keeper_argv_parse(u_char *p, u_char *last, uint32_t argc,
+    ngx_pty_spawn_t *sp)
+{
+    u_char       *s;
+    uint32_t      i;
+    static char  *argv[NGX_PTY_START_ARGV + 1];
+
+    if (argc > NGX_PTY_START_ARGV) {
+        return -1;
+    }
+
+    /* the path, then the words */
+    for (i = 0; i <= argc; i++) {
+        s = p;
+        p = ngx_strlchr(p, last, '\0');
+
+        if (p == NULL) {
+            return -1;
+        }
+
+        p++;
+
+        if (i == 0) {
+            sp->path = (char *) s;
+
+        } else {
+            argv[i - 1] = (char *) s;
+        }
+    }
+
+    argv[argc] = NULL;
+    sp->argv = argv;
+
     return 0;
 }
 
@@ -1907,6 +2034,22 @@ ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child, int master,
     }
 
     return fd;
+}
+
+
+/* a socket a whole start fits in, as one message: root's to grant */
+static int
+ngx_pty_keeper_start_room(int fd)
+{
+    int  size;
+
+    if (!ngx_pty_keeper_creds.privileged) {
+        return 0;
+    }
+
+    size = NGX_PTY_START_MAX + 4096;
+
+    return setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(int));
 }
 
 
@@ -2074,7 +2217,7 @@ ngx_pty_keeper_kill_session(ngx_pid_t sid, int signo)
 static void
 ngx_pty_keeper_exec(ngx_pty_spawn_t *sp)
 {
-    char  *argv[4], *home;
+    char  *home;
     int    i;
 
     ngx_pty_keeper_reset_signals(NULL);
@@ -2104,6 +2247,21 @@ ngx_pty_keeper_exec(ngx_pty_spawn_t *sp)
     }
 
     if ((home == NULL || chdir(home) == -1) && chdir("/") == -1) {
+        ngx_pty_keeper_exec_failed(errno);
+    }
+
+    ngx_pty_keeper_exec_program(sp);
+}
+
+
+/* the words as they are (a pty_allow location), or the command by a shell */
+static void
+ngx_pty_keeper_exec_program(ngx_pty_spawn_t *sp)
+{
+    char  *argv[4];
+
+    if (sp->argv) {
+        execve(sp->path, sp->argv, sp->envp);
         ngx_pty_keeper_exec_failed(errno);
     }
 

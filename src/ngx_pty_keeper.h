@@ -50,6 +50,9 @@ typedef struct {
     ngx_uint_t                 rows;
     char                      *shell;       /* null-terminated path */
     char                     **envp;
+    char                     **argv;        /* set: run path with these
+                                               words, not the shell */
+    char                      *path;
 } ngx_pty_spawn_t;
 
 

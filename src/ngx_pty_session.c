@@ -10,6 +10,7 @@
 #include "ngx_pty_doorbell.h"
 #include "ngx_pty_ext.h"
 #include "ngx_pty_util.h"
+#include "ngx_pty_policy.h"
 
 #include <sys/ioctl.h>
 
@@ -77,6 +78,8 @@ static u_char *ngx_pty_session_screen_rebuild(ngx_pty_session_t *s,
 static ngx_int_t ngx_pty_session_keyframe_replayed(ngx_pty_session_t *s,
     uint32_t target);
 static void ngx_pty_session_spawned(ngx_pty_keeper_req_t *req);
+static void ngx_pty_session_log_command(ngx_pty_session_t *s,
+    ngx_uint_t level, ngx_err_t err, const char *what, ngx_pid_t pid);
 static void ngx_pty_session_store(ngx_pty_session_t *s, u_char *buf,
     size_t n);
 static void ngx_pty_session_stored(ngx_pty_session_t *s, size_t got,
@@ -96,6 +99,7 @@ ngx_pty_local_init(void)
 ngx_pty_session_t *
 ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 {
+    size_t                 len;
     ngx_pty_session_t     *s;
     ngx_pty_session_sh_t  *sh;
     ngx_pty_loc_conf_t    *plcf;
@@ -157,6 +161,19 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 
     if (req->spawn.envp == NULL) {
         goto failed;
+    }
+
+    if (st->argv) {
+        /* the words outlive the request: a start may wait for a keeper */
+        len = ngx_strlen(st->path) + 1;
+        req->spawn.argv = ngx_pty_policy_argv_copy(s->pool, st->argv);
+        req->spawn.path = ngx_pnalloc(s->pool, len);
+
+        if (req->spawn.argv == NULL || req->spawn.path == NULL) {
+            goto failed;
+        }
+
+        ngx_memcpy(req->spawn.path, st->path, len);
     }
 
     /* until its keeper comes: the handler may be called in the spawn */
@@ -223,10 +240,26 @@ ngx_pty_session_spawned(ngx_pty_keeper_req_t *req)
 
     ngx_pty_session_limits_arm(s);
 
-    ngx_log_error(NGX_LOG_INFO, s->log, 0,
-                  "pty: session pty-%ui %*s started, keeper %P: \"%s\"",
-                  sh->name, (size_t) NGX_PTY_ID_LEN, sh->id, req->pid,
-                  sh->command);
+    ngx_pty_session_log_command(s, NGX_LOG_INFO, 0, "started, keeper",
+                                req->pid);
+}
+
+
+/* the command comes from a client: escaped, it cannot forge a log line */
+static void
+ngx_pty_session_log_command(ngx_pty_session_t *s, ngx_uint_t level,
+    ngx_err_t err, const char *what, ngx_pid_t pid)
+{
+    size_t  n;
+    u_char  cmd[NGX_PTY_LOG_STR];
+
+    n = ngx_pty_log_escape(cmd, sizeof(cmd), s->sh->command,
+                           s->sh->command_len);
+
+    ngx_log_error(level, s->log, err,
+                  "pty: session pty-%ui %*s %s %P: \"%*s\"",
+                  s->sh->name, (size_t) NGX_PTY_ID_LEN, s->sh->id, what,
+                  pid, n, cmd);
 }
 
 
@@ -715,9 +748,9 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
             break;
 
         case NGX_PTY_KEEPER_FAILED:
-            ngx_log_error(NGX_LOG_ERR, s->log, msg.value,
-                          "pty: keeper could not start \"%s\"",
-                          s->sh->command);
+            ngx_pty_session_log_command(s, NGX_LOG_ERR, msg.value,
+                                        "not started, keeper",
+                                        s->sh->keeper);
             ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
                                   "bridge_start_failed: the program could "
                                   "not be started");

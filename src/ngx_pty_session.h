@@ -99,6 +99,8 @@ struct ngx_pty_session_s {
 typedef struct {
     u_char                    *command;
     size_t                     command_len;
+    char                     **argv;        /* NULL: command by pty_shell */
+    char                      *path;        /* argv's program */
     ngx_uint_t                 cols;
     ngx_uint_t                 rows;
     ngx_pty_loc_conf_t        *conf;

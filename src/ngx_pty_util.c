@@ -221,3 +221,40 @@ ngx_pty_json_escape(u_char *dst, const u_char *s, size_t len)
 
     return dst;
 }
+
+
+size_t
+ngx_pty_log_escape(u_char *dst, size_t size, const u_char *s, size_t len)
+{
+    u_char  *p, *last;
+
+    if (size < sizeof("...")) {
+        return 0;
+    }
+
+    p = dst;
+    last = dst + size - sizeof("...");     /* room for the cut's "..." */
+
+    for ( /* void */ ; len; len--, s++) {
+        if (*s < 0x20 || *s >= 0x7f || *s == '"' || *s == '\\') {
+            if (last - p < 4) {
+                break;
+            }
+
+            p = ngx_sprintf(p, "\\x%02xd", (int) *s);
+
+        } else {
+            if (p == last) {
+                break;
+            }
+
+            *p++ = *s;
+        }
+    }
+
+    if (len) {
+        p = ngx_cpymem(p, "...", 3);
+    }
+
+    return p - dst;
+}

@@ -1,7 +1,7 @@
 
 /*
  * Small helpers every subsystem uses: UUIDv7 ids, RFC 3339 timestamps,
- * JSON string escaping for hand-built frames.
+ * JSON string escaping for hand-built frames, escaping for the log.
  */
 
 #ifndef _NGX_PTY_UTIL_H_INCLUDED_
@@ -34,6 +34,16 @@ size_t ngx_pty_json_escape_len(const u_char *s, size_t len);
 u_char *ngx_pty_json_escape(u_char *dst, const u_char *s, size_t len);
 
 ngx_int_t ngx_pty_random(void *buf, size_t len);
+
+/*
+ * Text from a client or a program, made safe for the error log: control
+ * bytes, '"', '\\' and bytes >= 0x7f become \xNN, so nothing can end a
+ * line or pass for something else.  At most size - 1 bytes are written,
+ * whole escapes only, then "..." when it was cut; returns the length.
+ */
+#define NGX_PTY_LOG_STR  256
+size_t ngx_pty_log_escape(u_char *dst, size_t size, const u_char *s,
+    size_t len);
 
 
 #endif /* _NGX_PTY_UTIL_H_INCLUDED_ */
