@@ -23,6 +23,7 @@
 
 static ngx_int_t ngx_pty_ws_upgrade(ngx_http_request_t *r,
     ngx_table_elt_t **key);
+static ngx_uint_t ngx_pty_ws_key_valid(ngx_str_t *key);
 static ngx_int_t ngx_pty_ws_accept_headers(ngx_http_request_t *r,
     ngx_table_elt_t *key);
 static ngx_table_elt_t *ngx_pty_ws_header(ngx_http_request_t *r,
@@ -31,6 +32,8 @@ static ngx_int_t ngx_pty_ws_header_has(ngx_table_elt_t *h, const char *token);
 static void ngx_pty_ws_read_handler(ngx_http_request_t *r);
 static void ngx_pty_ws_write_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_pty_ws_parse(ngx_pty_ws_t *ws);
+static ngx_int_t ngx_pty_ws_length(ngx_pty_ws_t *ws, u_char *p,
+    uint64_t *len);
 static ngx_int_t ngx_pty_ws_frame(ngx_pty_ws_t *ws, ngx_uint_t fin,
     ngx_uint_t opcode, u_char *p, size_t len);
 static ngx_int_t ngx_pty_ws_control(ngx_pty_ws_t *ws, ngx_uint_t opcode,
@@ -122,7 +125,7 @@ ngx_pty_ws_upgrade(ngx_http_request_t *r, ngx_table_elt_t **key)
     }
 
     *key = ngx_pty_ws_header(r, "Sec-WebSocket-Key");
-    if (*key == NULL || (*key)->value.len != 24) {
+    if (*key == NULL || !ngx_pty_ws_key_valid(&(*key)->value)) {
         return NGX_HTTP_BAD_REQUEST;
     }
 
@@ -132,6 +135,31 @@ ngx_pty_ws_upgrade(ngx_http_request_t *r, ngx_table_elt_t **key)
     }
 
     return NGX_OK;
+}
+
+
+/* RFC 6455 4.1: base64 of 16 bytes, as its one canonical spelling */
+static ngx_uint_t
+ngx_pty_ws_key_valid(ngx_str_t *key)
+{
+    u_char     raw[18], text[24];
+    ngx_str_t  dst, canon;
+
+    if (key->len != 24) {
+        return 0;
+    }
+
+    dst.data = raw;
+
+    if (ngx_decode_base64(&dst, key) != NGX_OK || dst.len != 16) {
+        return 0;
+    }
+
+    /* the decoder stops at '=' and drops extra bits: spell it back */
+    canon.data = text;
+    ngx_encode_base64(&canon, &dst);
+
+    return canon.len == 24 && ngx_strncmp(canon.data, key->data, 24) == 0;
 }
 
 
@@ -431,13 +459,8 @@ ngx_pty_ws_parse(ngx_pty_ws_t *ws)
             break;
         }
 
-        if (len == 126) {
-            len = ((uint64_t) p[2] << 8) | p[3];
-
-        } else if (len == 127) {
-            for (len = 0, i = 0; i < 8; i++) {
-                len = (len << 8) | p[2 + i];
-            }
+        if (ngx_pty_ws_length(ws, p, &len) != NGX_OK) {
+            return NGX_ERROR;
         }
 
         if ((p[0] & 0x70) || !(p[1] & 0x80)) {
@@ -454,11 +477,14 @@ ngx_pty_ws_parse(ngx_pty_ws_t *ws)
             return NGX_ERROR;
         }
 
-        if (opcode < 8 && ws->msg_len + len > ws->max_message) {
+        /* msg_len <= max_message always: compare without adding */
+        if (opcode < 8 && len > ws->max_message - ws->msg_len) {
             ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_TOO_BIG,
                              "message too big");
             return NGX_ERROR;
         }
+
+        /* from here len <= max(125, max_message): hlen + len cannot wrap */
 
         if (hlen + len > ws->in_size) {
             /* the frame cannot fit the input buffer: grow it once */
@@ -511,6 +537,52 @@ ngx_pty_ws_parse(ngx_pty_ws_t *ws)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * The payload length of the frame header at p, whose length code and
+ * extension are in the buffer.  RFC 6455 5.2: the 64-bit form's top bit
+ * is 0, and each form is used only for lengths the shorter cannot carry.
+ */
+static ngx_int_t
+ngx_pty_ws_length(ngx_pty_ws_t *ws, u_char *p, uint64_t *len)
+{
+    uint64_t    n;
+    ngx_uint_t  i;
+
+    n = p[1] & 0x7f;
+
+    if (n == 126) {
+        n = ((uint64_t) p[2] << 8) | p[3];
+
+        if (n < 126) {
+            goto bad;
+        }
+
+    } else if (n == 127) {
+        if (p[2] & 0x80) {
+            goto bad;
+        }
+
+        for (n = 0, i = 0; i < 8; i++) {
+            n = (n << 8) | p[2 + i];
+        }
+
+        if (n < 65536) {
+            goto bad;
+        }
+    }
+
+    *len = n;
+
+    return NGX_OK;
+
+bad:
+
+    ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_PROTOCOL, "bad payload length");
+
+    return NGX_ERROR;
 }
 
 
@@ -650,11 +722,14 @@ ngx_pty_ws_control(ngx_pty_ws_t *ws, ngx_uint_t opcode, u_char *p,
         } else if (len >= 2) {
             code = ((ngx_uint_t) p[0] << 8) | p[1];
 
+            /* RFC 6455 7.4: codes a peer may send (1012-1014 by IANA) */
             if (code < 1000 || code == 1004 || code == 1005 || code == 1006
-                || (code > 1014 && code < 3000) || code > 4999
-                || !ngx_pty_utf8_valid(p + 2, len - 2))
+                || (code > 1014 && code < 3000) || code > 4999)
             {
                 code = NGX_PTY_WS_CLOSE_PROTOCOL;
+
+            } else if (!ngx_pty_utf8_valid(p + 2, len - 2)) {
+                code = NGX_PTY_WS_CLOSE_BAD_DATA;
             }
         }
 
