@@ -49,6 +49,7 @@ static void ngx_pty_ext_joined(ngx_pty_client_t *cl, json_t *id,
 static void ngx_pty_ext_leave(ngx_pty_client_t *cl, json_t *id);
 static void ngx_pty_ext_input(ngx_pty_client_t *cl, json_t *payload,
     json_t *id);
+static void ngx_pty_ext_over_rate(ngx_pty_client_t *cl, json_t *id);
 static void ngx_pty_ext_resize(ngx_pty_client_t *cl, json_t *payload,
     json_t *id);
 static void ngx_pty_ext_request_role(ngx_pty_client_t *cl, json_t *payload,
@@ -420,9 +421,12 @@ ngx_pty_ext_join_refused(ngx_pty_client_t *cl, json_t *id,
         break;
 
     case NGX_PTY_JOIN_ZONE_FULL:
-        ngx_log_error(NGX_LOG_ERR, cl->ws.connection->log, 0,
-                      "pty: shared zone is full; raise the size in "
-                      "\"pty_zone\"");
+        if (ngx_pty_binding_log(cl, NGX_PTY_LOG_ZONE_FULL, NGX_LOG_ERR)) {
+            ngx_log_error(NGX_LOG_ERR, cl->ws.connection->log, 0,
+                          "pty: shared zone is full; raise the size in "
+                          "\"pty_zone\"");
+        }
+
         ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INTERNAL,
                               "shared memory exhausted");
         break;
@@ -583,9 +587,11 @@ ngx_pty_ext_may_control(ngx_pty_client_t *cl, json_t *id, const char *what)
         return NGX_OK;
     }
 
-    ngx_log_error(NGX_LOG_NOTICE, cl->ws.connection->log, 0,
-                  "pty: observer c-%uD denied %s on session pty-%ui",
-                  cl->client_id, what, cl->session->sh->name);
+    if (ngx_pty_binding_log(cl, NGX_PTY_LOG_DENIED, NGX_LOG_NOTICE)) {
+        ngx_log_error(NGX_LOG_NOTICE, cl->ws.connection->log, 0,
+                      "pty: observer c-%uD denied %s on session pty-%ui",
+                      cl->client_id, what, cl->session->sh->name);
+    }
 
     ngx_pty_binding_error(cl, id, NGX_PTY_ERR_PERMISSION_DENIED,
                           "observers cannot send input or resize");
@@ -640,6 +646,14 @@ ngx_pty_ext_input(ngx_pty_client_t *cl, json_t *payload, json_t *id)
         return;
     }
 
+    if (ngx_pty_bucket_take(&cl->input, &cl->conf->input_rate, dst.len)
+        != NGX_OK)
+    {
+        ngx_free(buf);
+        ngx_pty_ext_over_rate(cl, id);
+        return;
+    }
+
     rc = ngx_pty_session_input(cl->session, dst.data, dst.len);
     ngx_free(buf);
 
@@ -650,6 +664,23 @@ ngx_pty_ext_input(ngx_pty_client_t *cl, json_t *payload, json_t *id)
                                        : "the terminal did not take the "
                                          "input");
     }
+}
+
+
+/* input beyond pty_input_rate is dropped, and the client told so */
+static void
+ngx_pty_ext_over_rate(ngx_pty_client_t *cl, json_t *id)
+{
+    if (ngx_pty_binding_log(cl, NGX_PTY_LOG_RATE, NGX_LOG_INFO)) {
+        ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
+                      "pty: client c-%uD sends input faster than "
+                      "\"pty_input_rate\" (%uz bytes/s), input dropped",
+                      cl->client_id, cl->conf->input_rate.rate);
+    }
+
+    ngx_pty_binding_error(cl, id, NGX_PTY_ERR_RATE_LIMITED,
+                          "input over the rate limit (pty_input_rate); "
+                          "this input was dropped");
 }
 
 

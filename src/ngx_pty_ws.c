@@ -40,6 +40,11 @@ static ngx_int_t ngx_pty_ws_control(ngx_pty_ws_t *ws, ngx_uint_t opcode,
     u_char *p, size_t len);
 static void ngx_pty_ws_queue_control(ngx_pty_ws_t *ws, ngx_uint_t opcode,
     u_char *p, size_t len);
+static void ngx_pty_ws_append(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b);
+static void ngx_pty_ws_unlink(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b);
+static void ngx_pty_ws_queue_reply(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b);
+static void ngx_pty_ws_overflow(ngx_pty_ws_t *ws);
+static ngx_int_t ngx_pty_ws_send(ngx_pty_ws_t *ws);
 static void ngx_pty_ws_ping_handler(ngx_event_t *ev);
 static void ngx_pty_ws_cleanup(void *data);
 
@@ -852,6 +857,7 @@ ngx_pty_ws_block_free(ngx_chain_t *cl)
 }
 
 
+/* output: its callers stop at ngx_pty_ws_full() */
 void
 ngx_pty_ws_queue(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b)
 {
@@ -860,9 +866,115 @@ ngx_pty_ws_queue(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b)
         return;
     }
 
+    ngx_pty_ws_append(ws, b);
+}
+
+
+static void
+ngx_pty_ws_append(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b)
+{
+    size_t  size;
+
+    size = b->buf.last - b->buf.pos;
+
+    b->frame = b->buf.pos;
     *ws->last_out = &b->cl;
     ws->last_out = &b->cl.next;
-    ws->out_bytes += b->buf.last - b->buf.pos;
+    ws->out_bytes += size;
+    ws->out_frames++;
+
+    if (b->reply) {
+        ws->reply_bytes += size;
+        ws->reply_frames++;
+    }
+}
+
+
+/* a block leaves the queue (the caller has counted its unsent bytes) */
+static void
+ngx_pty_ws_unlink(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b)
+{
+    ws->out_frames--;
+
+    if (b->reply) {
+        ws->reply_bytes -= b->buf.last - b->frame;
+        ws->reply_frames--;
+    }
+
+    ngx_pty_ws_block_free(&b->cl);
+}
+
+
+/*
+ * Replies (pongs, Errors) come as fast as the client sends: a client
+ * that sends and never reads must not grow the worker.  Past their own
+ * bound the connection is closed.
+ */
+static void
+ngx_pty_ws_queue_reply(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b)
+{
+    if (ws->close_sent || ws->finished) {
+        ngx_pty_ws_block_free(&b->cl);
+        return;
+    }
+
+    if (ws->reply_bytes >= ws->send_limit
+        || ws->reply_frames >= ws->send_frames)
+    {
+        ngx_pty_ws_block_free(&b->cl);
+        ngx_pty_ws_overflow(ws);
+        return;
+    }
+
+    b->reply = 1;
+    ngx_pty_ws_append(ws, b);
+}
+
+
+/* what the peer has not begun to get is dropped, then close 1008 */
+static void
+ngx_pty_ws_overflow(ngx_pty_ws_t *ws)
+{
+    ngx_chain_t         *cl, *next;
+    ngx_connection_t    *c;
+    ngx_pty_ws_block_t  *b;
+
+    c = ws->connection;
+
+    ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                  "pty: client does not read its replies (%ui frames, "
+                  "%uz bytes unsent), closing", ws->out_frames,
+                  ws->out_bytes);
+
+    ws->overflowed = 1;
+
+    cl = ws->out;
+    b = (ngx_pty_ws_block_t *) cl;
+
+    if (b && b->buf.pos != b->frame) {
+        /* a frame partly sent is finished: frames never interleave */
+        cl = cl->next;
+        b->cl.next = NULL;
+        ws->last_out = &b->cl.next;
+
+    } else {
+        ws->out = NULL;
+        ws->last_out = &ws->out;
+    }
+
+    for ( /* void */ ; cl; cl = next) {
+        next = cl->next;
+        b = (ngx_pty_ws_block_t *) cl;
+        ws->out_bytes -= b->buf.last - b->buf.pos;
+        ngx_pty_ws_unlink(ws, b);
+    }
+
+    if (c->write->timer_set) {
+        /* re-armed for the close's linger */
+        ngx_del_timer(c->write);
+    }
+
+    ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_POLICY, "send queue full");
 }
 
 
@@ -930,23 +1042,27 @@ ngx_pty_ws_queue_shared(ngx_pty_ws_t *ws, ngx_pty_ws_shared_t *sf)
 }
 
 
+/* exactly the frame's size: a reply flood holds no slack */
 ngx_int_t
-ngx_pty_ws_send_text(ngx_pty_ws_t *ws, u_char *data, size_t len)
+ngx_pty_ws_reply(ngx_pty_ws_t *ws, u_char *data, size_t len)
 {
-    u_char              *p;
     ngx_pty_ws_block_t  *b;
 
-    p = ngx_pty_ws_reserve(ws, len, &b);
-    if (p == NULL) {
+    b = ngx_pty_ws_block(ws, NGX_PTY_WS_HEADER_MAX + len);
+    if (b == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_pty_ws_commit(ws, b, ngx_cpymem(p, data, len));
+    b->buf.last = ngx_pty_ws_write_header(b->buf.last, NGX_PTY_WS_TEXT, len);
+    b->buf.last = ngx_cpymem(b->buf.last, data, len);
+
+    ngx_pty_ws_queue_reply(ws, b);
 
     return NGX_OK;
 }
 
 
+/* a control frame: a close goes in whatever the bounds, the rest reply */
 static void
 ngx_pty_ws_queue_control(ngx_pty_ws_t *ws, ngx_uint_t opcode, u_char *p,
     size_t len)
@@ -962,7 +1078,12 @@ ngx_pty_ws_queue_control(ngx_pty_ws_t *ws, ngx_uint_t opcode, u_char *p,
     b->buf.last = ngx_pty_ws_write_header(b->buf.last, opcode, len);
     b->buf.last = ngx_cpymem(b->buf.last, p, len);
 
-    ngx_pty_ws_queue(ws, b);
+    if (opcode == NGX_PTY_WS_CLOSE) {
+        ngx_pty_ws_append(ws, b);
+        return;
+    }
+
+    ngx_pty_ws_queue_reply(ws, b);
 }
 
 
@@ -994,7 +1115,6 @@ ngx_pty_ws_close(ngx_pty_ws_t *ws, ngx_uint_t code, const char *reason)
 void
 ngx_pty_ws_flush(ngx_pty_ws_t *ws)
 {
-    ngx_chain_t         *cl, *next;
     ngx_connection_t    *c;
     ngx_http_request_t  *r;
 
@@ -1017,30 +1137,9 @@ ngx_pty_ws_flush(ngx_pty_ws_t *ws)
         }
     }
 
-    if (ws->out) {
-        cl = c->send_chain(c, ws->out, 0);
-
-        if (cl == NGX_CHAIN_ERROR) {
-            ngx_pty_ws_finalize(ws);
-            return;
-        }
-
-        while (ws->out != cl) {
-            next = ws->out->next;
-            ngx_pty_ws_block_free(ws->out);
-            ws->out = next;
-        }
-
-        /* recount what is left: a block may be partly sent */
-        ws->out_bytes = 0;
-
-        for (cl = ws->out; cl; cl = cl->next) {
-            ws->out_bytes += cl->buf->last - cl->buf->pos;
-        }
-
-        if (ws->out == NULL) {
-            ws->last_out = &ws->out;
-        }
+    if (ws->out && ngx_pty_ws_send(ws) != NGX_OK) {
+        ngx_pty_ws_finalize(ws);
+        return;
     }
 
     if (ws->out) {
@@ -1066,12 +1165,60 @@ ngx_pty_ws_flush(ngx_pty_ws_t *ws)
 again:
 
     if (!c->write->timer_set) {
-        ngx_add_timer(c->write, ws->ping_interval + ws->pong_timeout);
+        /* a client closed for not reading is not waited for long */
+        ngx_add_timer(c->write, ws->overflowed
+                                ? NGX_PTY_WS_LINGER
+                                : ws->ping_interval + ws->pong_timeout);
     }
 
     if (ngx_handle_write_event(c->write, 0) != NGX_OK) {
         ngx_pty_ws_finalize(ws);
     }
+}
+
+
+/*
+ * Sends what the socket takes.  The links sent are freed and the bytes
+ * counted off as they go: no link is walked twice, however long the
+ * queue (the counts are checked on every frame queued).
+ */
+static ngx_int_t
+ngx_pty_ws_send(ngx_pty_ws_t *ws)
+{
+    u_char              *head_pos;
+    ngx_chain_t         *cl, *head, *next;
+    ngx_connection_t    *c;
+    ngx_pty_ws_block_t  *b;
+
+    c = ws->connection;
+    head = ws->out;
+    head_pos = head->buf->pos;      /* the head may be partly sent before */
+
+    cl = c->send_chain(c, ws->out, 0);
+
+    if (cl == NGX_CHAIN_ERROR) {
+        return NGX_ERROR;
+    }
+
+    while (ws->out != cl) {
+        next = ws->out->next;
+        b = (ngx_pty_ws_block_t *) ws->out;
+        ws->out_bytes -= b->buf.last
+                         - ((ws->out == head) ? head_pos : b->frame);
+        ngx_pty_ws_unlink(ws, b);
+        ws->out = next;
+    }
+
+    if (ws->out == NULL) {
+        ws->last_out = &ws->out;
+        return NGX_OK;
+    }
+
+    /* the first link left may be partly sent now */
+    b = (ngx_pty_ws_block_t *) ws->out;
+    ws->out_bytes -= b->buf.pos - ((ws->out == head) ? head_pos : b->frame);
+
+    return NGX_OK;
 }
 
 
@@ -1099,7 +1246,8 @@ ngx_pty_ws_write_handler(ngx_http_request_t *r)
     ngx_pty_ws_flush(ws);
 
     if (!ws->finished && !ws->close_sent
-        && ws->out_bytes < ws->send_limit / 2 && ws->on_writable)
+        && ws->out_bytes < ws->send_limit / 2
+        && ws->out_frames < ws->send_frames / 2 && ws->on_writable)
     {
         ws->on_writable(ws);
     }
