@@ -450,7 +450,9 @@ ngx_pty_attach_handler(ngx_http_request_t *r)
 
     default:
         return ngx_pty_api_error(r, rc, "bad_upgrade",
-                                 "a WebSocket upgrade with the subprotocol "
+                                 "a WebSocket upgrade (HTTP/1.1, a "
+                                 "Sec-WebSocket-Key of 16 bytes in base64) "
+                                 "with the subprotocol "
                                  "\"" NGX_PTY_SUBPROTOCOL "\" is required");
     }
 }

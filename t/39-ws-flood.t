@@ -6,6 +6,7 @@
 #    another client on the same worker keeps getting its pongs;
 #  - pty.session_input beyond pty_input_rate: RATE_LIMITED Errors, the
 #    input dropped, another client's pongs timely, input works after;
+#    resizes are paced by the same limit;
 #  - input the program does not read, and an observer's input: one log
 #    line per episode and a count, not a line per frame.
 
@@ -28,7 +29,7 @@ my $t = pty_nginx(workers => 1,
     extra_loc => 'pty_input_rate 64k burst=128k;',
     extra_http => 'server { listen 127.0.0.1:%%PORT_8081%%; '
         . 'location /agents/ { pty_attach; pty_input_rate off; } }');
-$t->plan(16)->run();
+$t->plan(17)->run();
 
 sub rss_kb {
     my ($pid) = @_;
@@ -150,6 +151,18 @@ cmp_ok(rss_kb($worker) - $rss0, '<', 16384, 'the worker grew by < 16 MB');
 send_input($flood, "ping after the flood\n");
 like(read_output($flood, qr/ping after/), qr/ping after the flood/,
     'input within the rate goes through afterwards');
+
+# resizes and role changes put frames in the ring for everyone: paced too
+my $resize = Test::Nginx::PtyWS::build_frame(opcode => 1,
+    payload => json_encode({ op => 'pty.session_resize', id => $fid,
+        ts => rfc3339_now(), payload => { cols => 100, rows => 30 } }));
+$flood->{validate} = 0;
+$flood->send_raw($resize x 1000);
+my $n = 0;
+$flood->recv_until(sub { $n++ if $_[0]{op} eq 'Error'
+    && $_[0]{payload}{code} eq 'RATE_LIMITED'; $n > 500 }, 10);
+$flood->{validate} = 1;
+cmp_ok($n, '>', 500, 'a flood of resizes: RATE_LIMITED');
 
 ###############################################################################
 # log lines a client causes: one per episode, then a count
