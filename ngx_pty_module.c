@@ -21,6 +21,7 @@
 #include "ngx_pty_keeper.h"
 #include "ngx_pty_spawner.h"
 #include "ngx_pty_http.h"
+#include "ngx_pty_limit.h"
 
 #include <sys/prctl.h>
 
@@ -38,6 +39,14 @@ static ngx_uint_t ngx_pty_zone_resized(ngx_conf_t *cf, ngx_str_t *name,
     ssize_t size);
 static char *ngx_pty_handler_set(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_pty_send_buffer(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_pty_input_rate(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_pty_param(ngx_str_t *arg, const char *name,
+    ngx_str_t *value);
+static void ngx_pty_merge_rate(ngx_pty_loc_conf_t *conf,
+    ngx_pty_loc_conf_t *prev);
 static char *ngx_pty_env(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_pty_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static ngx_int_t ngx_pty_init_process(ngx_cycle_t *cycle);
@@ -233,10 +242,17 @@ static ngx_command_t  ngx_pty_commands[] = {
       NULL },
 
     { ngx_string("pty_ws_send_buffer"),
-      NGX_PTY_LOC|NGX_CONF_TAKE1,
-      ngx_conf_set_size_slot,
+      NGX_PTY_LOC|NGX_CONF_TAKE12,
+      ngx_pty_send_buffer,
       NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_pty_loc_conf_t, ws_send_buffer),
+      0,
+      NULL },
+
+    { ngx_string("pty_input_rate"),
+      NGX_PTY_LOC|NGX_CONF_TAKE12,
+      ngx_pty_input_rate,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
       NULL },
 
     { ngx_string("pty_ws_ping_interval"),
@@ -454,7 +470,9 @@ ngx_pty_attach_handler(ngx_http_request_t *r)
 
     default:
         return ngx_pty_api_error(r, rc, "bad_upgrade",
-                                 "a WebSocket upgrade with the subprotocol "
+                                 "a WebSocket upgrade (HTTP/1.1, a "
+                                 "Sec-WebSocket-Key of 16 bytes in base64) "
+                                 "with the subprotocol "
                                  "\"" NGX_PTY_SUBPROTOCOL "\" is required");
     }
 }
@@ -580,6 +598,9 @@ ngx_pty_create_loc_conf(ngx_conf_t *cf)
     plcf->input_max = NGX_CONF_UNSET_SIZE;
     plcf->ws_max_message = NGX_CONF_UNSET_SIZE;
     plcf->ws_send_buffer = NGX_CONF_UNSET_SIZE;
+    plcf->ws_send_frames = NGX_CONF_UNSET_UINT;
+    plcf->input_rate.rate = NGX_CONF_UNSET_SIZE;
+    plcf->input_rate.burst = NGX_CONF_UNSET_SIZE;
     plcf->ws_ping_interval = NGX_CONF_UNSET_MSEC;
     plcf->ws_pong_timeout = NGX_CONF_UNSET_MSEC;
     plcf->api_cols = NGX_CONF_UNSET_UINT;
@@ -639,6 +660,9 @@ ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                               1024 * 1024);
     ngx_conf_merge_size_value(conf->ws_send_buffer, prev->ws_send_buffer,
                               256 * 1024);
+    ngx_conf_merge_uint_value(conf->ws_send_frames, prev->ws_send_frames,
+                              1024);
+    ngx_pty_merge_rate(conf, prev);
     ngx_conf_merge_msec_value(conf->ws_ping_interval, prev->ws_ping_interval,
                               30000);
     ngx_conf_merge_msec_value(conf->ws_pong_timeout, prev->ws_pong_timeout,
@@ -854,6 +878,145 @@ ngx_pty_handler_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/* pty_ws_send_buffer size [frames=number] */
+static char *
+ngx_pty_send_buffer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_pty_loc_conf_t  *plcf = conf;
+
+    ssize_t     size;
+    ngx_int_t   n;
+    ngx_str_t  *value, v;
+
+    if (plcf->ws_send_buffer != NGX_CONF_UNSET_SIZE) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    size = ngx_parse_size(&value[1]);
+    if (size == NGX_ERROR) {
+        return "has an invalid size";
+    }
+
+    plcf->ws_send_buffer = size;
+
+    if (cf->args->nelts == 3) {
+        if (ngx_pty_param(&value[2], "frames=", &v) != NGX_OK) {
+            return "takes a size and an optional \"frames=number\"";
+        }
+
+        n = ngx_atoi(v.data, v.len);
+        if (n < 16 || n > 1000000) {
+            return "takes \"frames=\" from 16 to 1000000";
+        }
+
+        plcf->ws_send_frames = n;
+    }
+
+    (void) cmd;
+
+    return NGX_CONF_OK;
+}
+
+
+/* pty_input_rate off | rate [burst=size]: bytes per second */
+static char *
+ngx_pty_input_rate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_pty_loc_conf_t  *plcf = conf;
+
+    ssize_t     rate, burst;
+    ngx_str_t  *value, v;
+
+    if (plcf->input_rate.rate != NGX_CONF_UNSET_SIZE) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    rate = (ngx_strcmp(value[1].data, "off") == 0)
+           ? 0 : ngx_parse_size(&value[1]);
+
+    if (rate == NGX_ERROR || rate > NGX_PTY_RATE_MAX) {
+        return "takes \"off\" or a size per second up to 1g";
+    }
+
+    burst = NGX_CONF_UNSET_SIZE;
+
+    if (cf->args->nelts == 3) {
+        if (rate == 0 || ngx_pty_param(&value[2], "burst=", &v) != NGX_OK) {
+            return "takes a rate and an optional \"burst=size\"";
+        }
+
+        burst = ngx_parse_size(&v);
+        if (burst == NGX_ERROR || burst > NGX_PTY_RATE_MAX) {
+            return "takes \"burst=\" as a size up to 1g";
+        }
+    }
+
+    plcf->input_rate.rate = rate;
+    plcf->input_rate.burst = burst;
+
+    (void) cmd;
+
+    return NGX_CONF_OK;
+}
+
+
+/* "name=value": the value */
+static ngx_int_t
+ngx_pty_param(ngx_str_t *arg, const char *name, ngx_str_t *value)
+{
+    size_t  len;
+
+    len = ngx_strlen(name);
+
+    if (arg->len <= len || ngx_strncmp(arg->data, name, len) != 0) {
+        return NGX_ERROR;
+    }
+
+    value->data = arg->data + len;
+    value->len = arg->len - len;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The pair is set as one.  A burst is four seconds' worth unless given,
+ * and at least pty_input_max, so that any frame that size allows passes
+ * a full bucket.
+ */
+static void
+ngx_pty_merge_rate(ngx_pty_loc_conf_t *conf, ngx_pty_loc_conf_t *prev)
+{
+    ngx_pty_rate_t  *r;
+
+    r = &conf->input_rate;
+
+    if (r->rate == NGX_CONF_UNSET_SIZE) {
+        *r = prev->input_rate;
+    }
+
+    if (r->rate == NGX_CONF_UNSET_SIZE) {
+        r->rate = 256 * 1024;
+        r->burst = NGX_CONF_UNSET_SIZE;
+    }
+
+    if (r->rate == 0) {
+        r->burst = 0;
+        return;
+    }
+
+    if (r->burst == NGX_CONF_UNSET_SIZE) {
+        r->burst = ngx_min(4 * r->rate, NGX_PTY_RATE_MAX);
+    }
+
+    r->burst = ngx_max(r->burst, conf->input_max);
 }
 
 

@@ -73,6 +73,13 @@ typedef struct {
 } ngx_pty_params_t;
 
 
+/* a rate limit: per second, and the burst allowed; rate 0: none */
+typedef struct {
+    size_t                     rate;
+    size_t                     burst;
+} ngx_pty_rate_t;
+
+
 typedef struct {
     ngx_shm_zone_t            *shm_zone;
     ngx_str_t                  instance_id;
@@ -106,6 +113,8 @@ typedef struct {
     size_t                     input_max;
     size_t                     ws_max_message;
     size_t                     ws_send_buffer;
+    ngx_uint_t                 ws_send_frames;
+    ngx_pty_rate_t             input_rate;     /* of pty.session_input */
     ngx_msec_t                 ws_ping_interval;
     ngx_msec_t                 ws_pong_timeout;
 

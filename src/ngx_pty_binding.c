@@ -112,8 +112,11 @@ ngx_pty_binding_attach(ngx_http_request_t *r, ngx_pty_session_sh_t *sh)
     cl->ws.on_closed = ngx_pty_binding_closed;
     cl->ws.max_message = plcf->ws_max_message;
     cl->ws.send_limit = plcf->ws_send_buffer;
+    cl->ws.send_frames = plcf->ws_send_frames;
     cl->ws.ping_interval = plcf->ws_ping_interval;
     cl->ws.pong_timeout = plcf->ws_pong_timeout;
+
+    ngx_pty_bucket_init(&cl->input, &plcf->input_rate);
 
     /* activation by header, as on A2A's other bindings */
     cl->ext_active = ngx_pty_ext_requested(r);
@@ -367,29 +370,39 @@ ngx_pty_binding_head(u_char *p, const char *op, json_t *id)
 }
 
 
-#define NGX_PTY_HEAD_MAX  (64 + 256 * 6 + NGX_PTY_TS_LEN)
+#define NGX_PTY_HEAD_MAX   (64 + 256 * 6 + NGX_PTY_TS_LEN)
+#define NGX_PTY_ERROR_MSG  512
+#define NGX_PTY_REPLY_MAX  (NGX_PTY_HEAD_MAX + 256 + 2 * 6 * NGX_PTY_ERROR_MSG)
+
+
+/* replies are built here, then queued at their size (ngx_pty_ws_reply) */
+static u_char  ngx_pty_binding_reply_buf[NGX_PTY_REPLY_MAX];
+
+
+static void
+ngx_pty_binding_reply(ngx_pty_client_t *cl, u_char *end)
+{
+    if (ngx_pty_ws_reply(&cl->ws, ngx_pty_binding_reply_buf,
+                         end - ngx_pty_binding_reply_buf)
+        != NGX_OK)
+    {
+        ngx_pty_ws_finalize(&cl->ws);
+    }
+}
 
 
 void
 ngx_pty_binding_error(ngx_pty_client_t *cl, json_t *id, ngx_uint_t code,
     const char *message)
 {
-    u_char               *p, *start;
+    u_char               *p;
     size_t                mlen;
-    ngx_pty_ws_block_t   *b;
     ngx_pty_error_def_t  *e;
 
     e = &ngx_pty_errors[code];
-    mlen = ngx_min(ngx_strlen(message), 512);
+    mlen = ngx_min(ngx_strlen(message), NGX_PTY_ERROR_MSG);
 
-    start = ngx_pty_ws_reserve(&cl->ws, NGX_PTY_HEAD_MAX + 256 + 2 * 6 * mlen,
-                               &b);
-    if (start == NULL) {
-        ngx_pty_ws_finalize(&cl->ws);
-        return;
-    }
-
-    p = ngx_pty_binding_head(start, "Error", id);
+    p = ngx_pty_binding_head(ngx_pty_binding_reply_buf, "Error", id);
     p = ngx_sprintf(p, ",\"payload\":{\"code\":\"%s\",\"message\":\"",
                     e->code);
     p = ngx_pty_json_escape(p, (u_char *) message, mlen);
@@ -404,7 +417,7 @@ ngx_pty_binding_error(ngx_pty_client_t *cl, json_t *id, ngx_uint_t code,
     p = ngx_sprintf(p, "\"},\"retryable\":%s}}",
                     e->retryable ? "true" : "false");
 
-    ngx_pty_ws_commit(&cl->ws, b, p);
+    ngx_pty_binding_reply(cl, p);
 }
 
 
@@ -516,10 +529,9 @@ ngx_pty_binding_rfc3339(u_char *p, size_t len)
 static void
 ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg, json_t *id)
 {
-    u_char              *p, *start;
-    size_t               len;
-    json_t              *ts;
-    ngx_pty_ws_block_t  *b;
+    u_char  *p;
+    size_t   len;
+    json_t  *ts;
 
     ts = json_object_get(json_object_get(msg, "payload"), "client_ts");
 
@@ -535,13 +547,7 @@ ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg, json_t *id)
 
     len = json_string_length(ts);
 
-    start = ngx_pty_ws_reserve(&cl->ws, NGX_PTY_HEAD_MAX + 128 + 6 * len, &b);
-    if (start == NULL) {
-        ngx_pty_ws_finalize(&cl->ws);
-        return;
-    }
-
-    p = ngx_pty_binding_head(start, "pong", id);
+    p = ngx_pty_binding_head(ngx_pty_binding_reply_buf, "pong", id);
     p = ngx_pty_cpylit(p, ",\"payload\":{\"client_ts\":\"");
     p = ngx_pty_json_escape(p, (u_char *) json_string_value(ts), len);
     p = ngx_pty_cpylit(p, "\",\"server_ts\":\"");
@@ -550,7 +556,7 @@ ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg, json_t *id)
     *p++ = '}';
     *p++ = '}';
 
-    ngx_pty_ws_commit(&cl->ws, b, p);
+    ngx_pty_binding_reply(cl, p);
 }
 
 
@@ -595,7 +601,7 @@ ngx_pty_binding_pull(ngx_pty_client_t *cl)
 
 again:
 
-    while (cl->ws.out_bytes < cl->ws.send_limit) {
+    while (!ngx_pty_ws_full(&cl->ws)) {
 
         ngx_pty_shm_lock(sh);
 
@@ -673,7 +679,7 @@ again:
      * Stopped on a full queue that the socket took at once: no write
      * event will come (edge-triggered), so carry on from here.
      */
-    if (cl->ws.out_bytes >= cl->ws.send_limit) {
+    if (ngx_pty_ws_full(&cl->ws)) {
         return;
     }
 
@@ -873,9 +879,11 @@ ngx_pty_binding_lagged(ngx_pty_client_t *cl)
     ngx_uint_t        closed;
     ngx_pty_frame_t  *f;
 
-    ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
-                  "pty: client c-%uD fell behind session pty-%ui",
-                  cl->client_id, cl->session->sh->name);
+    if (ngx_pty_binding_log(cl, NGX_PTY_LOG_LAGGED, NGX_LOG_INFO)) {
+        ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
+                      "pty: client c-%uD fell behind session pty-%ui",
+                      cl->client_id, cl->session->sh->name);
+    }
 
     /* a lagged client has not had the Closed yet: it is among the skipped */
     ngx_pty_shm_lock(cl->session->sh);
@@ -897,9 +905,12 @@ ngx_pty_binding_lagged(ngx_pty_client_t *cl)
     if (ngx_pty_session_request_keyframe(cl->session, cl->client_id)
         != NGX_OK)
     {
-        ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
-                      "pty: no keyframe for lagged client c-%uD",
-                      cl->client_id);
+        /* in the lag's episode: logged with its first line, or counted */
+        if (cl->logs[NGX_PTY_LOG_LAGGED].suppressed == 0) {
+            ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
+                          "pty: no keyframe for lagged client c-%uD",
+                          cl->client_id);
+        }
     }
 
     if (closed && ngx_pty_binding_closed_copy(cl) != NGX_OK) {
@@ -1084,10 +1095,33 @@ ngx_pty_binding_writable(ngx_pty_ws_t *ws)
 }
 
 
+static const char  *ngx_pty_binding_log_names[NGX_PTY_LOG_N] = {
+    "client fell behind",
+    "observer denied",
+    "shared zone is full",
+    "input over pty_input_rate"
+};
+
+
+ngx_uint_t
+ngx_pty_binding_log(ngx_pty_client_t *cl, ngx_pty_client_log_e which,
+    ngx_uint_t level)
+{
+    return ngx_pty_log_limit(&cl->logs[which], cl->ws.connection->log, level,
+                             ngx_pty_binding_log_names[which]);
+}
+
+
 static void
 ngx_pty_binding_closed(ngx_pty_ws_t *ws)
 {
     ngx_pty_client_t  *cl = ws->data;
+
+    ngx_uint_t  i;
+
+    for (i = 0; i < NGX_PTY_LOG_N; i++) {
+        ngx_pty_log_limit_end(&cl->logs[i], ws->connection->log);
+    }
 
     if (cl->keyframe_ev.timer_set) {
         ngx_del_timer(&cl->keyframe_ev);

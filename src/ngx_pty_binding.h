@@ -14,6 +14,7 @@
 #include "ngx_pty.h"
 #include "ngx_pty_ws.h"
 #include "ngx_pty_session.h"
+#include "ngx_pty_limit.h"
 
 
 typedef enum {
@@ -27,6 +28,16 @@ typedef enum {
     NGX_PTY_ERR_INTERNAL,
     NGX_PTY_ERR_REPLAY_OUT_OF_RANGE
 } ngx_pty_error_e;
+
+
+/* the log lines a client can cause, each limited (ngx_pty_limit.h) */
+typedef enum {
+    NGX_PTY_LOG_LAGGED = 0,
+    NGX_PTY_LOG_DENIED,
+    NGX_PTY_LOG_ZONE_FULL,
+    NGX_PTY_LOG_RATE,
+    NGX_PTY_LOG_N
+} ngx_pty_client_log_e;
 
 
 struct ngx_pty_client_s {
@@ -48,6 +59,9 @@ struct ngx_pty_client_s {
 
     json_t                    *service_parameters;
 
+    ngx_pty_bucket_t           input;        /* pty_input_rate */
+    ngx_pty_log_limit_t        logs[NGX_PTY_LOG_N];
+
     unsigned                   ext_active:1;
     unsigned                   first_frame:1;
     unsigned                   joined:1;
@@ -65,6 +79,9 @@ void ngx_pty_binding_error(ngx_pty_client_t *cl, json_t *id,
 void ngx_pty_binding_goodbye(ngx_pty_client_t *cl, const char *reason,
     const char *detail);
 void ngx_pty_binding_pull(ngx_pty_client_t *cl);
+/* 1: log this line of the client's now; 0: it is counted instead */
+ngx_uint_t ngx_pty_binding_log(ngx_pty_client_t *cl,
+    ngx_pty_client_log_e which, ngx_uint_t level);
 ngx_int_t ngx_pty_binding_send_frame(ngx_pty_client_t *cl,
     ngx_pty_frame_t *f);
 

@@ -9,6 +9,8 @@
 
 
 #define NGX_PTY_KEYFRAME_RATE  1000     /* ms between requested keyframes */
+#define NGX_PTY_EXT_OP_COST    1024     /* a resize or role change, counted
+                                           as input bytes */
 
 
 /* a join_session, from its arguments to its admission */
@@ -49,6 +51,8 @@ static void ngx_pty_ext_joined(ngx_pty_client_t *cl, json_t *id,
 static void ngx_pty_ext_leave(ngx_pty_client_t *cl, json_t *id);
 static void ngx_pty_ext_input(ngx_pty_client_t *cl, json_t *payload,
     json_t *id);
+static ngx_int_t ngx_pty_ext_paced(ngx_pty_client_t *cl, json_t *id,
+    size_t cost);
 static void ngx_pty_ext_resize(ngx_pty_client_t *cl, json_t *payload,
     json_t *id);
 static void ngx_pty_ext_request_role(ngx_pty_client_t *cl, json_t *payload,
@@ -140,14 +144,19 @@ ngx_pty_ext_dispatch(ngx_pty_client_t *cl, json_t *msg, const char *op,
     if (ngx_strcmp(op, "pty.session_input") == 0) {
         ngx_pty_ext_input(cl, payload, id);
 
-    } else if (ngx_strcmp(op, "pty.session_resize") == 0) {
-        ngx_pty_ext_resize(cl, payload, id);
-
     } else if (ngx_strcmp(op, "pty.leave_session") == 0) {
         ngx_pty_ext_leave(cl, id);
 
+    } else if (ngx_strcmp(op, "pty.session_resize") == 0) {
+        /* puts frames in the ring for everyone: paced as input */
+        if (ngx_pty_ext_paced(cl, id, NGX_PTY_EXT_OP_COST) == NGX_OK) {
+            ngx_pty_ext_resize(cl, payload, id);
+        }
+
     } else if (ngx_strcmp(op, "pty.request_role") == 0) {
-        ngx_pty_ext_request_role(cl, payload, id);
+        if (ngx_pty_ext_paced(cl, id, NGX_PTY_EXT_OP_COST) == NGX_OK) {
+            ngx_pty_ext_request_role(cl, payload, id);
+        }
 
     } else {
         ngx_pty_ext_request_keyframe(cl, id);
@@ -420,9 +429,12 @@ ngx_pty_ext_join_refused(ngx_pty_client_t *cl, json_t *id,
         break;
 
     case NGX_PTY_JOIN_ZONE_FULL:
-        ngx_log_error(NGX_LOG_ERR, cl->ws.connection->log, 0,
-                      "pty: shared zone is full; raise the size in "
-                      "\"pty_zone\"");
+        if (ngx_pty_binding_log(cl, NGX_PTY_LOG_ZONE_FULL, NGX_LOG_ERR)) {
+            ngx_log_error(NGX_LOG_ERR, cl->ws.connection->log, 0,
+                          "pty: shared zone is full; raise the size in "
+                          "\"pty_zone\"");
+        }
+
         ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INTERNAL,
                               "shared memory exhausted");
         break;
@@ -583,9 +595,11 @@ ngx_pty_ext_may_control(ngx_pty_client_t *cl, json_t *id, const char *what)
         return NGX_OK;
     }
 
-    ngx_log_error(NGX_LOG_NOTICE, cl->ws.connection->log, 0,
-                  "pty: observer c-%uD denied %s on session pty-%ui",
-                  cl->client_id, what, cl->session->sh->name);
+    if (ngx_pty_binding_log(cl, NGX_PTY_LOG_DENIED, NGX_LOG_NOTICE)) {
+        ngx_log_error(NGX_LOG_NOTICE, cl->ws.connection->log, 0,
+                      "pty: observer c-%uD denied %s on session pty-%ui",
+                      cl->client_id, what, cl->session->sh->name);
+    }
 
     ngx_pty_binding_error(cl, id, NGX_PTY_ERR_PERMISSION_DENIED,
                           "observers cannot send input or resize");
@@ -640,6 +654,11 @@ ngx_pty_ext_input(ngx_pty_client_t *cl, json_t *payload, json_t *id)
         return;
     }
 
+    if (ngx_pty_ext_paced(cl, id, dst.len) != NGX_OK) {
+        ngx_free(buf);
+        return;
+    }
+
     rc = ngx_pty_session_input(cl->session, dst.data, dst.len);
     ngx_free(buf);
 
@@ -650,6 +669,31 @@ ngx_pty_ext_input(ngx_pty_client_t *cl, json_t *payload, json_t *id)
                                        : "the terminal did not take the "
                                          "input");
     }
+}
+
+
+/* within pty_input_rate; else dropped, and the client is told so */
+static ngx_int_t
+ngx_pty_ext_paced(ngx_pty_client_t *cl, json_t *id, size_t cost)
+{
+    if (ngx_pty_bucket_take(&cl->input, &cl->conf->input_rate, cost)
+        == NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    if (ngx_pty_binding_log(cl, NGX_PTY_LOG_RATE, NGX_LOG_INFO)) {
+        ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
+                      "pty: client c-%uD sends faster than "
+                      "\"pty_input_rate\" (%uz bytes/s), requests dropped",
+                      cl->client_id, cl->conf->input_rate.rate);
+    }
+
+    ngx_pty_binding_error(cl, id, NGX_PTY_ERR_RATE_LIMITED,
+                          "over the input rate limit (pty_input_rate); "
+                          "this request was dropped");
+
+    return NGX_BUSY;
 }
 
 

@@ -48,6 +48,8 @@ static ngx_int_t ngx_pty_session_screen_init(ngx_pty_session_t *s,
     ngx_pty_ring_t *ring);
 static void ngx_pty_session_own(ngx_pty_session_t *s);
 static ngx_uint_t ngx_pty_session_coming(ngx_pty_session_t *s);
+static ngx_uint_t ngx_pty_session_log_input(ngx_pty_session_t *s,
+    ngx_uint_t level);
 static ngx_int_t ngx_pty_session_adopt(ngx_pty_session_t *s);
 static void ngx_pty_session_ctl_handler(ngx_event_t *rev);
 static ngx_int_t ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd,
@@ -554,6 +556,7 @@ ngx_pty_session_put(ngx_pty_session_t *s)
 static void
 ngx_pty_session_free(ngx_pty_session_t *s)
 {
+    ngx_pty_log_limit_end(&s->input_log, s->log);
     ngx_pty_session_release_io(s);
 
     if (s->screen) {
@@ -1162,6 +1165,15 @@ ngx_pty_session_reply(void *data, const u_char *buf, size_t len)
 }
 
 
+/* one line per episode of input not taken, however fast it comes */
+static ngx_uint_t
+ngx_pty_session_log_input(ngx_pty_session_t *s, ngx_uint_t level)
+{
+    return ngx_pty_log_limit(&s->input_log, s->log, level,
+                             "session input not taken");
+}
+
+
 ngx_int_t
 ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
 {
@@ -1191,9 +1203,12 @@ ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
         }
 
         if (n == -1 && ngx_errno != NGX_EAGAIN && ngx_errno != NGX_EINTR) {
-            ngx_log_error(NGX_LOG_ERR, s->log, ngx_errno,
-                          "pty: write to session pty-%ui failed",
-                          s->sh->name);
+            if (ngx_pty_session_log_input(s, NGX_LOG_ERR)) {
+                ngx_log_error(NGX_LOG_ERR, s->log, ngx_errno,
+                              "pty: write to session pty-%ui failed",
+                              s->sh->name);
+            }
+
             return NGX_ERROR;
         }
 
@@ -1204,10 +1219,13 @@ ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
     }
 
     /* the program reads slower than input comes: keep it, in order */
-    if (s->input_len + len > NGX_PTY_INPUT_MAX) {
-        ngx_log_error(NGX_LOG_WARN, s->log, 0,
-                      "pty: session pty-%ui does not read its input, "
-                      "%uz bytes dropped", s->sh->name, len);
+    if (len > NGX_PTY_INPUT_MAX - s->input_len) {
+        if (ngx_pty_session_log_input(s, NGX_LOG_WARN)) {
+            ngx_log_error(NGX_LOG_WARN, s->log, 0,
+                          "pty: session pty-%ui does not read its input, "
+                          "%uz bytes dropped", s->sh->name, len);
+        }
+
         return NGX_ERROR;
     }
 
@@ -2092,20 +2110,26 @@ ngx_pty_session_forward(ngx_pty_session_t *s, ngx_pty_inbox_t *rec,
                                    + ngx_align(rec->len, 8))
             != NGX_OK)
         {
-            ngx_log_error(NGX_LOG_ERR, s->log, 0,
-                          "pty: no room in the shared zone for the inbox of "
-                          "session pty-%ui; raise the size in \"pty_zone\"",
-                          sh->name);
+            if (ngx_pty_session_log_input(s, NGX_LOG_ERR)) {
+                ngx_log_error(NGX_LOG_ERR, s->log, 0,
+                              "pty: no room in the shared zone for the "
+                              "inbox of session pty-%ui; raise the size in "
+                              "\"pty_zone\"", sh->name);
+            }
+
             return NGX_ERROR;
         }
     }
 
     if (rc != NGX_OK) {
-        ngx_log_error(NGX_LOG_ERR, s->log, 0,
-                      "pty: the inbox of session pty-%ui is full "
-                      "(%uz bytes): its owner, worker %P, is not taking "
-                      "requests; raise \"pty_input_max\" to enlarge it",
-                      sh->name, sh->inbox_size, owner);
+        if (ngx_pty_session_log_input(s, NGX_LOG_ERR)) {
+            ngx_log_error(NGX_LOG_ERR, s->log, 0,
+                          "pty: the inbox of session pty-%ui is full "
+                          "(%uz bytes): its owner, worker %P, is not taking "
+                          "requests; raise \"pty_input_max\" to enlarge it",
+                          sh->name, sh->inbox_size, owner);
+        }
+
         return NGX_ERROR;
     }
 

@@ -15,6 +15,7 @@
 #include "ngx_pty_shm.h"
 #include "ngx_pty_screen.h"
 #include "ngx_pty_keeper.h"
+#include "ngx_pty_limit.h"
 
 
 typedef enum {
@@ -68,6 +69,8 @@ struct ngx_pty_session_s {
 
     u_char                    *input;       /* bytes the PTY did not take */
     size_t                     input_len;
+    ngx_pty_log_limit_t        input_log;   /* input dropped: clients cause
+                                               it, at their pace */
 
     ngx_pty_params_t           params;
     ngx_uint_t                 answer_queries;

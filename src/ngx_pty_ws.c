@@ -23,6 +23,7 @@
 
 static ngx_int_t ngx_pty_ws_upgrade(ngx_http_request_t *r,
     ngx_table_elt_t **key);
+static ngx_uint_t ngx_pty_ws_key_valid(ngx_str_t *key);
 static ngx_int_t ngx_pty_ws_accept_headers(ngx_http_request_t *r,
     ngx_table_elt_t *key);
 static ngx_table_elt_t *ngx_pty_ws_header(ngx_http_request_t *r,
@@ -31,12 +32,19 @@ static ngx_int_t ngx_pty_ws_header_has(ngx_table_elt_t *h, const char *token);
 static void ngx_pty_ws_read_handler(ngx_http_request_t *r);
 static void ngx_pty_ws_write_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_pty_ws_parse(ngx_pty_ws_t *ws);
+static ngx_int_t ngx_pty_ws_length(ngx_pty_ws_t *ws, u_char *p,
+    uint64_t *len);
 static ngx_int_t ngx_pty_ws_frame(ngx_pty_ws_t *ws, ngx_uint_t fin,
     ngx_uint_t opcode, u_char *p, size_t len);
 static ngx_int_t ngx_pty_ws_control(ngx_pty_ws_t *ws, ngx_uint_t opcode,
     u_char *p, size_t len);
 static void ngx_pty_ws_queue_control(ngx_pty_ws_t *ws, ngx_uint_t opcode,
     u_char *p, size_t len);
+static void ngx_pty_ws_append(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b);
+static void ngx_pty_ws_unlink(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b);
+static void ngx_pty_ws_queue_reply(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b);
+static void ngx_pty_ws_overflow(ngx_pty_ws_t *ws);
+static ngx_int_t ngx_pty_ws_send(ngx_pty_ws_t *ws);
 static void ngx_pty_ws_ping_handler(ngx_event_t *ev);
 static void ngx_pty_ws_cleanup(void *data);
 
@@ -122,7 +130,7 @@ ngx_pty_ws_upgrade(ngx_http_request_t *r, ngx_table_elt_t **key)
     }
 
     *key = ngx_pty_ws_header(r, "Sec-WebSocket-Key");
-    if (*key == NULL || (*key)->value.len != 24) {
+    if (*key == NULL || !ngx_pty_ws_key_valid(&(*key)->value)) {
         return NGX_HTTP_BAD_REQUEST;
     }
 
@@ -132,6 +140,31 @@ ngx_pty_ws_upgrade(ngx_http_request_t *r, ngx_table_elt_t **key)
     }
 
     return NGX_OK;
+}
+
+
+/* RFC 6455 4.1: base64 of 16 bytes, as its one canonical spelling */
+static ngx_uint_t
+ngx_pty_ws_key_valid(ngx_str_t *key)
+{
+    u_char     raw[18], text[24];
+    ngx_str_t  dst, canon;
+
+    if (key->len != 24) {
+        return 0;
+    }
+
+    dst.data = raw;
+
+    if (ngx_decode_base64(&dst, key) != NGX_OK || dst.len != 16) {
+        return 0;
+    }
+
+    /* the decoder stops at '=' and drops extra bits: spell it back */
+    canon.data = text;
+    ngx_encode_base64(&canon, &dst);
+
+    return canon.len == 24 && ngx_strncmp(canon.data, key->data, 24) == 0;
 }
 
 
@@ -431,13 +464,8 @@ ngx_pty_ws_parse(ngx_pty_ws_t *ws)
             break;
         }
 
-        if (len == 126) {
-            len = ((uint64_t) p[2] << 8) | p[3];
-
-        } else if (len == 127) {
-            for (len = 0, i = 0; i < 8; i++) {
-                len = (len << 8) | p[2 + i];
-            }
+        if (ngx_pty_ws_length(ws, p, &len) != NGX_OK) {
+            return NGX_ERROR;
         }
 
         if ((p[0] & 0x70) || !(p[1] & 0x80)) {
@@ -454,11 +482,14 @@ ngx_pty_ws_parse(ngx_pty_ws_t *ws)
             return NGX_ERROR;
         }
 
-        if (opcode < 8 && ws->msg_len + len > ws->max_message) {
+        /* msg_len <= max_message always: compare without adding */
+        if (opcode < 8 && len > ws->max_message - ws->msg_len) {
             ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_TOO_BIG,
                              "message too big");
             return NGX_ERROR;
         }
+
+        /* from here len <= max(125, max_message): hlen + len cannot wrap */
 
         if (hlen + len > ws->in_size) {
             /* the frame cannot fit the input buffer: grow it once */
@@ -511,6 +542,52 @@ ngx_pty_ws_parse(ngx_pty_ws_t *ws)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * The payload length of the frame header at p, whose length code and
+ * extension are in the buffer.  RFC 6455 5.2: the 64-bit form's top bit
+ * is 0, and each form is used only for lengths the shorter cannot carry.
+ */
+static ngx_int_t
+ngx_pty_ws_length(ngx_pty_ws_t *ws, u_char *p, uint64_t *len)
+{
+    uint64_t    n;
+    ngx_uint_t  i;
+
+    n = p[1] & 0x7f;
+
+    if (n == 126) {
+        n = ((uint64_t) p[2] << 8) | p[3];
+
+        if (n < 126) {
+            goto bad;
+        }
+
+    } else if (n == 127) {
+        if (p[2] & 0x80) {
+            goto bad;
+        }
+
+        for (n = 0, i = 0; i < 8; i++) {
+            n = (n << 8) | p[2 + i];
+        }
+
+        if (n < 65536) {
+            goto bad;
+        }
+    }
+
+    *len = n;
+
+    return NGX_OK;
+
+bad:
+
+    ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_PROTOCOL, "bad payload length");
+
+    return NGX_ERROR;
 }
 
 
@@ -650,11 +727,14 @@ ngx_pty_ws_control(ngx_pty_ws_t *ws, ngx_uint_t opcode, u_char *p,
         } else if (len >= 2) {
             code = ((ngx_uint_t) p[0] << 8) | p[1];
 
+            /* RFC 6455 7.4: codes a peer may send (1012-1014 by IANA) */
             if (code < 1000 || code == 1004 || code == 1005 || code == 1006
-                || (code > 1014 && code < 3000) || code > 4999
-                || !ngx_pty_utf8_valid(p + 2, len - 2))
+                || (code > 1014 && code < 3000) || code > 4999)
             {
                 code = NGX_PTY_WS_CLOSE_PROTOCOL;
+
+            } else if (!ngx_pty_utf8_valid(p + 2, len - 2)) {
+                code = NGX_PTY_WS_CLOSE_BAD_DATA;
             }
         }
 
@@ -777,6 +857,7 @@ ngx_pty_ws_block_free(ngx_chain_t *cl)
 }
 
 
+/* output: its callers stop at ngx_pty_ws_full() */
 void
 ngx_pty_ws_queue(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b)
 {
@@ -785,9 +866,115 @@ ngx_pty_ws_queue(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b)
         return;
     }
 
+    ngx_pty_ws_append(ws, b);
+}
+
+
+static void
+ngx_pty_ws_append(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b)
+{
+    size_t  size;
+
+    size = b->buf.last - b->buf.pos;
+
+    b->frame = b->buf.pos;
     *ws->last_out = &b->cl;
     ws->last_out = &b->cl.next;
-    ws->out_bytes += b->buf.last - b->buf.pos;
+    ws->out_bytes += size;
+    ws->out_frames++;
+
+    if (b->reply) {
+        ws->reply_bytes += size;
+        ws->reply_frames++;
+    }
+}
+
+
+/* a block leaves the queue (the caller has counted its unsent bytes) */
+static void
+ngx_pty_ws_unlink(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b)
+{
+    ws->out_frames--;
+
+    if (b->reply) {
+        ws->reply_bytes -= b->buf.last - b->frame;
+        ws->reply_frames--;
+    }
+
+    ngx_pty_ws_block_free(&b->cl);
+}
+
+
+/*
+ * Replies (pongs, Errors) come as fast as the client sends: a client
+ * that sends and never reads must not grow the worker.  Past their own
+ * bound the connection is closed.
+ */
+static void
+ngx_pty_ws_queue_reply(ngx_pty_ws_t *ws, ngx_pty_ws_block_t *b)
+{
+    if (ws->close_sent || ws->finished) {
+        ngx_pty_ws_block_free(&b->cl);
+        return;
+    }
+
+    if (ws->reply_bytes >= ws->send_limit
+        || ws->reply_frames >= ws->send_frames)
+    {
+        ngx_pty_ws_block_free(&b->cl);
+        ngx_pty_ws_overflow(ws);
+        return;
+    }
+
+    b->reply = 1;
+    ngx_pty_ws_append(ws, b);
+}
+
+
+/* what the peer has not begun to get is dropped, then close 1008 */
+static void
+ngx_pty_ws_overflow(ngx_pty_ws_t *ws)
+{
+    ngx_chain_t         *cl, *next;
+    ngx_connection_t    *c;
+    ngx_pty_ws_block_t  *b;
+
+    c = ws->connection;
+
+    ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                  "pty: client does not read its replies (%ui frames, "
+                  "%uz bytes unsent), closing", ws->out_frames,
+                  ws->out_bytes);
+
+    ws->overflowed = 1;
+
+    cl = ws->out;
+    b = (ngx_pty_ws_block_t *) cl;
+
+    if (b && b->buf.pos != b->frame) {
+        /* a frame partly sent is finished: frames never interleave */
+        cl = cl->next;
+        b->cl.next = NULL;
+        ws->last_out = &b->cl.next;
+
+    } else {
+        ws->out = NULL;
+        ws->last_out = &ws->out;
+    }
+
+    for ( /* void */ ; cl; cl = next) {
+        next = cl->next;
+        b = (ngx_pty_ws_block_t *) cl;
+        ws->out_bytes -= b->buf.last - b->buf.pos;
+        ngx_pty_ws_unlink(ws, b);
+    }
+
+    if (c->write->timer_set) {
+        /* re-armed for the close's linger */
+        ngx_del_timer(c->write);
+    }
+
+    ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_POLICY, "send queue full");
 }
 
 
@@ -855,23 +1042,27 @@ ngx_pty_ws_queue_shared(ngx_pty_ws_t *ws, ngx_pty_ws_shared_t *sf)
 }
 
 
+/* exactly the frame's size: a reply flood holds no slack */
 ngx_int_t
-ngx_pty_ws_send_text(ngx_pty_ws_t *ws, u_char *data, size_t len)
+ngx_pty_ws_reply(ngx_pty_ws_t *ws, u_char *data, size_t len)
 {
-    u_char              *p;
     ngx_pty_ws_block_t  *b;
 
-    p = ngx_pty_ws_reserve(ws, len, &b);
-    if (p == NULL) {
+    b = ngx_pty_ws_block(ws, NGX_PTY_WS_HEADER_MAX + len);
+    if (b == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_pty_ws_commit(ws, b, ngx_cpymem(p, data, len));
+    b->buf.last = ngx_pty_ws_write_header(b->buf.last, NGX_PTY_WS_TEXT, len);
+    b->buf.last = ngx_cpymem(b->buf.last, data, len);
+
+    ngx_pty_ws_queue_reply(ws, b);
 
     return NGX_OK;
 }
 
 
+/* a control frame: a close goes in whatever the bounds, the rest reply */
 static void
 ngx_pty_ws_queue_control(ngx_pty_ws_t *ws, ngx_uint_t opcode, u_char *p,
     size_t len)
@@ -887,7 +1078,12 @@ ngx_pty_ws_queue_control(ngx_pty_ws_t *ws, ngx_uint_t opcode, u_char *p,
     b->buf.last = ngx_pty_ws_write_header(b->buf.last, opcode, len);
     b->buf.last = ngx_cpymem(b->buf.last, p, len);
 
-    ngx_pty_ws_queue(ws, b);
+    if (opcode == NGX_PTY_WS_CLOSE) {
+        ngx_pty_ws_append(ws, b);
+        return;
+    }
+
+    ngx_pty_ws_queue_reply(ws, b);
 }
 
 
@@ -919,7 +1115,6 @@ ngx_pty_ws_close(ngx_pty_ws_t *ws, ngx_uint_t code, const char *reason)
 void
 ngx_pty_ws_flush(ngx_pty_ws_t *ws)
 {
-    ngx_chain_t         *cl, *next;
     ngx_connection_t    *c;
     ngx_http_request_t  *r;
 
@@ -942,30 +1137,9 @@ ngx_pty_ws_flush(ngx_pty_ws_t *ws)
         }
     }
 
-    if (ws->out) {
-        cl = c->send_chain(c, ws->out, 0);
-
-        if (cl == NGX_CHAIN_ERROR) {
-            ngx_pty_ws_finalize(ws);
-            return;
-        }
-
-        while (ws->out != cl) {
-            next = ws->out->next;
-            ngx_pty_ws_block_free(ws->out);
-            ws->out = next;
-        }
-
-        /* recount what is left: a block may be partly sent */
-        ws->out_bytes = 0;
-
-        for (cl = ws->out; cl; cl = cl->next) {
-            ws->out_bytes += cl->buf->last - cl->buf->pos;
-        }
-
-        if (ws->out == NULL) {
-            ws->last_out = &ws->out;
-        }
+    if (ws->out && ngx_pty_ws_send(ws) != NGX_OK) {
+        ngx_pty_ws_finalize(ws);
+        return;
     }
 
     if (ws->out) {
@@ -991,12 +1165,60 @@ ngx_pty_ws_flush(ngx_pty_ws_t *ws)
 again:
 
     if (!c->write->timer_set) {
-        ngx_add_timer(c->write, ws->ping_interval + ws->pong_timeout);
+        /* a client closed for not reading is not waited for long */
+        ngx_add_timer(c->write, ws->overflowed
+                                ? NGX_PTY_WS_LINGER
+                                : ws->ping_interval + ws->pong_timeout);
     }
 
     if (ngx_handle_write_event(c->write, 0) != NGX_OK) {
         ngx_pty_ws_finalize(ws);
     }
+}
+
+
+/*
+ * Sends what the socket takes.  The links sent are freed and the bytes
+ * counted off as they go: no link is walked twice, however long the
+ * queue (the counts are checked on every frame queued).
+ */
+static ngx_int_t
+ngx_pty_ws_send(ngx_pty_ws_t *ws)
+{
+    u_char              *head_pos;
+    ngx_chain_t         *cl, *head, *next;
+    ngx_connection_t    *c;
+    ngx_pty_ws_block_t  *b;
+
+    c = ws->connection;
+    head = ws->out;
+    head_pos = head->buf->pos;      /* the head may be partly sent before */
+
+    cl = c->send_chain(c, ws->out, 0);
+
+    if (cl == NGX_CHAIN_ERROR) {
+        return NGX_ERROR;
+    }
+
+    while (ws->out != cl) {
+        next = ws->out->next;
+        b = (ngx_pty_ws_block_t *) ws->out;
+        ws->out_bytes -= b->buf.last
+                         - ((ws->out == head) ? head_pos : b->frame);
+        ngx_pty_ws_unlink(ws, b);
+        ws->out = next;
+    }
+
+    if (ws->out == NULL) {
+        ws->last_out = &ws->out;
+        return NGX_OK;
+    }
+
+    /* the first link left may be partly sent now */
+    b = (ngx_pty_ws_block_t *) ws->out;
+    ws->out_bytes -= b->buf.pos - ((ws->out == head) ? head_pos : b->frame);
+
+    return NGX_OK;
 }
 
 
@@ -1024,7 +1246,8 @@ ngx_pty_ws_write_handler(ngx_http_request_t *r)
     ngx_pty_ws_flush(ws);
 
     if (!ws->finished && !ws->close_sent
-        && ws->out_bytes < ws->send_limit / 2 && ws->on_writable)
+        && ws->out_bytes < ws->send_limit / 2
+        && ws->out_frames < ws->send_frames / 2 && ws->on_writable)
     {
         ws->on_writable(ws);
     }

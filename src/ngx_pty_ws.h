@@ -16,6 +16,7 @@
 #define NGX_PTY_WS_CLOSE_GOING_AWAY    1001
 #define NGX_PTY_WS_CLOSE_PROTOCOL      1002
 #define NGX_PTY_WS_CLOSE_BAD_DATA      1007
+#define NGX_PTY_WS_CLOSE_POLICY        1008
 #define NGX_PTY_WS_CLOSE_TOO_BIG       1009
 #define NGX_PTY_WS_CLOSE_SERVER_ERROR  1011
 #define NGX_PTY_WS_CLOSE_VIOLATION     4400
@@ -51,6 +52,8 @@ typedef struct {
     ngx_chain_t                cl;
     ngx_buf_t                  buf;
     ngx_pty_ws_shared_t       *shared;
+    u_char                    *frame;        /* its start, once queued */
+    ngx_uint_t                 reply;        /* counts as a reply */
 } ngx_pty_ws_block_t;
 
 
@@ -64,7 +67,8 @@ struct ngx_pty_ws_s {
     ngx_pty_ws_event_pt        on_closed;     /* connection finished */
 
     size_t                     max_message;
-    size_t                     send_limit;
+    size_t                     send_limit;    /* bytes, see ngx_pty_ws_full */
+    ngx_uint_t                 send_frames;   /* frames, likewise */
     ngx_msec_t                 ping_interval;
     ngx_msec_t                 pong_timeout;
 
@@ -78,10 +82,13 @@ struct ngx_pty_ws_s {
     size_t                     msg_size;
     ngx_uint_t                 msg_opcode;
 
-    /* output */
+    /* output: unsent frames; a reply is also counted apart */
     ngx_chain_t               *out;
     ngx_chain_t              **last_out;
     size_t                     out_bytes;
+    ngx_uint_t                 out_frames;
+    size_t                     reply_bytes;
+    ngx_uint_t                 reply_frames;
 
     ngx_event_t                ping;
     ngx_msec_t                 last_in;
@@ -90,7 +97,18 @@ struct ngx_pty_ws_s {
     unsigned                   close_sent:1;
     unsigned                   close_received:1;
     unsigned                   finished:1;
+    unsigned                   overflowed:1;
 };
+
+
+/*
+ * Output (ring frames) is queued only below this bound: beyond it the
+ * client lags.  Replies have a bound of their own, and a client that
+ * lets them pile up is closed (ngx_pty_ws_reply()).
+ */
+#define ngx_pty_ws_full(ws)                                                   \
+    ((ws)->out_bytes >= (ws)->send_limit                                      \
+     || (ws)->out_frames >= (ws)->send_frames)
 
 
 ngx_int_t ngx_pty_ws_handshake(ngx_http_request_t *r, ngx_pty_ws_t *ws);
@@ -115,7 +133,8 @@ void ngx_pty_ws_shared_commit(ngx_pty_ws_shared_t *sf, u_char *end);
 void ngx_pty_ws_shared_release(ngx_pty_ws_shared_t *sf);
 ngx_int_t ngx_pty_ws_queue_shared(ngx_pty_ws_t *ws, ngx_pty_ws_shared_t *sf);
 
-ngx_int_t ngx_pty_ws_send_text(ngx_pty_ws_t *ws, u_char *data, size_t len);
+/* a text frame answering the client; NGX_ERROR: out of memory */
+ngx_int_t ngx_pty_ws_reply(ngx_pty_ws_t *ws, u_char *data, size_t len);
 void ngx_pty_ws_close(ngx_pty_ws_t *ws, ngx_uint_t code, const char *reason);
 void ngx_pty_ws_flush(ngx_pty_ws_t *ws);
 void ngx_pty_ws_finalize(ngx_pty_ws_t *ws);
