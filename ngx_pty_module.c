@@ -48,6 +48,8 @@ static ngx_int_t ngx_pty_param(ngx_str_t *arg, const char *name,
 static void ngx_pty_merge_rate(ngx_pty_loc_conf_t *conf,
     ngx_pty_loc_conf_t *prev);
 static char *ngx_pty_env(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_pty_sandbox(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_pty_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static ngx_int_t ngx_pty_init_process(ngx_cycle_t *cycle);
 static void ngx_pty_exit_process(ngx_cycle_t *cycle);
@@ -367,6 +369,13 @@ static ngx_command_t  ngx_pty_commands[] = {
       offsetof(ngx_pty_loc_conf_t, shell),
       NULL },
 
+    { ngx_string("pty_sandbox"),
+      NGX_PTY_LOC|NGX_CONF_1MORE,
+      ngx_pty_sandbox,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("pty_env"),
       NGX_PTY_LOC|NGX_CONF_TAKE1,
       ngx_pty_env,
@@ -616,6 +625,7 @@ ngx_pty_create_loc_conf(ngx_conf_t *cf)
     plcf->idle_timeout = NGX_CONF_UNSET_MSEC;
     plcf->max_age = NGX_CONF_UNSET_MSEC;
     plcf->env = NGX_CONF_UNSET_PTR;
+    plcf->sandbox = NGX_CONF_UNSET_PTR;
     plcf->closed_linger = NGX_CONF_UNSET_MSEC;
 
     return plcf;
@@ -684,6 +694,7 @@ ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_msec_value(conf->max_age, prev->max_age, 0);
     ngx_conf_merge_str_value(conf->shell, prev->shell, "/bin/bash");
     ngx_conf_merge_ptr_value(conf->env, prev->env, NULL);
+    ngx_conf_merge_ptr_value(conf->sandbox, prev->sandbox, NULL);
     ngx_conf_merge_msec_value(conf->closed_linger, prev->closed_linger,
                               300000);
 
@@ -1048,6 +1059,59 @@ ngx_pty_env(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     *e = value[1];      /* the parser leaves values null-terminated */
+
+    (void) cmd;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * pty_sandbox program [arg...] | off: what every program of the location
+ * runs under, its words before the program's own.
+ */
+static char *
+ngx_pty_sandbox(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_pty_loc_conf_t  *plcf = conf;
+
+    char       **words;
+    ngx_str_t   *value;
+    ngx_uint_t   i;
+
+    if (plcf->sandbox != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (cf->args->nelts == 2 && ngx_strcmp(value[1].data, "off") == 0) {
+        plcf->sandbox = NULL;
+        return NGX_CONF_OK;
+    }
+
+    if (value[1].data[0] != '/') {
+        return "takes the sandbox program's absolute path first";
+    }
+
+    if (access((char *) value[1].data, X_OK) == -1) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "pty_sandbox: \"%V\" cannot be run", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    words = ngx_palloc(cf->pool, cf->args->nelts * sizeof(char *));
+    if (words == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* the parser leaves values null-terminated */
+    for (i = 1; i < cf->args->nelts; i++) {
+        words[i - 1] = (char *) value[i].data;
+    }
+
+    words[i - 1] = NULL;
+    plcf->sandbox = words;
 
     (void) cmd;
 

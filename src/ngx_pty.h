@@ -138,6 +138,8 @@ typedef struct {
 
     ngx_str_t                  shell;
     ngx_array_t               *env;            /* of ngx_str_t "NAME=value" */
+    char                     **sandbox;        /* pty_sandbox words, NULL-
+                                                  ended; NULL: none */
     ngx_msec_t                 closed_linger;
 
     ngx_flag_t                 terminate_on_last_controller;

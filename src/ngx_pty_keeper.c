@@ -41,7 +41,11 @@ static void ngx_pty_keeper_exec(ngx_pty_spawn_t *sp) ngx_pty_noreturn;
 static void ngx_pty_keeper_exec_failed(int err) ngx_pty_noreturn;
 static size_t ngx_pty_keeper_argv_size(ngx_pty_spawn_t *sp, uint32_t *argc);
 static u_char *ngx_pty_keeper_argv_put(u_char *p, ngx_pty_spawn_t *sp);
-static int ngx_pty_keeper_argv_parse(u_char *p, u_char *last, uint32_t argc,
+static size_t ngx_pty_keeper_words_size(char **words, uint32_t *n);
+static int ngx_pty_keeper_sandbox_parse(u_char *p, u_char *last, uint32_t n,
+    ngx_pty_spawn_t *sp);
+static u_char *ngx_pty_keeper_argv_parse(u_char *p, u_char *last,
+    uint32_t argc,
     ngx_pty_spawn_t *sp);
 static void ngx_pty_keeper_exec_program(ngx_pty_spawn_t *sp)
     ngx_pty_noreturn;
@@ -120,12 +124,14 @@ typedef struct {
     uint32_t                   rows;
     uint32_t                   nenv;
     uint32_t                   argc;     /* 0: the command by the shell */
+    uint32_t                   nsandbox; /* pty_sandbox's words */
     ngx_pty_session_sh_t      *sh;
     u_char                     id[NGX_PTY_ID_LEN];
     u_char                     secret[NGX_PTY_SECRET_LEN];
     /*
-     * then the shell, the command and nenv environment strings, and with
-     * argc the program's path and argc words, each null-terminated
+     * then the shell, the command and nenv environment strings, with
+     * argc the program's path and argc words, then nsandbox words, each
+     * null-terminated
      */
 } ngx_pty_keeper_start_t;
 
@@ -564,12 +570,13 @@ ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp, size_t *len,
 {
     u_char                  *buf, *p;
     size_t                   n;
-    uint32_t                 argc;
+    uint32_t                 argc, nsandbox;
     ngx_uint_t               i;
     ngx_pty_keeper_start_t   st;
 
     n = sizeof(ngx_pty_keeper_start_t) + ngx_strlen(sp->shell) + 1
-        + ngx_strlen(sp->command) + 1 + ngx_pty_keeper_argv_size(sp, &argc);
+        + ngx_strlen(sp->command) + 1 + ngx_pty_keeper_argv_size(sp, &argc)
+        + ngx_pty_keeper_words_size(sp->sandbox, &nsandbox);
 
     for (i = 0; sp->envp[i]; i++) {
         n += ngx_strlen(sp->envp[i]) + 1;
@@ -593,6 +600,7 @@ ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp, size_t *len,
     st.rows = (uint32_t) sp->rows;
     st.nenv = (uint32_t) i;
     st.argc = argc;
+    st.nsandbox = nsandbox;
     st.sh = sp->sh;
     ngx_memcpy(st.id, sp->id, NGX_PTY_ID_LEN);
     ngx_memcpy(st.secret, sp->secret, NGX_PTY_SECRET_LEN);
@@ -605,7 +613,11 @@ ngx_pty_keeper_start_request(ngx_pty_spawn_t *sp, size_t *len,
         p = ngx_cpymem(p, sp->envp[i], ngx_strlen(sp->envp[i]) + 1);
     }
 
-    (void) ngx_pty_keeper_argv_put(p, sp);
+    p = ngx_pty_keeper_argv_put(p, sp);
+
+    for (i = 0; sp->sandbox && sp->sandbox[i]; i++) {
+        p = ngx_cpymem(p, sp->sandbox[i], ngx_strlen(sp->sandbox[i]) + 1);
+    }
 
     *len = n;
 
@@ -1853,9 +1865,67 @@ ngx_pty_keeper_start_parse(u_char *buf, size_t n, ngx_pty_spawn_t *sp,
 
     env[st.nenv] = NULL;
 
-    if (st.argc && ngx_pty_keeper_argv_parse(p, last, st.argc, sp) == -1) {
+    if (st.argc) {
+        p = ngx_pty_keeper_argv_parse(p, last, st.argc, sp);
+
+        if (p == NULL) {
+            return -1;
+        }
+    }
+
+    if (st.nsandbox) {
+        return ngx_pty_keeper_sandbox_parse(p, last, st.nsandbox, sp);
+    }
+
+    return 0;
+}
+
+
+/* the words of pty_sandbox; too many make the start too big */
+static size_t
+ngx_pty_keeper_words_size(char **words, uint32_t *n)
+{
+    size_t      size;
+    ngx_uint_t  i;
+
+    size = 0;
+
+    for (i = 0; words && words[i]; i++) {
+        size += ngx_strlen(words[i]) + 1;
+    }
+
+    *n = (uint32_t) i;
+
+    return i > NGX_PTY_START_ARGV ? NGX_PTY_START_MAX : size;
+}
+
+
+static int
+ngx_pty_keeper_sandbox_parse(u_char *p, u_char *last, uint32_t n,
+    ngx_pty_spawn_t *sp)
+{
+    u_char       *s;
+    uint32_t      i;
+    static char  *words[NGX_PTY_START_ARGV + 1];
+
+    if (n > NGX_PTY_START_ARGV) {
         return -1;
     }
+
+    for (i = 0; i < n; i++) {
+        s = p;
+        p = ngx_strlchr(p, last, '\0');
+
+        if (p == NULL) {
+            return -1;
+        }
+
+        words[i] = (char *) s;
+        p++;
+    }
+
+    words[n] = NULL;
+    sp->sandbox = words;
 
     return 0;
 }
@@ -1906,7 +1976,7 @@ ngx_pty_keeper_argv_put(u_char *p, ngx_pty_spawn_t *sp)
 }
 
 
-static int
+static u_char *
 ngx_pty_keeper_argv_parse(u_char *p, u_char *last, uint32_t argc,
     ngx_pty_spawn_t *sp)
 {
@@ -1915,7 +1985,7 @@ ngx_pty_keeper_argv_parse(u_char *p, u_char *last, uint32_t argc,
     static char  *argv[NGX_PTY_START_ARGV + 1];
 
     if (argc > NGX_PTY_START_ARGV) {
-        return -1;
+        return NULL;
     }
 
     /* the path, then the words */
@@ -1924,7 +1994,7 @@ ngx_pty_keeper_argv_parse(u_char *p, u_char *last, uint32_t argc,
         p = ngx_strlchr(p, last, '\0');
 
         if (p == NULL) {
-            return -1;
+            return NULL;
         }
 
         p++;
@@ -1940,7 +2010,7 @@ ngx_pty_keeper_argv_parse(u_char *p, u_char *last, uint32_t argc,
     argv[argc] = NULL;
     sp->argv = argv;
 
-    return 0;
+    return p;
 }
 
 
@@ -2254,23 +2324,61 @@ ngx_pty_keeper_exec(ngx_pty_spawn_t *sp)
 }
 
 
-/* the words as they are (a pty_allow location), or the command by a shell */
+/*
+ * The words as they are (a pty_allow location), or the command by a shell;
+ * under pty_sandbox, as the sandbox's last words.
+ */
 static void
 ngx_pty_keeper_exec_program(ngx_pty_spawn_t *sp)
 {
-    char  *argv[4];
+    char        *shell[4], **prog, **argv;
+    ngx_uint_t   n, i, j;
+
+    shell[0] = sp->shell;
+    shell[1] = "-lc";
+    shell[2] = (char *) sp->command;
+    shell[3] = NULL;
+
+    prog = shell;
 
     if (sp->argv) {
-        execve(sp->path, sp->argv, sp->envp);
+        /* the sandbox runs the path, which the policy resolved */
+        prog = sp->argv;
+
+        if (sp->sandbox == NULL) {
+            execve(sp->path, sp->argv, sp->envp);
+            ngx_pty_keeper_exec_failed(errno);
+        }
+    }
+
+    if (sp->sandbox == NULL) {
+        execve(sp->shell, shell, sp->envp);
         ngx_pty_keeper_exec_failed(errno);
     }
 
-    argv[0] = sp->shell;
-    argv[1] = "-lc";
-    argv[2] = (char *) sp->command;
-    argv[3] = NULL;
+    for (n = 0; sp->sandbox[n]; n++) { /* void */ }
+    for (i = 0; prog[i]; i++) { /* void */ }
 
-    execve(sp->shell, argv, sp->envp);
+    argv = malloc((n + i + 1) * sizeof(char *));
+    if (argv == NULL) {
+        ngx_pty_keeper_exec_failed(ENOMEM);
+    }
+
+    for (j = 0; j < n; j++) {
+        argv[j] = sp->sandbox[j];
+    }
+
+    for (j = 0; j < i; j++) {
+        argv[n + j] = prog[j];
+    }
+
+    if (sp->argv) {
+        argv[n] = sp->path;
+    }
+
+    argv[n + i] = NULL;
+
+    execve(argv[0], argv, sp->envp);
 
     ngx_pty_keeper_exec_failed(errno);
 }

@@ -53,6 +53,8 @@ typedef struct {
     char                     **argv;        /* set: run path with these
                                                words, not the shell */
     char                      *path;
+    char                     **sandbox;     /* set: what the program runs
+                                               under (pty_sandbox) */
 } ngx_pty_spawn_t;
 
 

@@ -156,6 +156,7 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     req->spawn.cols = st->cols;
     req->spawn.rows = st->rows;
     req->spawn.shell = (char *) plcf->shell.data;
+    req->spawn.sandbox = plcf->sandbox;
     req->spawn.envp = ngx_pty_keeper_env(s->pool, plcf->env);
     req->handler = ngx_pty_session_spawned;
     req->data = s;
