@@ -73,7 +73,6 @@ static void ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg,
     json_t *id);
 static u_char *ngx_pty_binding_head(u_char *p, const char *op, json_t *id);
 static ngx_int_t ngx_pty_binding_lagged(ngx_pty_client_t *cl);
-static ngx_int_t ngx_pty_binding_closed_copy(ngx_pty_client_t *cl);
 static ngx_uint_t ngx_pty_binding_more(ngx_pty_client_t *cl);
 static ngx_int_t ngx_pty_binding_cache_join(ngx_pty_client_t *cl);
 static void ngx_pty_binding_cache_leave(ngx_pty_client_t *cl);
@@ -912,11 +911,12 @@ ngx_pty_binding_lagged(ngx_pty_client_t *cl)
 
 
 /*
- * The session's Closed was among the frames a lagged client skipped: a
- * copy targeted at it follows its Keyframe, so that it too gets exactly
- * one Closed, and its sequences only grow.
+ * The session's Closed was among the frames a lagged client skipped, or
+ * before where a late joiner's walk starts: a copy targeted at it follows
+ * its Keyframe, so that it too gets exactly one Closed, and its sequences
+ * only grow.
  */
-static ngx_int_t
+ngx_int_t
 ngx_pty_binding_closed_copy(ngx_pty_client_t *cl)
 {
     u_char                 buf[NGX_PTY_CLOSED_MAX];

@@ -67,6 +67,7 @@ void ngx_pty_binding_goodbye(ngx_pty_client_t *cl, const char *reason,
 void ngx_pty_binding_pull(ngx_pty_client_t *cl);
 ngx_int_t ngx_pty_binding_send_frame(ngx_pty_client_t *cl,
     ngx_pty_frame_t *f);
+ngx_int_t ngx_pty_binding_closed_copy(ngx_pty_client_t *cl);
 
 
 #endif /* _NGX_PTY_BINDING_H_INCLUDED_ */

@@ -22,6 +22,7 @@ typedef struct {
     ngx_uint_t                 first_controller;
     ngx_uint_t                 downgraded;
     ngx_pty_frame_t           *ra;           /* its RoleAssigned */
+    ngx_uint_t                 closed_copy;  /* ended, Closed not walked */
     u_char                     reason[96];   /* of a downgrade */
 } ngx_pty_ext_join_t;
 
@@ -44,6 +45,8 @@ static void ngx_pty_ext_join_refused(ngx_pty_client_t *cl, json_t *id,
     ngx_pty_ext_admit_e rc);
 static ngx_uint_t ngx_pty_ext_cursor_locked(ngx_pty_client_t *cl,
     ngx_pty_ext_join_t *j);
+static ngx_uint_t ngx_pty_ext_closed_ahead(ngx_pty_ring_t *ring,
+    uint64_t off);
 static void ngx_pty_ext_joined(ngx_pty_client_t *cl, json_t *id,
     ngx_pty_ext_join_t *j, ngx_uint_t out_of_range);
 static void ngx_pty_ext_leave(ngx_pty_client_t *cl, json_t *id);
@@ -454,6 +457,7 @@ ngx_pty_ext_cursor_locked(ngx_pty_client_t *cl, ngx_pty_ext_join_t *j)
 
     first = ngx_pty_ring_first_seq(sh->ring);
     cl->cursor = ngx_pty_ring_find(sh->ring, ra_seq);
+    j->closed_copy = (sh->state >= NGX_PTY_STATE_CLOSED);
 
     if (j->replay == NULL || !json_is_integer(j->replay)) {
         return 0;
@@ -463,10 +467,28 @@ ngx_pty_ext_cursor_locked(ngx_pty_client_t *cl, ngx_pty_ext_join_t *j)
 
     if (from < ra_seq && (from + 1 >= first)) {
         cl->cursor = ngx_pty_ring_find(sh->ring, from);
+        j->closed_copy = j->closed_copy
+                         && !ngx_pty_ext_closed_ahead(sh->ring, cl->cursor);
         return 0;
     }
 
     return 1;
+}
+
+
+/* whether a broadcast Closed lies on the walk from off */
+static ngx_uint_t
+ngx_pty_ext_closed_ahead(ngx_pty_ring_t *ring, uint64_t off)
+{
+    ngx_pty_frame_t  *f;
+
+    while ((f = ngx_pty_ring_read(ring, &off)) != NULL) {
+        if (f->kind == NGX_PTY_FRAME_CLOSED && f->target == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -503,6 +525,12 @@ ngx_pty_ext_joined(ngx_pty_client_t *cl, json_t *id, ngx_pty_ext_join_t *j,
     }
 
     cl->last_keyframe_request = ngx_current_msec;
+
+    /* a late joiner too learns how the session ended */
+    if (j->closed_copy && ngx_pty_binding_closed_copy(cl) != NGX_OK) {
+        ngx_pty_ws_finalize(&cl->ws);
+        return;
+    }
 
     ngx_pty_binding_pull(cl);
 }
@@ -562,6 +590,9 @@ ngx_pty_ext_remove_member(ngx_pty_client_t *cl, uint64_t *seq)
     ngx_pty_shm_unlock(sh);
 
     ngx_pty_session_notify(cl->session);
+
+    /* the last of an ended session's members is gone */
+    ngx_pty_session_settle(cl->session);
 
     if (last && cl->conf->terminate_on_last_controller) {
         ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,

@@ -36,6 +36,7 @@ static ngx_rbtree_t       ngx_pty_local;
 static ngx_rbtree_node_t  ngx_pty_local_sentinel;
 static ngx_uint_t         ngx_pty_adopting;
 static ngx_uint_t         ngx_pty_adopt_again;
+static ngx_uint_t         ngx_pty_walking;   /* views must not go now */
 
 
 static ngx_pty_session_t *ngx_pty_session_new(ngx_pty_session_sh_t *sh,
@@ -81,6 +82,8 @@ static void ngx_pty_session_store(ngx_pty_session_t *s, u_char *buf,
     size_t n);
 static void ngx_pty_session_stored(ngx_pty_session_t *s, size_t got,
     ngx_uint_t urgent);
+static ngx_pty_session_t *ngx_pty_session_lookup(ngx_pty_session_sh_t *sh);
+static ngx_uint_t ngx_pty_sessions_reclaim(void);
 
 
 static void
@@ -459,13 +462,12 @@ ngx_pty_session_new(ngx_pty_session_sh_t *sh, ngx_log_t *log)
 }
 
 
-/* the local view of a shared session, made on first use */
-ngx_pty_session_t *
-ngx_pty_session_get(ngx_pty_session_sh_t *sh)
+/* this worker's view of a shared session, if it has one */
+static ngx_pty_session_t *
+ngx_pty_session_lookup(ngx_pty_session_sh_t *sh)
 {
     ngx_rbtree_key_t    key;
     ngx_rbtree_node_t  *node, *sentinel;
-    ngx_pty_session_t  *s;
 
     ngx_pty_local_init();
 
@@ -475,19 +477,30 @@ ngx_pty_session_get(ngx_pty_session_sh_t *sh)
 
     while (node != sentinel) {
         if (key == node->key) {
-            s = (ngx_pty_session_t *) node;
-            goto found;
+            return (ngx_pty_session_t *) node;
         }
 
         node = (key < node->key) ? node->left : node->right;
     }
 
-    s = ngx_pty_session_new(sh, ngx_cycle->log);
-    if (s == NULL) {
-        return NULL;
-    }
+    return NULL;
+}
 
-found:
+
+/* the local view of a shared session, made on first use */
+ngx_pty_session_t *
+ngx_pty_session_get(ngx_pty_session_sh_t *sh)
+{
+    ngx_pty_session_t  *s;
+
+    s = ngx_pty_session_lookup(sh);
+
+    if (s == NULL) {
+        s = ngx_pty_session_new(sh, ngx_cycle->log);
+        if (s == NULL) {
+            return NULL;
+        }
+    }
 
     if (!s->owner && sh->state < NGX_PTY_STATE_CLOSED
         && (sh->keeper > 0 || sh->owner != 0)
@@ -1353,6 +1366,7 @@ ngx_pty_session_keyframe(ngx_pty_session_t *s, uint32_t target)
         s->frames_since_keyframe = 0;
         s->output_since_keyframe = 0;
         s->last_keyframe = ngx_current_msec;
+        s->keyframe_anchor = s->screen_seq;
     }
 
     ngx_pty_session_notify(s);
@@ -1592,6 +1606,14 @@ ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
 
     ngx_pty_session_fold(s, (size_t) -1);
 
+    /*
+     * The final screen in a Keyframe: once nobody is joined, the ring is
+     * cut down to it and Closed (ngx_pty_session_settle)
+     */
+    if (s->screen && sh->last_output > s->keyframe_anchor) {
+        (void) ngx_pty_session_keyframe(s, 0);
+    }
+
     len = ngx_pty_closed_json(buf, sizeof(buf), reason, exit_code, detail);
 
     ngx_pty_ring_reserve(sh, len, 0);
@@ -1603,6 +1625,7 @@ ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
         sh->state = NGX_PTY_STATE_CLOSED;
         sh->exit_code = exit_code;
         sh->closed_reason = reason;
+        sh->closed_at = ngx_pty_now_ms();
     }
 
     ngx_pty_shm_unlock(sh);
@@ -1625,6 +1648,27 @@ ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
 
     /* the record stays for late readers of the exit code and replay */
     ngx_add_timer(&s->linger, s->closed_linger);
+
+    ngx_pty_session_settle(s);
+}
+
+
+void
+ngx_pty_session_settle(ngx_pty_session_t *s)
+{
+    ngx_uint_t             idle;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = s->sh;
+
+    ngx_pty_shm_lock(sh);
+    idle = (sh->state == NGX_PTY_STATE_CLOSED
+            && ngx_queue_empty(&sh->members));
+    ngx_pty_shm_unlock(sh);
+
+    if (idle) {
+        ngx_pty_shm_session_compact(sh);
+    }
 }
 
 
@@ -1677,6 +1721,10 @@ ngx_pty_session_linger_handler(ngx_event_t *ev)
     ngx_pty_session_t  *s;
 
     s = ev->data;
+
+    if (ev->timer_set) {
+        ngx_del_timer(ev);
+    }
 
     ngx_pty_shm_session_unlink(s->sh);
 
@@ -1757,6 +1805,7 @@ ngx_pty_session_sh_terminate(ngx_pty_session_sh_t *sh, ngx_log_t *log)
     (void) ngx_pty_ring_append(sh, NGX_PTY_FRAME_CLOSED, 0, buf, len);
     sh->state = NGX_PTY_STATE_CLOSED;
     sh->closed_reason = NGX_PTY_CLOSED_INSTANCE_TERMINATED;
+    sh->closed_at = ngx_pty_now_ms();
 
     ngx_log_error(NGX_LOG_INFO, log, 0,
                   "pty: session pty-%ui closed: instance_terminated",
@@ -1817,6 +1866,8 @@ ngx_pty_instance_started(void)
     if (zone) {
         ngx_pty_generation = zone->sh->generation;
     }
+
+    ngx_pty_shm_set_reclaim(ngx_pty_sessions_reclaim);
 }
 
 
@@ -2251,11 +2302,20 @@ ngx_pty_sessions_wake(ngx_int_t slot)
 
     node = ngx_rbtree_min(ngx_pty_local.root, ngx_pty_local.sentinel);
 
+    ngx_pty_walking++;
+
     while (node) {
         next = ngx_rbtree_next(&ngx_pty_local, node);
         s = (ngx_pty_session_t *) node;
 
         if (ngx_pty_mask_take(&s->sh->wake_mask, slot)) {
+            if (s->owner && s->closed
+                && s->sh->state == NGX_PTY_STATE_GONE)
+            {
+                /* forgotten for room in the zone: its linger is over */
+                ngx_add_timer(&s->linger, 0);
+            }
+
             if (s->owner) {
                 ngx_pty_session_drain_inbox(s);
             }
@@ -2265,6 +2325,52 @@ ngx_pty_sessions_wake(ngx_int_t slot)
 
         node = next;
     }
+
+    ngx_pty_walking--;
+}
+
+
+/*
+ * The zone is too full for a live session: the ended session that ended
+ * first is forgotten (ngx_pty_shm_forget_oldest), its rings given back at
+ * once, and the view that holds its record, the owner's, dropped: here,
+ * or by the owner when its doorbell rings.  1: something was given back.
+ */
+static ngx_uint_t
+ngx_pty_sessions_reclaim(void)
+{
+    ngx_pid_t              owner;
+    ngx_pty_session_t     *s;
+    ngx_pty_session_sh_t  *sh;
+
+    if (ngx_pty_shm_forget_oldest(&sh) != NGX_OK) {
+        return 0;
+    }
+
+    if (sh == NULL) {
+        return 1;
+    }
+
+    ngx_pty_shm_session_strip(sh);
+
+    s = ngx_pty_session_lookup(sh);
+    owner = sh->owner;
+
+    if (s && s->owner && s->closed) {
+        if (ngx_pty_walking) {
+            ngx_add_timer(&s->linger, 0);
+
+        } else {
+            ngx_pty_session_linger_handler(&s->linger);
+        }
+
+    } else if (owner != ngx_pid && ngx_pty_pid_alive(owner)) {
+        ngx_pty_doorbell_wake_slot(sh, ngx_pty_doorbell_slot_of(owner));
+    }
+
+    ngx_pty_shm_session_release(sh);
+
+    return 1;
 }
 
 

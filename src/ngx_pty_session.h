@@ -74,6 +74,7 @@ struct ngx_pty_session_s {
     ngx_flag_t                 terminate_on_last_controller;
     ngx_msec_t                 closed_linger;
     ngx_uint_t                 frames_since_keyframe;
+    uint64_t                   keyframe_anchor;  /* of the last broadcast */
     ngx_msec_t                 last_keyframe;
     ngx_msec_t                 idle_timeout;
     ngx_msec_t                 max_age;
@@ -123,6 +124,9 @@ ngx_pty_frame_t *ngx_pty_session_keyframe(ngx_pty_session_t *s,
 ngx_int_t ngx_pty_session_request_keyframe(ngx_pty_session_t *s,
     uint32_t target);
 ngx_int_t ngx_pty_session_kill(ngx_pty_session_t *s, ngx_uint_t reason);
+
+/* an ended session that nobody is joined to any more gives memory back */
+void ngx_pty_session_settle(ngx_pty_session_t *s);
 
 #define NGX_PTY_DETAIL_LAST_CONTROLLER                                        \
     "last_controller_left: terminate_on_last_controller"

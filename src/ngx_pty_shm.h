@@ -144,6 +144,8 @@ struct ngx_pty_session_sh_s {
 
     ngx_int_t                  exit_code;     /* -1: unknown */
     ngx_uint_t                 closed_reason;
+    uint64_t                   closed_at;     /* unix ms: the oldest ended
+                                                 is forgotten first */
 
     uint64_t                   seq;           /* last assigned */
     uint64_t                   last_output;   /* seq of last Output/Resize */
@@ -288,6 +290,29 @@ ngx_pty_session_sh_t *ngx_pty_shm_session_find(ngx_str_t *id);
 void ngx_pty_shm_session_retain(ngx_pty_session_sh_t *s);
 void ngx_pty_shm_session_release(ngx_pty_session_sh_t *s);
 void ngx_pty_shm_session_unlink(ngx_pty_session_sh_t *s);
+
+/*
+ * Zone memory for a session, or for a new one (s NULL).  When the zone is
+ * full and the session is live, ended sessions give way: the reclaim
+ * handler (set by the session layer) forgets the one that ended first,
+ * and the allocation is tried again, until it succeeds or none is left.
+ */
+typedef ngx_uint_t (*ngx_pty_shm_reclaim_pt)(void);
+
+void ngx_pty_shm_set_reclaim(ngx_pty_shm_reclaim_pt handler);
+void *ngx_pty_shm_alloc(ngx_pty_session_sh_t *s, size_t size);
+ngx_uint_t ngx_pty_shm_reclaim(ngx_pty_session_sh_t *s);
+
+/*
+ * The ended session that ended first leaves the table before its linger
+ * is over.  NGX_DECLINED: there is none.  Otherwise *sh is NULL when it
+ * was freed at once, or the record, retained, when views of it remain.
+ */
+ngx_int_t ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh);
+/* gives a forgotten session's rings and inbox back to the zone */
+void ngx_pty_shm_session_strip(ngx_pty_session_sh_t *s);
+/* cuts an ended session's rings down to what a late reader gets */
+void ngx_pty_shm_session_compact(ngx_pty_session_sh_t *s);
 
 /*
  * The session spinlock holds its holder's pid: a worker killed while
