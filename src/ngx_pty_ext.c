@@ -58,6 +58,8 @@ static void ngx_pty_ext_request_role(ngx_pty_client_t *cl, json_t *payload,
     json_t *id);
 static void ngx_pty_ext_request_keyframe(ngx_pty_client_t *cl, json_t *id);
 static void ngx_pty_ext_keyframe_handler(ngx_event_t *ev);
+static ngx_int_t ngx_pty_ext_cells(ngx_pty_client_t *cl, json_t *id,
+    ngx_uint_t cols, ngx_uint_t rows);
 static ngx_pty_frame_t *ngx_pty_ext_role_frame(ngx_pty_client_t *cl,
     ngx_uint_t downgraded, const char *reason);
 static ngx_pty_frame_t *ngx_pty_ext_membership_locked(
@@ -210,6 +212,31 @@ ngx_pty_ext_size(json_t *payload, const char *name, ngx_uint_t *v,
 }
 
 
+/* a size the screen models may take (pty_max_cells); refused here if not */
+static ngx_int_t
+ngx_pty_ext_cells(ngx_pty_client_t *cl, json_t *id, ngx_uint_t cols,
+    ngx_uint_t rows)
+{
+    u_char  msg[128];
+
+    if (cols * rows <= cl->conf->max_cells) {
+        return NGX_OK;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, cl->ws.connection->log, 0,
+                  "pty: client c-%uD asked for %uix%ui on session pty-%ui, "
+                  "above \"pty_max_cells\" %ui", cl->client_id, cols, rows,
+                  cl->session->sh->name, cl->conf->max_cells);
+
+    ngx_sprintf(msg, "cols x rows (%ui) is above the server's limit of "
+                "%ui cells%Z", cols * rows, cl->conf->max_cells);
+
+    ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST, (char *) msg);
+
+    return NGX_ERROR;
+}
+
+
 static ngx_int_t
 ngx_pty_ext_role(ngx_pty_client_t *cl, json_t *role, json_t *id,
     ngx_uint_t *want)
@@ -333,6 +360,12 @@ ngx_pty_ext_join_args(ngx_pty_client_t *cl, json_t *msg, json_t *id,
                               "join_session needs {role, cols?, rows?, "
                               "client_label?} with sizes in 1..1024 and a "
                               "label of at most 128 characters");
+        return NGX_ERROR;
+    }
+
+    if (j->cols && j->rows
+        && ngx_pty_ext_cells(cl, id, j->cols, j->rows) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -701,6 +734,10 @@ ngx_pty_ext_resize(ngx_pty_client_t *cl, json_t *payload, json_t *id)
     {
         ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
                               "session_resize needs {cols, rows} in 1..1024");
+        return;
+    }
+
+    if (ngx_pty_ext_cells(cl, id, cols, rows) != NGX_OK) {
         return;
     }
 

@@ -108,8 +108,7 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 
     sh = ngx_pty_shm_session_create(log, st->command, st->command_len,
                                     st->cols, st->rows, plcf->scroll_size,
-                                    ngx_max(2 * plcf->input_max + 1024,
-                                            64 * 1024));
+                                    plcf->inbox_max);
     if (sh == NULL) {
         return NULL;
     }
@@ -127,6 +126,7 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     sh->terminate_on_last_controller = plcf->terminate_on_last_controller;
     ngx_pty_ring_limits(sh, plcf->params.replay_buffer_frames,
                         plcf->ring_size, plcf->ring_max_size);
+    sh->ring->capped = plcf->ring_capped;
 
     sh->idle_timeout = plcf->idle_timeout;
     sh->max_age = plcf->max_age;
@@ -642,7 +642,8 @@ ngx_pty_session_append(ngx_pty_session_t *s, ngx_uint_t kind,
                       len, s->sh->name,
                       s->sh->ring->grow_failed
                       ? "the size in \"pty_zone\""
-                      : "\"pty_ring_max_size\"");
+                      : s->sh->ring->capped ? "\"pty_session_max_memory\""
+                                            : "\"pty_ring_max_size\"");
         return NULL;
     }
 
@@ -1358,7 +1359,8 @@ ngx_pty_session_keyframe(ngx_pty_session_t *s, uint32_t target)
                       "session pty-%ui; raise %s",
                       len, sh->name,
                       sh->ring->grow_failed ? "the size in \"pty_zone\""
-                                            : "\"pty_ring_max_size\"");
+                      : sh->ring->capped ? "\"pty_session_max_memory\""
+                                         : "\"pty_ring_max_size\"");
         return NULL;
     }
 

@@ -889,8 +889,11 @@ ngx_pty_ring_warn(ngx_pty_session_sh_t *s, ngx_uint_t zone)
 
     ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                   "pty: session pty-%ui keeps fewer than %uD frames "
-                  "(replay_buffer_frames): the ring reached "
-                  "\"pty_ring_max_size\"", s->name, s->ring->min_frames);
+                  "(replay_buffer_frames): the ring reached %s",
+                  s->name, s->ring->min_frames,
+                  s->ring->capped ? "what \"pty_session_max_memory\" "
+                                    "leaves it"
+                                  : "\"pty_ring_max_size\"");
 }
 
 

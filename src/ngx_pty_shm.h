@@ -69,6 +69,8 @@ struct ngx_pty_ring_s {
     uint64_t                   evicted;     /* frames evicted below min */
     uint32_t                   min_frames;  /* replay_buffer_frames */
     uint32_t                   grow_failed;
+    uint32_t                   capped;      /* max_size: by
+                                               pty_session_max_memory */
     u_char                    *data;
 };
 
