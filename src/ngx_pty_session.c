@@ -84,6 +84,7 @@ static void ngx_pty_session_stored(ngx_pty_session_t *s, size_t got,
     ngx_uint_t urgent);
 static ngx_pty_session_t *ngx_pty_session_lookup(ngx_pty_session_sh_t *sh);
 static ngx_uint_t ngx_pty_sessions_reclaim(void);
+static void ngx_pty_session_hand_over(ngx_pty_session_t *s);
 
 
 static void
@@ -517,7 +518,7 @@ ngx_pty_session_get(ngx_pty_session_sh_t *sh)
 void
 ngx_pty_session_put(ngx_pty_session_t *s)
 {
-    if (s->owner || !ngx_queue_empty(&s->listeners)) {
+    if (s->owner || s->pinned || !ngx_queue_empty(&s->listeners)) {
         return;
     }
 
@@ -1758,8 +1759,8 @@ ngx_pty_sessions_shutdown(ngx_cycle_t *cycle)
         node = ngx_rbtree_min(ngx_pty_local.root, ngx_pty_local.sentinel);
         s = (ngx_pty_session_t *) node;
 
-        /* pinned: the last listener leaving must not free it under us */
-        s->owner = 1;
+        /* the last listener leaving must not free it under us */
+        s->pinned = 1;
 
         while (!ngx_queue_empty(&s->listeners)) {
             q = ngx_queue_head(&s->listeners);
@@ -1780,12 +1781,121 @@ ngx_pty_sessions_shutdown(ngx_cycle_t *cycle)
             s->ctl = NULL;
         }
 
+        if (s->owner) {
+            ngx_pty_session_hand_over(s);
+        }
+
         if (s->sh->owner == ngx_pid) {
             s->sh->owner = 0;
         }
 
         ngx_pty_session_free(s);
     }
+}
+
+
+/*
+ * The worker is told to quit (a reload, or nginx -s quit): before its exit
+ * hands the sessions over, its listeners may say goodbye and still take
+ * what their clients sent until they answer (ngx_pty_binding_quit).
+ */
+void
+ngx_pty_sessions_quit(void)
+{
+    ngx_queue_t         *q, *next;
+    ngx_rbtree_node_t   *node;
+    ngx_pty_session_t   *s;
+    ngx_pty_listener_t  *l;
+
+    if (ngx_pty_local.root == NULL
+        || ngx_pty_local.root == ngx_pty_local.sentinel)
+    {
+        return;
+    }
+
+    ngx_pty_walking++;
+
+    for (node = ngx_rbtree_min(ngx_pty_local.root, ngx_pty_local.sentinel);
+         node;
+         node = ngx_rbtree_next(&ngx_pty_local, node))
+    {
+        s = (ngx_pty_session_t *) node;
+
+        /* a listener leaving here must not free the view under the walk */
+        s->pinned = 1;
+
+        for (q = ngx_queue_head(&s->listeners);
+             q != ngx_queue_sentinel(&s->listeners);
+             q = next)
+        {
+            next = ngx_queue_next(q);
+            l = ngx_queue_data(q, ngx_pty_listener_t, queue);
+
+            if (l->quit) {
+                l->quit(l);
+            }
+        }
+    }
+
+    ngx_pty_walking--;
+}
+
+
+/*
+ * Input this worker took but the terminal did not yet: it goes to the
+ * head of the inbox, ahead of what other workers queued since (they came
+ * later), for the next owner to write.
+ */
+static void
+ngx_pty_session_hand_over(ngx_pty_session_t *s)
+{
+    ssize_t                n;
+    ngx_int_t              rc;
+    ngx_pty_inbox_t        rec;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = s->sh;
+
+    if (s->input_len && s->pty) {
+        n = write(s->pty->fd, s->input, s->input_len);
+
+        if (n > 0) {
+            ngx_memmove(s->input, s->input + n, s->input_len - n);
+            s->input_len -= n;
+        }
+    }
+
+    if (s->input_len == 0 || s->closed) {
+        return;
+    }
+
+    ngx_memzero(&rec, sizeof(ngx_pty_inbox_t));
+    rec.type = NGX_PTY_INBOX_INPUT;
+    rec.len = (uint32_t) s->input_len;
+
+    for ( ;; ) {
+        ngx_pty_shm_lock(sh);
+        rc = ngx_pty_inbox_unshift(sh, &rec, s->input);
+        ngx_pty_shm_unlock(sh);
+
+        if (rc != NGX_AGAIN
+            || ngx_pty_inbox_grow(sh, sizeof(ngx_pty_inbox_t)
+                                      + ngx_align(rec.len, 8))
+               != NGX_OK)
+        {
+            break;
+        }
+    }
+
+    if (rc != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, s->log, 0,
+                      "pty: %uz bytes of input to session pty-%ui are lost "
+                      "with this worker's exit: no room in its inbox",
+                      s->input_len, sh->name);
+        return;
+    }
+
+    s->input_len = 0;
 }
 
 
@@ -2124,11 +2234,24 @@ ngx_pty_session_forward(ngx_pty_session_t *s, ngx_pty_inbox_t *rec,
     }
 
     if (owner == 0 || !ngx_pty_pid_alive(owner)) {
-        if (ngx_pty_session_adopt(s) == NGX_OK) {
-            ngx_pty_session_drain_inbox(s);
+        if (ngx_exiting || ngx_quit || ngx_terminate) {
+            /* the worker that adopts it drains the inbox */
+            return NGX_OK;
         }
 
-        return NGX_OK;
+        rc = ngx_pty_session_adopt(s);
+
+        if (rc == NGX_OK) {
+            ngx_pty_session_drain_inbox(s);
+            return NGX_OK;
+        }
+
+        if (rc != NGX_DECLINED) {
+            return NGX_OK;
+        }
+
+        /* another worker took it over meanwhile: it must look */
+        owner = sh->owner;
     }
 
     ngx_pty_doorbell_wake_slot(sh, ngx_pty_doorbell_slot_of(owner));

@@ -32,6 +32,7 @@ struct ngx_pty_listener_s {
     ngx_queue_t                queue;
     void                     (*notify)(ngx_pty_listener_t *l);
     void                     (*shutdown)(ngx_pty_listener_t *l);
+    void                     (*quit)(ngx_pty_listener_t *l);   /* or NULL */
     void                      *data;
 };
 
@@ -86,6 +87,7 @@ struct ngx_pty_session_s {
     const char                *kill_detail;   /* NULL: the wait status */
 
     unsigned                   owner:1;
+    unsigned                   pinned:1;    /* the worker's exit walks it */
     unsigned                   exited:1;
     unsigned                   eof:1;
     unsigned                   closed:1;
@@ -155,6 +157,7 @@ typedef struct {
 
 void ngx_pty_sessions_stat(ngx_pty_sessions_stat_t *st);
 void ngx_pty_sessions_shutdown(ngx_cycle_t *cycle);
+void ngx_pty_sessions_quit(void);
 void ngx_pty_sessions_wake(ngx_int_t slot);
 void ngx_pty_sessions_adopt_orphans(void);
 void ngx_pty_sessions_terminate_all(ngx_log_t *log);

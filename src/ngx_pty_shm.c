@@ -673,6 +673,32 @@ ngx_pty_inbox_put(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
 }
 
 
+ngx_int_t
+ngx_pty_inbox_unshift(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
+    const u_char *data)
+{
+    size_t  need;
+
+    need = sizeof(ngx_pty_inbox_t) + ngx_align(rec->len, 8);
+
+    if (s->inbox_len + need > s->inbox_size) {
+        return (s->inbox_len + need > s->inbox_max) ? NGX_DECLINED
+                                                    : NGX_AGAIN;
+    }
+
+    if (s->inbox_len) {
+        ngx_memmove(s->inbox + need, s->inbox, s->inbox_len);
+    }
+
+    ngx_memcpy(s->inbox, rec, sizeof(ngx_pty_inbox_t));
+    ngx_memcpy(s->inbox + sizeof(ngx_pty_inbox_t), data, rec->len);
+
+    s->inbox_len += need;
+
+    return NGX_OK;
+}
+
+
 /*
  * Makes the inbox hold need more bytes.  The slab mutex is never taken
  * under the session lock (the master takes them the other way round on

@@ -335,6 +335,9 @@ ngx_uint_t ngx_pty_pid_alive(ngx_pid_t pid);
  */
 ngx_int_t ngx_pty_inbox_put(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
     const u_char *data);
+/* the same at the inbox's head: input a worker hands over at its exit */
+ngx_int_t ngx_pty_inbox_unshift(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
+    const u_char *data);
 /* caller holds no lock; NGX_ERROR: the zone is full */
 ngx_int_t ngx_pty_inbox_grow(ngx_pty_session_sh_t *s, size_t need);
 /* an inbox larger than this is given back once drained */
