@@ -53,6 +53,8 @@ static char *ngx_pty_sandbox(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_pty_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static ngx_int_t ngx_pty_init_process(ngx_cycle_t *cycle);
 static void ngx_pty_exit_process(ngx_cycle_t *cycle);
+static ngx_int_t ngx_pty_merge_caps(ngx_conf_t *cf, ngx_pty_loc_conf_t *prev,
+    ngx_pty_loc_conf_t *conf);
 static void ngx_pty_exit_master(ngx_cycle_t *cycle);
 
 
@@ -341,6 +343,20 @@ static ngx_command_t  ngx_pty_commands[] = {
       offsetof(ngx_pty_loc_conf_t, command),
       NULL },
 
+    { ngx_string("pty_max_cells"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, max_cells),
+      &ngx_pty_positive_bounds },
+
+    { ngx_string("pty_session_max_memory"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, session_max_memory),
+      NULL },
+
     { ngx_string("pty_max_sessions"),
       NGX_PTY_LOC|NGX_CONF_TAKE1,
       ngx_conf_set_num_slot,
@@ -622,6 +638,8 @@ ngx_pty_create_loc_conf(ngx_conf_t *cf)
     plcf->allow = NGX_CONF_UNSET_PTR;
     plcf->deny = NGX_CONF_UNSET_PTR;
     plcf->max_sessions = NGX_CONF_UNSET_UINT;
+    plcf->max_cells = NGX_CONF_UNSET_UINT;
+    plcf->session_max_memory = NGX_CONF_UNSET_SIZE;
     plcf->idle_timeout = NGX_CONF_UNSET_MSEC;
     plcf->max_age = NGX_CONF_UNSET_MSEC;
     plcf->env = NGX_CONF_UNSET_PTR;
@@ -698,6 +716,13 @@ ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_msec_value(conf->closed_linger, prev->closed_linger,
                               300000);
 
+    ngx_conf_merge_uint_value(conf->max_cells, prev->max_cells,
+                              NGX_PTY_MAX_CELLS);
+
+    if (ngx_pty_merge_caps(cf, prev, conf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     if (conf->ring_size < 64 * 1024) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"pty_ring_size\" must be at least 64k");
@@ -741,6 +766,56 @@ ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * pty_max_cells bounds the sizes this location may set; pty_session_max_memory
+ * bounds a session's rings and inbox in the zone: the scrollback and the
+ * inbox get their sizes, the frame ring what is left.  Unset, the memory cap
+ * is 8m, or what the location's own ring, scrollback and inbox sizes need.
+ */
+static ngx_int_t
+ngx_pty_merge_caps(ngx_conf_t *cf, ngx_pty_loc_conf_t *prev,
+    ngx_pty_loc_conf_t *conf)
+{
+    size_t  fixed, ring;
+
+    if (conf->handler == NGX_PTY_HANDLER_API
+        && conf->api_cols * conf->api_rows > conf->max_cells)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"pty_api_cols\" x \"pty_api_rows\" must not "
+                           "exceed \"pty_max_cells\" %ui", conf->max_cells);
+        return NGX_ERROR;
+    }
+
+    conf->inbox_max = ngx_max(2 * conf->input_max + 1024, 64 * 1024);
+    fixed = conf->scroll_size + conf->inbox_max;
+
+    ngx_conf_merge_size_value(conf->session_max_memory,
+                              prev->session_max_memory,
+                              ngx_max(NGX_PTY_SESSION_MEMORY,
+                                      fixed + ngx_align(conf->ring_size,
+                                                        NGX_PTY_RING_ALIGN)));
+
+    if (conf->session_max_memory < fixed + 64 * 1024) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"pty_session_max_memory\" must be at least "
+                           "\"pty_scrollback_size\" + 2 x \"pty_input_max\" "
+                           "+ 64k (%uz)", fixed + 64 * 1024);
+        return NGX_ERROR;
+    }
+
+    ring = (conf->session_max_memory - fixed)
+           & ~((size_t) NGX_PTY_RING_ALIGN - 1);
+
+    conf->ring_capped = (ring < ngx_max(conf->ring_max_size,
+                                        conf->ring_size));
+    conf->ring_max_size = ngx_min(conf->ring_max_size, ring);
+    conf->ring_size = ngx_min(conf->ring_size, ring);
+
+    return NGX_OK;
 }
 
 

@@ -29,6 +29,8 @@
 #define NGX_PTY_ID_LEN         36          /* UUID text form */
 #define NGX_PTY_LABEL_MAX      128
 #define NGX_PTY_MAX_SIZE       1024        /* cols and rows */
+#define NGX_PTY_MAX_CELLS      100000      /* pty_max_cells: 500 x 200 */
+#define NGX_PTY_SESSION_MEMORY (8 * 1024 * 1024)
 #define NGX_PTY_READ_CHUNK     16384       /* one Output frame at most */
 #define NGX_PTY_RANGE_MAX      (1 << 22)   /* uids in pty_user_range */
 
@@ -133,6 +135,10 @@ typedef struct {
 
     /* session limits */
     ngx_uint_t                 max_sessions;   /* 0: no cap */
+    ngx_uint_t                 max_cells;      /* cols x rows */
+    size_t                     session_max_memory;
+    size_t                     inbox_max;      /* derived from input_max */
+    ngx_uint_t                 ring_capped;    /* by session_max_memory */
     ngx_msec_t                 idle_timeout;   /* 0: none */
     ngx_msec_t                 max_age;        /* 0: none */
 

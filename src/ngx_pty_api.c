@@ -92,6 +92,8 @@ static ngx_int_t ngx_pty_api_body(ngx_http_request_t *r, ngx_buf_t **bp);
 static ngx_int_t ngx_pty_api_start(ngx_http_request_t *r, json_t *req);
 static ngx_int_t ngx_pty_api_start_command(ngx_http_request_t *r,
     json_t *req, ngx_str_t *command);
+static ngx_int_t ngx_pty_api_too_large(ngx_http_request_t *r,
+    ngx_uint_t cols, ngx_uint_t rows);
 static ngx_int_t ngx_pty_api_start_wait(ngx_http_request_t *r,
     ngx_pty_session_t *s, ngx_msec_t timeout, ngx_str_t *wait_for);
 static ngx_int_t ngx_pty_api_write(ngx_http_request_t *r, json_t *req);
@@ -512,6 +514,10 @@ ngx_pty_api_start(ngx_http_request_t *r, json_t *req)
                                "integers in 1..1024");
     }
 
+    if (st.cols * st.rows > plcf->max_cells) {
+        return ngx_pty_api_too_large(r, st.cols, st.rows);
+    }
+
     msg = ngx_pty_api_wait_args(r, req, NGX_PTY_API_START_WAIT, &wait_for,
                                 &timeout, &code);
     if (msg) {
@@ -540,6 +546,29 @@ ngx_pty_api_start(ngx_http_request_t *r, json_t *req)
     s->sh->loc_tag = tag;
 
     return ngx_pty_api_start_wait(r, s, timeout, &wait_for);
+}
+
+
+/* every worker's screen model of the session costs cols x rows cells */
+static ngx_int_t
+ngx_pty_api_too_large(ngx_http_request_t *r, ngx_uint_t cols,
+    ngx_uint_t rows)
+{
+    u_char              *msg;
+    ngx_pty_loc_conf_t  *plcf;
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_pty_module);
+
+    msg = ngx_pnalloc(r->pool, 128);
+    if (msg == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_sprintf(msg, "\"cols\" x \"rows\" (%uix%ui = %ui cells) is above "
+                "the limit of %ui cells (pty_max_cells)%Z",
+                cols, rows, cols * rows, plcf->max_cells);
+
+    return ngx_pty_api_bad(r, "size_too_large", (char *) msg);
 }
 
 

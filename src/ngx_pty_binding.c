@@ -63,6 +63,7 @@ static void ngx_pty_binding_writable(ngx_pty_ws_t *ws);
 static void ngx_pty_binding_closed(ngx_pty_ws_t *ws);
 static void ngx_pty_binding_notify(ngx_pty_listener_t *l);
 static void ngx_pty_binding_shutdown(ngx_pty_listener_t *l);
+static void ngx_pty_binding_quit(ngx_pty_listener_t *l);
 static ngx_int_t ngx_pty_binding_envelope(ngx_pty_client_t *cl, json_t *msg,
     json_t **id);
 static const char *ngx_pty_binding_envelope_keys(json_t *msg);
@@ -73,7 +74,6 @@ static void ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg,
     json_t *id);
 static u_char *ngx_pty_binding_head(u_char *p, const char *op, json_t *id);
 static ngx_int_t ngx_pty_binding_lagged(ngx_pty_client_t *cl);
-static ngx_int_t ngx_pty_binding_closed_copy(ngx_pty_client_t *cl);
 static ngx_uint_t ngx_pty_binding_more(ngx_pty_client_t *cl);
 static ngx_int_t ngx_pty_binding_cache_join(ngx_pty_client_t *cl);
 static void ngx_pty_binding_cache_leave(ngx_pty_client_t *cl);
@@ -142,6 +142,7 @@ ngx_pty_binding_attach(ngx_http_request_t *r, ngx_pty_session_sh_t *sh)
 
     cl->listener.notify = ngx_pty_binding_notify;
     cl->listener.shutdown = ngx_pty_binding_shutdown;
+    cl->listener.quit = ngx_pty_binding_quit;
     cl->listener.data = cl;
     ngx_pty_session_listen(cl->session, &cl->listener);
 
@@ -185,7 +186,13 @@ ngx_pty_binding_message(ngx_pty_ws_t *ws, u_char *data, size_t len)
 
     op = json_string_value(json_object_get(msg, "op"));
 
-    if (ngx_strncmp(op, "pty.", 4) == 0) {
+    if (cl->ws.close_sent) {
+        /* a quitting worker's goodbye is out: only input is still taken */
+        if (ngx_strcmp(op, "pty.session_input") == 0) {
+            ngx_pty_ext_dispatch(cl, msg, op, id);
+        }
+
+    } else if (ngx_strncmp(op, "pty.", 4) == 0) {
         ngx_pty_ext_dispatch(cl, msg, op, id);
 
     } else if (ngx_strcmp(op, "ping") == 0) {
@@ -923,11 +930,12 @@ ngx_pty_binding_lagged(ngx_pty_client_t *cl)
 
 
 /*
- * The session's Closed was among the frames a lagged client skipped: a
- * copy targeted at it follows its Keyframe, so that it too gets exactly
- * one Closed, and its sequences only grow.
+ * The session's Closed was among the frames a lagged client skipped, or
+ * before where a late joiner's walk starts: a copy targeted at it follows
+ * its Keyframe, so that it too gets exactly one Closed, and its sequences
+ * only grow.
  */
-static ngx_int_t
+ngx_int_t
 ngx_pty_binding_closed_copy(ngx_pty_client_t *cl)
 {
     u_char                 buf[NGX_PTY_CLOSED_MAX];
@@ -1064,6 +1072,29 @@ ngx_pty_binding_stop(ngx_pty_client_t *cl)
 }
 
 
+/*
+ * This worker is told to quit for a reload: the client is told to
+ * reconnect, and what it sends until it answers the close (its input
+ * typed before it heard) still goes to the terminal.  The close's linger
+ * timer keeps the worker for that, 2 s at most.  A stop is left to the
+ * exit, which sends Closed.
+ */
+static void
+ngx_pty_binding_quit(ngx_pty_listener_t *l)
+{
+    ngx_pty_client_t  *cl = l->data;
+
+    if (ngx_pty_instance_stopping() || cl->ws.close_sent || cl->ws.finished)
+    {
+        return;
+    }
+
+    cl->ws.read_after_close = 1;
+    ngx_pty_binding_goodbye(cl, "server_shutdown",
+                            "reconnect with replay_from");
+}
+
+
 /* this worker exits: say so, send what fits, and go */
 static void
 ngx_pty_binding_shutdown(ngx_pty_listener_t *l)
@@ -1073,6 +1104,17 @@ ngx_pty_binding_shutdown(ngx_pty_listener_t *l)
     ngx_connection_t  *c;
 
     c = cl->ws.connection;
+
+    /*
+     * Input the client sent before it could hear of the exit: it goes to
+     * the terminal or the inbox now, not with the socket
+     */
+    ngx_pty_ws_read_pending(&cl->ws);
+
+    if (cl->ws.finished) {
+        ngx_http_run_posted_requests(c);
+        return;
+    }
 
     if (ngx_pty_instance_stopping()) {
         ngx_pty_binding_stop(cl);

@@ -84,6 +84,7 @@ ngx_uint_t ngx_pty_binding_log(ngx_pty_client_t *cl,
     ngx_pty_client_log_e which, ngx_uint_t level);
 ngx_int_t ngx_pty_binding_send_frame(ngx_pty_client_t *cl,
     ngx_pty_frame_t *f);
+ngx_int_t ngx_pty_binding_closed_copy(ngx_pty_client_t *cl);
 
 
 #endif /* _NGX_PTY_BINDING_H_INCLUDED_ */

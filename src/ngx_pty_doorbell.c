@@ -105,6 +105,9 @@ ngx_pty_doorbell_init(ngx_cycle_t *cycle)
     c->read->handler = ngx_pty_doorbell_handler;
     c->read->log = cycle->log;
     c->write->log = cycle->log;
+
+    /* nginx calls idle connections when the worker is told to quit */
+    c->idle = 1;
     ngx_pty_bell = c;
 
     if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
@@ -399,6 +402,13 @@ ngx_pty_doorbell_handler(ngx_event_t *rev)
     c = rev->data;
     wake = 0;
     orphans = 0;
+
+    if (c->close) {
+        /* a graceful quit (reload): the doorbell stays until the exit */
+        c->close = 0;
+        c->idle = 0;
+        ngx_pty_sessions_quit();
+    }
 
     for ( ;; ) {
         n = ngx_pty_doorbell_recv(c, buf, sizeof(buf));

@@ -24,6 +24,7 @@ typedef struct {
     ngx_uint_t                 first_controller;
     ngx_uint_t                 downgraded;
     ngx_pty_frame_t           *ra;           /* its RoleAssigned */
+    ngx_uint_t                 closed_copy;  /* ended, Closed not walked */
     u_char                     reason[96];   /* of a downgrade */
 } ngx_pty_ext_join_t;
 
@@ -46,6 +47,8 @@ static void ngx_pty_ext_join_refused(ngx_pty_client_t *cl, json_t *id,
     ngx_pty_ext_admit_e rc);
 static ngx_uint_t ngx_pty_ext_cursor_locked(ngx_pty_client_t *cl,
     ngx_pty_ext_join_t *j);
+static ngx_uint_t ngx_pty_ext_closed_ahead(ngx_pty_ring_t *ring,
+    uint64_t off);
 static void ngx_pty_ext_joined(ngx_pty_client_t *cl, json_t *id,
     ngx_pty_ext_join_t *j, ngx_uint_t out_of_range);
 static void ngx_pty_ext_leave(ngx_pty_client_t *cl, json_t *id);
@@ -59,6 +62,8 @@ static void ngx_pty_ext_request_role(ngx_pty_client_t *cl, json_t *payload,
     json_t *id);
 static void ngx_pty_ext_request_keyframe(ngx_pty_client_t *cl, json_t *id);
 static void ngx_pty_ext_keyframe_handler(ngx_event_t *ev);
+static ngx_int_t ngx_pty_ext_cells(ngx_pty_client_t *cl, json_t *id,
+    ngx_uint_t cols, ngx_uint_t rows);
 static ngx_pty_frame_t *ngx_pty_ext_role_frame(ngx_pty_client_t *cl,
     ngx_uint_t downgraded, const char *reason);
 static ngx_pty_frame_t *ngx_pty_ext_membership_locked(
@@ -216,6 +221,31 @@ ngx_pty_ext_size(json_t *payload, const char *name, ngx_uint_t *v,
 }
 
 
+/* a size the screen models may take (pty_max_cells); refused here if not */
+static ngx_int_t
+ngx_pty_ext_cells(ngx_pty_client_t *cl, json_t *id, ngx_uint_t cols,
+    ngx_uint_t rows)
+{
+    u_char  msg[128];
+
+    if (cols * rows <= cl->conf->max_cells) {
+        return NGX_OK;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, cl->ws.connection->log, 0,
+                  "pty: client c-%uD asked for %uix%ui on session pty-%ui, "
+                  "above \"pty_max_cells\" %ui", cl->client_id, cols, rows,
+                  cl->session->sh->name, cl->conf->max_cells);
+
+    ngx_sprintf(msg, "cols x rows (%ui) is above the server's limit of "
+                "%ui cells%Z", cols * rows, cl->conf->max_cells);
+
+    ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST, (char *) msg);
+
+    return NGX_ERROR;
+}
+
+
 static ngx_int_t
 ngx_pty_ext_role(ngx_pty_client_t *cl, json_t *role, json_t *id,
     ngx_uint_t *want)
@@ -339,6 +369,12 @@ ngx_pty_ext_join_args(ngx_pty_client_t *cl, json_t *msg, json_t *id,
                               "join_session needs {role, cols?, rows?, "
                               "client_label?} with sizes in 1..1024 and a "
                               "label of at most 128 characters");
+        return NGX_ERROR;
+    }
+
+    if (j->cols && j->rows
+        && ngx_pty_ext_cells(cl, id, j->cols, j->rows) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -466,6 +502,7 @@ ngx_pty_ext_cursor_locked(ngx_pty_client_t *cl, ngx_pty_ext_join_t *j)
 
     first = ngx_pty_ring_first_seq(sh->ring);
     cl->cursor = ngx_pty_ring_find(sh->ring, ra_seq);
+    j->closed_copy = (sh->state >= NGX_PTY_STATE_CLOSED);
 
     if (j->replay == NULL || !json_is_integer(j->replay)) {
         return 0;
@@ -475,10 +512,28 @@ ngx_pty_ext_cursor_locked(ngx_pty_client_t *cl, ngx_pty_ext_join_t *j)
 
     if (from < ra_seq && (from + 1 >= first)) {
         cl->cursor = ngx_pty_ring_find(sh->ring, from);
+        j->closed_copy = j->closed_copy
+                         && !ngx_pty_ext_closed_ahead(sh->ring, cl->cursor);
         return 0;
     }
 
     return 1;
+}
+
+
+/* whether a broadcast Closed lies on the walk from off */
+static ngx_uint_t
+ngx_pty_ext_closed_ahead(ngx_pty_ring_t *ring, uint64_t off)
+{
+    ngx_pty_frame_t  *f;
+
+    while ((f = ngx_pty_ring_read(ring, &off)) != NULL) {
+        if (f->kind == NGX_PTY_FRAME_CLOSED && f->target == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -515,6 +570,12 @@ ngx_pty_ext_joined(ngx_pty_client_t *cl, json_t *id, ngx_pty_ext_join_t *j,
     }
 
     cl->last_keyframe_request = ngx_current_msec;
+
+    /* a late joiner too learns how the session ended */
+    if (j->closed_copy && ngx_pty_binding_closed_copy(cl) != NGX_OK) {
+        ngx_pty_ws_finalize(&cl->ws);
+        return;
+    }
 
     ngx_pty_binding_pull(cl);
 }
@@ -574,6 +635,9 @@ ngx_pty_ext_remove_member(ngx_pty_client_t *cl, uint64_t *seq)
     ngx_pty_shm_unlock(sh);
 
     ngx_pty_session_notify(cl->session);
+
+    /* the last of an ended session's members is gone */
+    ngx_pty_session_settle(cl->session);
 
     if (last && cl->conf->terminate_on_last_controller) {
         ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
@@ -714,6 +778,10 @@ ngx_pty_ext_resize(ngx_pty_client_t *cl, json_t *payload, json_t *id)
     {
         ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST,
                               "session_resize needs {cols, rows} in 1..1024");
+        return;
+    }
+
+    if (ngx_pty_ext_cells(cl, id, cols, rows) != NGX_OK) {
         return;
     }
 

@@ -37,6 +37,7 @@ static ngx_rbtree_t       ngx_pty_local;
 static ngx_rbtree_node_t  ngx_pty_local_sentinel;
 static ngx_uint_t         ngx_pty_adopting;
 static ngx_uint_t         ngx_pty_adopt_again;
+static ngx_uint_t         ngx_pty_walking;   /* views must not go now */
 
 
 static ngx_pty_session_t *ngx_pty_session_new(ngx_pty_session_sh_t *sh,
@@ -86,6 +87,9 @@ static void ngx_pty_session_store(ngx_pty_session_t *s, u_char *buf,
     size_t n);
 static void ngx_pty_session_stored(ngx_pty_session_t *s, size_t got,
     ngx_uint_t urgent);
+static ngx_pty_session_t *ngx_pty_session_lookup(ngx_pty_session_sh_t *sh);
+static ngx_uint_t ngx_pty_sessions_reclaim(void);
+static void ngx_pty_session_hand_over(ngx_pty_session_t *s);
 
 
 static void
@@ -111,8 +115,7 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 
     sh = ngx_pty_shm_session_create(log, st->command, st->command_len,
                                     st->cols, st->rows, plcf->scroll_size,
-                                    ngx_max(2 * plcf->input_max + 1024,
-                                            64 * 1024));
+                                    plcf->inbox_max);
     if (sh == NULL) {
         return NULL;
     }
@@ -130,6 +133,7 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     sh->terminate_on_last_controller = plcf->terminate_on_last_controller;
     ngx_pty_ring_limits(sh, plcf->params.replay_buffer_frames,
                         plcf->ring_size, plcf->ring_max_size);
+    sh->ring->capped = plcf->ring_capped;
 
     sh->idle_timeout = plcf->idle_timeout;
     sh->max_age = plcf->max_age;
@@ -501,13 +505,12 @@ ngx_pty_session_new(ngx_pty_session_sh_t *sh, ngx_log_t *log)
 }
 
 
-/* the local view of a shared session, made on first use */
-ngx_pty_session_t *
-ngx_pty_session_get(ngx_pty_session_sh_t *sh)
+/* this worker's view of a shared session, if it has one */
+static ngx_pty_session_t *
+ngx_pty_session_lookup(ngx_pty_session_sh_t *sh)
 {
     ngx_rbtree_key_t    key;
     ngx_rbtree_node_t  *node, *sentinel;
-    ngx_pty_session_t  *s;
 
     ngx_pty_local_init();
 
@@ -517,19 +520,30 @@ ngx_pty_session_get(ngx_pty_session_sh_t *sh)
 
     while (node != sentinel) {
         if (key == node->key) {
-            s = (ngx_pty_session_t *) node;
-            goto found;
+            return (ngx_pty_session_t *) node;
         }
 
         node = (key < node->key) ? node->left : node->right;
     }
 
-    s = ngx_pty_session_new(sh, ngx_cycle->log);
-    if (s == NULL) {
-        return NULL;
-    }
+    return NULL;
+}
 
-found:
+
+/* the local view of a shared session, made on first use */
+ngx_pty_session_t *
+ngx_pty_session_get(ngx_pty_session_sh_t *sh)
+{
+    ngx_pty_session_t  *s;
+
+    s = ngx_pty_session_lookup(sh);
+
+    if (s == NULL) {
+        s = ngx_pty_session_new(sh, ngx_cycle->log);
+        if (s == NULL) {
+            return NULL;
+        }
+    }
 
     if (!s->owner && sh->state < NGX_PTY_STATE_CLOSED
         && (sh->keeper > 0 || sh->owner != 0)
@@ -546,7 +560,7 @@ found:
 void
 ngx_pty_session_put(ngx_pty_session_t *s)
 {
-    if (s->owner || !ngx_queue_empty(&s->listeners)) {
+    if (s->owner || s->pinned || !ngx_queue_empty(&s->listeners)) {
         return;
     }
 
@@ -672,7 +686,8 @@ ngx_pty_session_append(ngx_pty_session_t *s, ngx_uint_t kind,
                       len, s->sh->name,
                       s->sh->ring->grow_failed
                       ? "the size in \"pty_zone\""
-                      : "\"pty_ring_max_size\"");
+                      : s->sh->ring->capped ? "\"pty_session_max_memory\""
+                                            : "\"pty_ring_max_size\"");
         return NULL;
     }
 
@@ -1403,7 +1418,8 @@ ngx_pty_session_keyframe(ngx_pty_session_t *s, uint32_t target)
                       "session pty-%ui; raise %s",
                       len, sh->name,
                       sh->ring->grow_failed ? "the size in \"pty_zone\""
-                                            : "\"pty_ring_max_size\"");
+                      : sh->ring->capped ? "\"pty_session_max_memory\""
+                                         : "\"pty_ring_max_size\"");
         return NULL;
     }
 
@@ -1411,6 +1427,7 @@ ngx_pty_session_keyframe(ngx_pty_session_t *s, uint32_t target)
         s->frames_since_keyframe = 0;
         s->output_since_keyframe = 0;
         s->last_keyframe = ngx_current_msec;
+        s->keyframe_anchor = s->screen_seq;
     }
 
     ngx_pty_session_notify(s);
@@ -1650,6 +1667,14 @@ ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
 
     ngx_pty_session_fold(s, (size_t) -1);
 
+    /*
+     * The final screen in a Keyframe: once nobody is joined, the ring is
+     * cut down to it and Closed (ngx_pty_session_settle)
+     */
+    if (s->screen && sh->last_output > s->keyframe_anchor) {
+        (void) ngx_pty_session_keyframe(s, 0);
+    }
+
     len = ngx_pty_closed_json(buf, sizeof(buf), reason, exit_code, detail);
 
     ngx_pty_ring_reserve(sh, len, 0);
@@ -1661,6 +1686,7 @@ ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
         sh->state = NGX_PTY_STATE_CLOSED;
         sh->exit_code = exit_code;
         sh->closed_reason = reason;
+        sh->closed_at = ngx_pty_now_ms();
     }
 
     ngx_pty_shm_unlock(sh);
@@ -1683,6 +1709,27 @@ ngx_pty_session_close(ngx_pty_session_t *s, ngx_uint_t reason,
 
     /* the record stays for late readers of the exit code and replay */
     ngx_add_timer(&s->linger, s->closed_linger);
+
+    ngx_pty_session_settle(s);
+}
+
+
+void
+ngx_pty_session_settle(ngx_pty_session_t *s)
+{
+    ngx_uint_t             idle;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = s->sh;
+
+    ngx_pty_shm_lock(sh);
+    idle = (sh->state == NGX_PTY_STATE_CLOSED
+            && ngx_queue_empty(&sh->members));
+    ngx_pty_shm_unlock(sh);
+
+    if (idle) {
+        ngx_pty_shm_session_compact(sh);
+    }
 }
 
 
@@ -1736,6 +1783,10 @@ ngx_pty_session_linger_handler(ngx_event_t *ev)
 
     s = ev->data;
 
+    if (ev->timer_set) {
+        ngx_del_timer(ev);
+    }
+
     ngx_pty_shm_session_unlink(s->sh);
 
     s->owner = 0;
@@ -1766,8 +1817,8 @@ ngx_pty_sessions_shutdown(ngx_cycle_t *cycle)
         node = ngx_rbtree_min(ngx_pty_local.root, ngx_pty_local.sentinel);
         s = (ngx_pty_session_t *) node;
 
-        /* pinned: the last listener leaving must not free it under us */
-        s->owner = 1;
+        /* the last listener leaving must not free it under us */
+        s->pinned = 1;
 
         while (!ngx_queue_empty(&s->listeners)) {
             q = ngx_queue_head(&s->listeners);
@@ -1788,12 +1839,121 @@ ngx_pty_sessions_shutdown(ngx_cycle_t *cycle)
             s->ctl = NULL;
         }
 
+        if (s->owner) {
+            ngx_pty_session_hand_over(s);
+        }
+
         if (s->sh->owner == ngx_pid) {
             s->sh->owner = 0;
         }
 
         ngx_pty_session_free(s);
     }
+}
+
+
+/*
+ * The worker is told to quit (a reload, or nginx -s quit): before its exit
+ * hands the sessions over, its listeners may say goodbye and still take
+ * what their clients sent until they answer (ngx_pty_binding_quit).
+ */
+void
+ngx_pty_sessions_quit(void)
+{
+    ngx_queue_t         *q, *next;
+    ngx_rbtree_node_t   *node;
+    ngx_pty_session_t   *s;
+    ngx_pty_listener_t  *l;
+
+    if (ngx_pty_local.root == NULL
+        || ngx_pty_local.root == ngx_pty_local.sentinel)
+    {
+        return;
+    }
+
+    ngx_pty_walking++;
+
+    for (node = ngx_rbtree_min(ngx_pty_local.root, ngx_pty_local.sentinel);
+         node;
+         node = ngx_rbtree_next(&ngx_pty_local, node))
+    {
+        s = (ngx_pty_session_t *) node;
+
+        /* a listener leaving here must not free the view under the walk */
+        s->pinned = 1;
+
+        for (q = ngx_queue_head(&s->listeners);
+             q != ngx_queue_sentinel(&s->listeners);
+             q = next)
+        {
+            next = ngx_queue_next(q);
+            l = ngx_queue_data(q, ngx_pty_listener_t, queue);
+
+            if (l->quit) {
+                l->quit(l);
+            }
+        }
+    }
+
+    ngx_pty_walking--;
+}
+
+
+/*
+ * Input this worker took but the terminal did not yet: it goes to the
+ * head of the inbox, ahead of what other workers queued since (they came
+ * later), for the next owner to write.
+ */
+static void
+ngx_pty_session_hand_over(ngx_pty_session_t *s)
+{
+    ssize_t                n;
+    ngx_int_t              rc;
+    ngx_pty_inbox_t        rec;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = s->sh;
+
+    if (s->input_len && s->pty) {
+        n = write(s->pty->fd, s->input, s->input_len);
+
+        if (n > 0) {
+            ngx_memmove(s->input, s->input + n, s->input_len - n);
+            s->input_len -= n;
+        }
+    }
+
+    if (s->input_len == 0 || s->closed) {
+        return;
+    }
+
+    ngx_memzero(&rec, sizeof(ngx_pty_inbox_t));
+    rec.type = NGX_PTY_INBOX_INPUT;
+    rec.len = (uint32_t) s->input_len;
+
+    for ( ;; ) {
+        ngx_pty_shm_lock(sh);
+        rc = ngx_pty_inbox_unshift(sh, &rec, s->input);
+        ngx_pty_shm_unlock(sh);
+
+        if (rc != NGX_AGAIN
+            || ngx_pty_inbox_grow(sh, sizeof(ngx_pty_inbox_t)
+                                      + ngx_align(rec.len, 8))
+               != NGX_OK)
+        {
+            break;
+        }
+    }
+
+    if (rc != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, s->log, 0,
+                      "pty: %uz bytes of input to session pty-%ui are lost "
+                      "with this worker's exit: no room in its inbox",
+                      s->input_len, sh->name);
+        return;
+    }
+
+    s->input_len = 0;
 }
 
 
@@ -1815,6 +1975,7 @@ ngx_pty_session_sh_terminate(ngx_pty_session_sh_t *sh, ngx_log_t *log)
     (void) ngx_pty_ring_append(sh, NGX_PTY_FRAME_CLOSED, 0, buf, len);
     sh->state = NGX_PTY_STATE_CLOSED;
     sh->closed_reason = NGX_PTY_CLOSED_INSTANCE_TERMINATED;
+    sh->closed_at = ngx_pty_now_ms();
 
     ngx_log_error(NGX_LOG_INFO, log, 0,
                   "pty: session pty-%ui closed: instance_terminated",
@@ -1875,6 +2036,8 @@ ngx_pty_instance_started(void)
     if (zone) {
         ngx_pty_generation = zone->sh->generation;
     }
+
+    ngx_pty_shm_set_reclaim(ngx_pty_sessions_reclaim);
 }
 
 
@@ -2135,11 +2298,24 @@ ngx_pty_session_forward(ngx_pty_session_t *s, ngx_pty_inbox_t *rec,
     }
 
     if (owner == 0 || !ngx_pty_pid_alive(owner)) {
-        if (ngx_pty_session_adopt(s) == NGX_OK) {
-            ngx_pty_session_drain_inbox(s);
+        if (ngx_exiting || ngx_quit || ngx_terminate) {
+            /* the worker that adopts it drains the inbox */
+            return NGX_OK;
         }
 
-        return NGX_OK;
+        rc = ngx_pty_session_adopt(s);
+
+        if (rc == NGX_OK) {
+            ngx_pty_session_drain_inbox(s);
+            return NGX_OK;
+        }
+
+        if (rc != NGX_DECLINED) {
+            return NGX_OK;
+        }
+
+        /* another worker took it over meanwhile: it must look */
+        owner = sh->owner;
     }
 
     ngx_pty_doorbell_wake_slot(sh, ngx_pty_doorbell_slot_of(owner));
@@ -2315,11 +2491,20 @@ ngx_pty_sessions_wake(ngx_int_t slot)
 
     node = ngx_rbtree_min(ngx_pty_local.root, ngx_pty_local.sentinel);
 
+    ngx_pty_walking++;
+
     while (node) {
         next = ngx_rbtree_next(&ngx_pty_local, node);
         s = (ngx_pty_session_t *) node;
 
         if (ngx_pty_mask_take(&s->sh->wake_mask, slot)) {
+            if (s->owner && s->closed
+                && s->sh->state == NGX_PTY_STATE_GONE)
+            {
+                /* forgotten for room in the zone: its linger is over */
+                ngx_add_timer(&s->linger, 0);
+            }
+
             if (s->owner) {
                 ngx_pty_session_drain_inbox(s);
             }
@@ -2329,6 +2514,52 @@ ngx_pty_sessions_wake(ngx_int_t slot)
 
         node = next;
     }
+
+    ngx_pty_walking--;
+}
+
+
+/*
+ * The zone is too full for a live session: the ended session that ended
+ * first is forgotten (ngx_pty_shm_forget_oldest), its rings given back at
+ * once, and the view that holds its record, the owner's, dropped: here,
+ * or by the owner when its doorbell rings.  1: something was given back.
+ */
+static ngx_uint_t
+ngx_pty_sessions_reclaim(void)
+{
+    ngx_pid_t              owner;
+    ngx_pty_session_t     *s;
+    ngx_pty_session_sh_t  *sh;
+
+    if (ngx_pty_shm_forget_oldest(&sh) != NGX_OK) {
+        return 0;
+    }
+
+    if (sh == NULL) {
+        return 1;
+    }
+
+    ngx_pty_shm_session_strip(sh);
+
+    s = ngx_pty_session_lookup(sh);
+    owner = sh->owner;
+
+    if (s && s->owner && s->closed) {
+        if (ngx_pty_walking) {
+            ngx_add_timer(&s->linger, 0);
+
+        } else {
+            ngx_pty_session_linger_handler(&s->linger);
+        }
+
+    } else if (owner != ngx_pid && ngx_pty_pid_alive(owner)) {
+        ngx_pty_doorbell_wake_slot(sh, ngx_pty_doorbell_slot_of(owner));
+    }
+
+    ngx_pty_shm_session_release(sh);
+
+    return 1;
 }
 
 

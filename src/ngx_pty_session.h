@@ -33,6 +33,7 @@ struct ngx_pty_listener_s {
     ngx_queue_t                queue;
     void                     (*notify)(ngx_pty_listener_t *l);
     void                     (*shutdown)(ngx_pty_listener_t *l);
+    void                     (*quit)(ngx_pty_listener_t *l);   /* or NULL */
     void                      *data;
 };
 
@@ -77,6 +78,7 @@ struct ngx_pty_session_s {
     ngx_flag_t                 terminate_on_last_controller;
     ngx_msec_t                 closed_linger;
     ngx_uint_t                 frames_since_keyframe;
+    uint64_t                   keyframe_anchor;  /* of the last broadcast */
     ngx_msec_t                 last_keyframe;
     ngx_msec_t                 idle_timeout;
     ngx_msec_t                 max_age;
@@ -88,6 +90,7 @@ struct ngx_pty_session_s {
     const char                *kill_detail;   /* NULL: the wait status */
 
     unsigned                   owner:1;
+    unsigned                   pinned:1;    /* the worker's exit walks it */
     unsigned                   exited:1;
     unsigned                   eof:1;
     unsigned                   closed:1;
@@ -129,6 +132,9 @@ ngx_int_t ngx_pty_session_request_keyframe(ngx_pty_session_t *s,
     uint32_t target);
 ngx_int_t ngx_pty_session_kill(ngx_pty_session_t *s, ngx_uint_t reason);
 
+/* an ended session that nobody is joined to any more gives memory back */
+void ngx_pty_session_settle(ngx_pty_session_t *s);
+
 #define NGX_PTY_DETAIL_LAST_CONTROLLER                                        \
     "last_controller_left: terminate_on_last_controller"
 
@@ -156,6 +162,7 @@ typedef struct {
 
 void ngx_pty_sessions_stat(ngx_pty_sessions_stat_t *st);
 void ngx_pty_sessions_shutdown(ngx_cycle_t *cycle);
+void ngx_pty_sessions_quit(void);
 void ngx_pty_sessions_wake(ngx_int_t slot);
 void ngx_pty_sessions_adopt_orphans(void);
 void ngx_pty_sessions_terminate_all(ngx_log_t *log);

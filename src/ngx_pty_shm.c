@@ -8,7 +8,13 @@
 #include "ngx_pty_util.h"
 
 
-static ngx_pty_zone_t  ngx_pty_zone;
+static ngx_pty_zone_t          ngx_pty_zone;
+static ngx_pty_shm_reclaim_pt  ngx_pty_shm_reclaimer;
+
+/* what an ended session's compacted ring has room for besides what it
+ * keeps: a late joiner's RoleAssigned and MembershipChanged */
+#define NGX_PTY_RING_SPARE     512
+#define NGX_PTY_SCROLL_MIN     64
 
 
 static void ngx_pty_scroll_reserve(ngx_pty_session_sh_t *s, size_t scroll);
@@ -123,14 +129,18 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
 
     scroll = ngx_min(scroll_size, NGX_PTY_SCROLL_INITIAL);
 
-    ngx_shmtx_lock(&shpool->mutex);
+    for ( ;; ) {
+        ngx_shmtx_lock(&shpool->mutex);
 
-    s = ngx_slab_calloc_locked(shpool, sizeof(ngx_pty_session_sh_t));
-    ring = ngx_slab_alloc_locked(shpool, NGX_PTY_RING_INITIAL);
-    sc = ngx_slab_alloc_locked(shpool, scroll);
-    p = ngx_slab_alloc_locked(shpool, len + 1);
+        s = ngx_slab_calloc_locked(shpool, sizeof(ngx_pty_session_sh_t));
+        ring = ngx_slab_alloc_locked(shpool, NGX_PTY_RING_INITIAL);
+        sc = ngx_slab_alloc_locked(shpool, scroll);
+        p = ngx_slab_alloc_locked(shpool, len + 1);
 
-    if (s == NULL || ring == NULL || sc == NULL || p == NULL) {
+        if (s && ring && sc && p) {
+            break;
+        }
+
         if (s) {
             ngx_slab_free_locked(shpool, s);
         }
@@ -148,6 +158,11 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
         }
 
         ngx_shmtx_unlock(&shpool->mutex);
+
+        /* ended sessions give way to a new one */
+        if (ngx_pty_shm_reclaim(NULL)) {
+            continue;
+        }
 
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "pty: shared zone is full, cannot create a session; "
@@ -340,6 +355,19 @@ ngx_pty_shm_session_retain(ngx_pty_session_sh_t *s)
 }
 
 
+static void
+ngx_pty_shm_unlink_locked(ngx_pty_session_sh_t *s)
+{
+    if (s->state != NGX_PTY_STATE_GONE) {
+        ngx_rbtree_delete(&ngx_pty_zone.sh->rbtree, &s->node);
+        ngx_rbtree_delete(&ngx_pty_zone.sh->names, &s->name_node);
+        ngx_queue_remove(&s->queue);
+        ngx_pty_zone.sh->live--;
+        s->state = NGX_PTY_STATE_GONE;
+    }
+}
+
+
 /* takes the session out of the tables: no new lookups find it */
 void
 ngx_pty_shm_session_unlink(ngx_pty_session_sh_t *s)
@@ -349,13 +377,155 @@ ngx_pty_shm_session_unlink(ngx_pty_session_sh_t *s)
     shpool = ngx_pty_zone.shpool;
 
     ngx_shmtx_lock(&shpool->mutex);
+    ngx_pty_shm_unlink_locked(s);
+    ngx_shmtx_unlock(&shpool->mutex);
+}
 
-    if (s->state != NGX_PTY_STATE_GONE) {
-        ngx_rbtree_delete(&ngx_pty_zone.sh->rbtree, &s->node);
-        ngx_rbtree_delete(&ngx_pty_zone.sh->names, &s->name_node);
-        ngx_queue_remove(&s->queue);
-        ngx_pty_zone.sh->live--;
-        s->state = NGX_PTY_STATE_GONE;
+
+void
+ngx_pty_shm_set_reclaim(ngx_pty_shm_reclaim_pt handler)
+{
+    ngx_pty_shm_reclaimer = handler;
+}
+
+
+/* 1: an ended session gave its memory back, try again; only for live ones */
+ngx_uint_t
+ngx_pty_shm_reclaim(ngx_pty_session_sh_t *s)
+{
+    if (ngx_pty_shm_reclaimer == NULL
+        || (s && s->state >= NGX_PTY_STATE_CLOSED))
+    {
+        return 0;
+    }
+
+    return ngx_pty_shm_reclaimer();
+}
+
+
+void *
+ngx_pty_shm_alloc(ngx_pty_session_sh_t *s, size_t size)
+{
+    void  *p;
+
+    for ( ;; ) {
+        p = ngx_slab_alloc(ngx_pty_zone.shpool, size);
+
+        if (p != NULL || !ngx_pty_shm_reclaim(s)) {
+            return p;
+        }
+    }
+}
+
+
+ngx_int_t
+ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh)
+{
+    ngx_uint_t             name;
+    ngx_queue_t           *q;
+    ngx_slab_pool_t       *shpool;
+    ngx_pty_session_sh_t  *s, *old;
+
+    shpool = ngx_pty_zone.shpool;
+    old = NULL;
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    for (q = ngx_queue_head(&ngx_pty_zone.sh->sessions);
+         q != ngx_queue_sentinel(&ngx_pty_zone.sh->sessions);
+         q = ngx_queue_next(q))
+    {
+        s = ngx_queue_data(q, ngx_pty_session_sh_t, queue);
+
+        if (s->state == NGX_PTY_STATE_CLOSED
+            && (old == NULL || s->closed_at < old->closed_at))
+        {
+            old = s;
+        }
+    }
+
+    if (old == NULL) {
+        ngx_shmtx_unlock(&shpool->mutex);
+        return NGX_DECLINED;
+    }
+
+    name = old->name;
+    ngx_pty_shm_unlink_locked(old);
+
+    if (old->refs == 0) {
+        /* no worker has a view of it: its owner exited while it lingered */
+        ngx_pty_shm_free_locked(shpool, old);
+        old = NULL;
+
+    } else {
+        (void) ngx_atomic_fetch_add(&old->refs, 1);
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                  "pty: ended session pty-%ui forgotten before its "
+                  "pty_closed_linger: the shared zone is full; raise the "
+                  "size in \"pty_zone\"", name);
+
+    *sh = old;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The rings of a forgotten session go at once, not with its last view:
+ * readers find them empty and unable to grow.  A session whose lock is
+ * held right now keeps them until its record goes.
+ */
+void
+ngx_pty_shm_session_strip(ngx_pty_session_sh_t *s)
+{
+    u_char           *ring, *sc, *inbox;
+    ngx_slab_pool_t  *shpool;
+
+    if (!ngx_atomic_cmp_set(&s->lock, 0, ngx_pid)) {
+        return;
+    }
+
+    ring = s->ring->data;
+    s->ring->data = NULL;
+    s->ring->size = 0;
+    s->ring->tail = s->ring->head;
+    s->ring->frames = 0;
+    s->ring->grow_to = 0;
+    s->ring->max_size = 0;
+    s->ring->grow_failed = 1;
+
+    sc = s->scroll->data;
+    s->scroll->data = NULL;
+    s->scroll->size = 0;
+    s->scroll->max_size = 0;
+    s->scroll->grow_failed = 1;
+
+    inbox = s->inbox;
+    s->inbox = NULL;
+    s->inbox_size = 0;
+    s->inbox_len = 0;
+    s->inbox_max = 0;
+
+    ngx_pty_shm_unlock(s);
+
+    shpool = ngx_pty_zone.shpool;
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    if (ring) {
+        ngx_slab_free_locked(shpool, ring);
+    }
+
+    if (sc) {
+        ngx_slab_free_locked(shpool, sc);
+    }
+
+    if (inbox) {
+        ngx_slab_free_locked(shpool, inbox);
     }
 
     ngx_shmtx_unlock(&shpool->mutex);
@@ -394,8 +564,15 @@ ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool, ngx_pty_session_sh_t *s)
         ngx_slab_free_locked(shpool, m);
     }
 
-    ngx_slab_free_locked(shpool, s->ring->data);
-    ngx_slab_free_locked(shpool, s->scroll->data);
+    /* a forgotten session's were given back already */
+    if (s->ring->data) {
+        ngx_slab_free_locked(shpool, s->ring->data);
+    }
+
+    if (s->scroll->data) {
+        ngx_slab_free_locked(shpool, s->scroll->data);
+    }
+
     ngx_slab_free_locked(shpool, s->command);
 
     if (s->inbox) {
@@ -496,6 +673,32 @@ ngx_pty_inbox_put(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
 }
 
 
+ngx_int_t
+ngx_pty_inbox_unshift(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
+    const u_char *data)
+{
+    size_t  need;
+
+    need = sizeof(ngx_pty_inbox_t) + ngx_align(rec->len, 8);
+
+    if (s->inbox_len + need > s->inbox_size) {
+        return (s->inbox_len + need > s->inbox_max) ? NGX_DECLINED
+                                                    : NGX_AGAIN;
+    }
+
+    if (s->inbox_len) {
+        ngx_memmove(s->inbox + need, s->inbox, s->inbox_len);
+    }
+
+    ngx_memcpy(s->inbox, rec, sizeof(ngx_pty_inbox_t));
+    ngx_memcpy(s->inbox + sizeof(ngx_pty_inbox_t), data, rec->len);
+
+    s->inbox_len += need;
+
+    return NGX_OK;
+}
+
+
 /*
  * Makes the inbox hold need more bytes.  The slab mutex is never taken
  * under the session lock (the master takes them the other way round on
@@ -518,7 +721,7 @@ ngx_pty_inbox_grow(ngx_pty_session_sh_t *s, size_t need)
     size = ngx_min(size, s->inbox_max);
     ngx_pty_shm_unlock(s);
 
-    p = ngx_slab_alloc(shpool, size);
+    p = ngx_pty_shm_alloc(s, size);
     if (p == NULL) {
         return NGX_ERROR;
     }
@@ -564,7 +767,7 @@ ngx_pty_shm_member_add(ngx_pty_session_sh_t *s, uint32_t client_id,
 {
     ngx_pty_member_t  *m;
 
-    m = ngx_slab_alloc(ngx_pty_zone.shpool, sizeof(ngx_pty_member_t));
+    m = ngx_pty_shm_alloc(s, sizeof(ngx_pty_member_t));
     if (m == NULL) {
         return NULL;
     }
@@ -712,8 +915,11 @@ ngx_pty_ring_warn(ngx_pty_session_sh_t *s, ngx_uint_t zone)
 
     ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                   "pty: session pty-%ui keeps fewer than %uD frames "
-                  "(replay_buffer_frames): the ring reached "
-                  "\"pty_ring_max_size\"", s->name, s->ring->min_frames);
+                  "(replay_buffer_frames): the ring reached %s",
+                  s->name, s->ring->min_frames,
+                  s->ring->capped ? "what \"pty_session_max_memory\" "
+                                    "leaves it"
+                                  : "\"pty_ring_max_size\"");
 }
 
 
@@ -830,7 +1036,7 @@ ngx_pty_ring_reserve(ngx_pty_session_sh_t *s, size_t len, size_t scroll)
     {
         size = ring->size;
 
-        data = ngx_slab_alloc(shpool, size * 2);
+        data = ngx_pty_shm_alloc(s, size * 2);
 
         ngx_pty_shm_lock(s);
 
@@ -888,7 +1094,7 @@ ngx_pty_scroll_reserve(ngx_pty_session_sh_t *s, size_t scroll)
         size = ngx_min(size * 2, sc->max_size);
     } while (size < sc->max_size && sc->head + scroll > size);
 
-    data = ngx_slab_alloc(shpool, size);
+    data = ngx_pty_shm_alloc(s, size);
 
     if (data == NULL) {
         sc->grow_failed = 1;
@@ -1099,4 +1305,208 @@ ngx_pty_scroll_read(ngx_pty_scroll_t *sc, uint64_t *off, u_char *buf,
     }
 
     return total;
+}
+
+
+/*
+ * Where an ended session's ring starts to matter to a late reader: its
+ * newest broadcast Keyframe (the final screen: the owner makes one before
+ * Closed when the screen changed since the last), else its Closed, else
+ * nothing.  Caller holds the session lock.
+ */
+static uint64_t
+ngx_pty_ring_keep(ngx_pty_ring_t *ring)
+{
+    uint64_t          off, at, kf, closed;
+    ngx_pty_frame_t  *f;
+
+    kf = ring->head;
+    closed = ring->head;
+    off = ring->tail;
+
+    for ( ;; ) {
+        f = ngx_pty_ring_read(ring, &off);
+
+        if (f == NULL) {
+            break;
+        }
+
+        /* ring_read skipped pads: the record starts where it ends */
+        at = off - ngx_pty_ring_need(f->len);
+
+        if (f->target != 0) {
+            continue;
+        }
+
+        if (f->kind == NGX_PTY_FRAME_KEYFRAME) {
+            kf = at;
+
+        } else if (f->kind == NGX_PTY_FRAME_CLOSED && closed == ring->head) {
+            closed = at;
+        }
+    }
+
+    return (kf < closed) ? kf : closed;
+}
+
+
+/*
+ * The smallest ring that holds the records from off on at their logical
+ * offsets (no record may cross its end) and a late joiner's frames.
+ */
+static size_t
+ngx_pty_ring_fit(ngx_pty_ring_t *ring, uint64_t from)
+{
+    size_t            size, n;
+    uint64_t          off;
+    ngx_pty_frame_t  *f;
+
+    size = 256;
+
+    while (size < ring->head - from + NGX_PTY_RING_SPARE) {
+        size *= 2;
+    }
+
+again:
+
+    if (size >= ring->size) {
+        return ring->size;
+    }
+
+    for (off = from; off < ring->head; off += n) {
+        f = (ngx_pty_frame_t *) (ring->data + off % ring->size);
+        n = ngx_pty_ring_need(f->len);
+
+        if (off % size + n > size) {
+            size *= 2;
+            goto again;
+        }
+    }
+
+    return size;
+}
+
+
+static void
+ngx_pty_ring_compact(ngx_pty_session_sh_t *s)
+{
+    u_char           *data, *old;
+    size_t            size, cur, n;
+    uint64_t          from, head, off;
+    ngx_pty_ring_t   *ring;
+    ngx_pty_frame_t  *f;
+
+    ring = s->ring;
+
+    ngx_pty_shm_lock(s);
+
+    cur = ring->size;
+    head = ring->head;
+    from = (cur && ring->data) ? ngx_pty_ring_keep(ring) : head;
+    size = cur ? ngx_pty_ring_fit(ring, from) : 0;
+
+    ngx_pty_shm_unlock(s);
+
+    if (size >= cur) {
+        return;
+    }
+
+    data = ngx_slab_alloc(ngx_pty_zone.shpool, size);
+    if (data == NULL) {
+        return;
+    }
+
+    ngx_pty_shm_lock(s);
+
+    old = data;
+
+    /* a joiner's frames came meanwhile: it is looked at again later */
+    if (ring->head == head && ring->size == cur && ring->tail <= from) {
+
+        ring->frames = 0;
+
+        for (off = from; off < head; off += n) {
+            f = (ngx_pty_frame_t *) (ring->data + off % cur);
+            n = ngx_pty_ring_need(f->len);
+            ngx_memcpy(data + off % size, f, n);
+            ring->frames += (f->kind != NGX_PTY_FRAME_PAD);
+        }
+
+        old = ring->data;
+        ring->data = data;
+        ring->size = size;
+        ring->tail = from;
+    }
+
+    ngx_pty_shm_unlock(s);
+
+    ngx_slab_free(ngx_pty_zone.shpool, old);
+}
+
+
+/* the scrollback keeps what the API reader has not taken (nor re-reads) */
+static void
+ngx_pty_scroll_compact(ngx_pty_session_sh_t *s)
+{
+    u_char            *data, *old;
+    size_t             size, cur, n;
+    uint64_t           from, head, off;
+    ngx_pty_scroll_t  *sc;
+
+    sc = s->scroll;
+
+    ngx_pty_shm_lock(s);
+
+    cur = sc->size;
+    head = sc->head;
+    from = ngx_min(s->api_cursor, s->api_line);
+
+    if (head > cur && from < head - cur) {
+        from = head - cur;
+    }
+
+    ngx_pty_shm_unlock(s);
+
+    size = ngx_max(ngx_align(head - from, NGX_PTY_SCROLL_MIN),
+                   NGX_PTY_SCROLL_MIN);
+
+    if (size >= cur) {
+        return;
+    }
+
+    data = ngx_slab_alloc(ngx_pty_zone.shpool, size);
+    if (data == NULL) {
+        return;
+    }
+
+    ngx_pty_shm_lock(s);
+
+    old = data;
+
+    if (sc->head == head && sc->size == cur
+        && ngx_min(s->api_cursor, s->api_line) >= from)
+    {
+        for (off = from; off < head; off += n) {
+            n = ngx_min(head - off, cur - off % cur);
+            n = ngx_min(n, size - off % size);
+            ngx_memcpy(data + off % size, sc->data + off % cur, n);
+        }
+
+        old = sc->data;
+        sc->data = data;
+        sc->size = size;
+        sc->max_size = size;
+    }
+
+    ngx_pty_shm_unlock(s);
+
+    ngx_slab_free(ngx_pty_zone.shpool, old);
+}
+
+
+void
+ngx_pty_shm_session_compact(ngx_pty_session_sh_t *s)
+{
+    ngx_pty_ring_compact(s);
+    ngx_pty_scroll_compact(s);
 }

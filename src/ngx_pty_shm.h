@@ -69,6 +69,8 @@ struct ngx_pty_ring_s {
     uint64_t                   evicted;     /* frames evicted below min */
     uint32_t                   min_frames;  /* replay_buffer_frames */
     uint32_t                   grow_failed;
+    uint32_t                   capped;      /* max_size: by
+                                               pty_session_max_memory */
     u_char                    *data;
 };
 
@@ -147,6 +149,8 @@ struct ngx_pty_session_sh_s {
 
     ngx_int_t                  exit_code;     /* -1: unknown */
     ngx_uint_t                 closed_reason;
+    uint64_t                   closed_at;     /* unix ms: the oldest ended
+                                                 is forgotten first */
 
     uint64_t                   seq;           /* last assigned */
     uint64_t                   last_output;   /* seq of last Output/Resize */
@@ -293,6 +297,29 @@ void ngx_pty_shm_session_release(ngx_pty_session_sh_t *s);
 void ngx_pty_shm_session_unlink(ngx_pty_session_sh_t *s);
 
 /*
+ * Zone memory for a session, or for a new one (s NULL).  When the zone is
+ * full and the session is live, ended sessions give way: the reclaim
+ * handler (set by the session layer) forgets the one that ended first,
+ * and the allocation is tried again, until it succeeds or none is left.
+ */
+typedef ngx_uint_t (*ngx_pty_shm_reclaim_pt)(void);
+
+void ngx_pty_shm_set_reclaim(ngx_pty_shm_reclaim_pt handler);
+void *ngx_pty_shm_alloc(ngx_pty_session_sh_t *s, size_t size);
+ngx_uint_t ngx_pty_shm_reclaim(ngx_pty_session_sh_t *s);
+
+/*
+ * The ended session that ended first leaves the table before its linger
+ * is over.  NGX_DECLINED: there is none.  Otherwise *sh is NULL when it
+ * was freed at once, or the record, retained, when views of it remain.
+ */
+ngx_int_t ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh);
+/* gives a forgotten session's rings and inbox back to the zone */
+void ngx_pty_shm_session_strip(ngx_pty_session_sh_t *s);
+/* cuts an ended session's rings down to what a late reader gets */
+void ngx_pty_shm_session_compact(ngx_pty_session_sh_t *s);
+
+/*
  * The session spinlock holds its holder's pid: a worker killed while
  * holding it (SIGKILL, OOM) must not stall every other worker, so a
  * waiter that spun long checks the holder and takes the lock over from
@@ -310,6 +337,9 @@ ngx_uint_t ngx_pty_pid_alive(ngx_pid_t pid);
  * it is at inbox_max and full.
  */
 ngx_int_t ngx_pty_inbox_put(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
+    const u_char *data);
+/* the same at the inbox's head: input a worker hands over at its exit */
+ngx_int_t ngx_pty_inbox_unshift(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
     const u_char *data);
 /* caller holds no lock; NGX_ERROR: the zone is full */
 ngx_int_t ngx_pty_inbox_grow(ngx_pty_session_sh_t *s, size_t need);

@@ -602,7 +602,7 @@ ngx_pty_ws_frame(ngx_pty_ws_t *ws, ngx_uint_t fin, ngx_uint_t opcode,
         return ngx_pty_ws_control(ws, opcode, p, len);
     }
 
-    if (ws->close_sent) {
+    if (ws->close_sent && !ws->read_after_close) {
         return NGX_OK;          /* data after our close is dropped */
     }
 
@@ -1146,18 +1146,28 @@ ngx_pty_ws_flush(ngx_pty_ws_t *ws)
         goto again;
     }
 
-    if (c->write->timer_set) {
-        ngx_del_timer(c->write);
-    }
-
     if (ws->close_sent) {
         if (ws->close_received) {
             ngx_pty_ws_finalize(ws);
             return;
         }
 
-        /* give the peer a moment to answer our close */
-        ngx_add_timer(c->write, NGX_PTY_WS_LINGER);
+        /* give the peer a moment to answer our close, counted once */
+        if (!ws->lingering) {
+            ws->lingering = 1;
+
+            if (c->write->timer_set) {
+                ngx_del_timer(c->write);
+            }
+
+            ngx_add_timer(c->write, NGX_PTY_WS_LINGER);
+        }
+
+        return;
+    }
+
+    if (c->write->timer_set) {
+        ngx_del_timer(c->write);
     }
 
     return;
@@ -1283,6 +1293,17 @@ ngx_pty_ws_ping_handler(ngx_event_t *ev)
 
     ngx_add_timer(&ws->ping, ws->ping_interval
                              - (ngx_current_msec - ws->last_in));
+}
+
+
+void
+ngx_pty_ws_read_pending(ngx_pty_ws_t *ws)
+{
+    if (ws->finished || ws->close_sent) {
+        return;
+    }
+
+    ngx_pty_ws_read_handler(ws->request);
 }
 
 

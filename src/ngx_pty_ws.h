@@ -95,6 +95,8 @@ struct ngx_pty_ws_s {
 
     unsigned                   awaiting_pong:1;
     unsigned                   close_sent:1;
+    unsigned                   read_after_close:1;  /* data still taken */
+    unsigned                   lingering:1;         /* for the peer's close */
     unsigned                   close_received:1;
     unsigned                   finished:1;
     unsigned                   overflowed:1;
@@ -137,6 +139,8 @@ ngx_int_t ngx_pty_ws_queue_shared(ngx_pty_ws_t *ws, ngx_pty_ws_shared_t *sf);
 ngx_int_t ngx_pty_ws_reply(ngx_pty_ws_t *ws, u_char *data, size_t len);
 void ngx_pty_ws_close(ngx_pty_ws_t *ws, ngx_uint_t code, const char *reason);
 void ngx_pty_ws_flush(ngx_pty_ws_t *ws);
+/* takes in what the peer has sent and the socket holds (a worker's exit) */
+void ngx_pty_ws_read_pending(ngx_pty_ws_t *ws);
 void ngx_pty_ws_finalize(ngx_pty_ws_t *ws);
 
 ngx_int_t ngx_pty_utf8_valid(u_char *p, size_t len);
