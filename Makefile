@@ -37,11 +37,11 @@ all: deps $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
 deps:
 	@scripts/install-deps.sh
 
-$(TREE)/Makefile: config
+$(TREE)/objs/Makefile: config
 	@scripts/configure-nginx.sh "$(NGINX_SRC)" "$(TREE)" "$(CURDIR)" \
 	    "$(CC_OPT)" "$(LD_OPT)"
 
-$(MODULE): $(TREE)/Makefile $(SRCS)
+$(MODULE): $(TREE)/objs/Makefile $(SRCS)
 	$(MAKE) -C $(TREE) -f objs/Makefile modules
 	cp $(TREE)/objs/ngx_pty_module.so $@
 
