@@ -7,7 +7,10 @@
 #   make idle       10,000 idle sessions: memory per session, all usable
 #                   (IDLE_SESSIONS to change the number)
 #   make load       500 sessions, 2,000 clients, every frame checked
-#   make load       the multi-worker load test (t/bench/load.pl)
+#                   (the multi-worker load test, t/bench/load.pl)
+#   make soak       200 sessions, 1,000 clients, output and input for 2
+#                   minutes with a reload every 10 s: nothing lost, memory
+#                   flat (t/bench/soak.pl; SOAK_* to change it)
 #
 # Other nginx versions: make NGINX_SRC=/path/to/nginx-x.y.z NGINX_BIN=/path/to/nginx
 # (the module is then configured with --with-compat plus NGINX_CONFIGURE_FLAGS).
@@ -27,10 +30,10 @@ SRCS := ngx_pty_module.c $(wildcard src/*.c src/*.h) config
 UNIT_BINS := $(BUILD)/escape_test $(BUILD)/text_test $(BUILD)/screen_test
 TOOL_BINS := $(BUILD)/vtcompare $(BUILD)/screenbench
 BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench $(BUILD)/wsload $(BUILD)/wsfanout \
-              $(BUILD)/ptylat $(BUILD)/turns.so
+              $(BUILD)/ptylat $(BUILD)/turns.so $(BUILD)/wssoak
 TOOL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Isrc
 
-.PHONY: all deps run test unit bench idle load clean distclean
+.PHONY: all deps run test unit bench idle load soak clean distclean
 
 all: deps $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
 
@@ -76,6 +79,9 @@ $(BUILD)/wsbench: t/bench/wsbench.c t/bench/bench.h
 $(BUILD)/wsload: t/bench/wsload.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
+$(BUILD)/wssoak: t/bench/wssoak.c t/bench/bench.h
+	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
+
 $(BUILD)/wsfanout: t/bench/wsfanout.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
@@ -96,6 +102,9 @@ idle: all
 
 load: all $(BUILD)/wsload
 	perl t/bench/load.pl
+
+soak: all $(BUILD)/wssoak
+	perl t/bench/soak.pl
 
 clean:
 	rm -rf $(BUILD)/*.so $(UNIT_BINS) $(TOOL_BINS) $(BENCH_BINS) \
