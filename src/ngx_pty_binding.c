@@ -1089,6 +1089,23 @@ ngx_pty_binding_quit(ngx_pty_listener_t *l)
         return;
     }
 
+    /*
+     * What it sent before the goodbye goes first: once it reconnects, its
+     * next input reaches the terminal through another worker, and must
+     * not overtake what this one has not read yet
+     */
+    ngx_pty_ws_read_pending(&cl->ws);
+
+    if (cl->ws.finished) {
+        /* it went while being read: its close was posted */
+        ngx_http_run_posted_requests(cl->ws.connection);
+        return;
+    }
+
+    if (cl->ws.close_sent) {
+        return;
+    }
+
     cl->ws.read_after_close = 1;
     ngx_pty_binding_goodbye(cl, "server_shutdown",
                             "reconnect with replay_from");
