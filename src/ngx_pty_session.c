@@ -788,6 +788,8 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
 static ngx_int_t
 ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd, ngx_pid_t child)
 {
+    u_char            *local;
+    size_t             len;
     struct winsize     ws;
     ngx_connection_t  *c;
 
@@ -828,14 +830,28 @@ ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd, ngx_pid_t child)
         return NGX_ERROR;
     }
 
+    ngx_pty_session_notify(s);
+
+    /*
+     * What other workers asked for while the terminal was not open comes
+     * before what was typed here meanwhile: a worker that gave the session
+     * up put its unwritten input at the inbox's head, and it is older
+     */
+    local = s->input;
+    len = s->input_len;
+    s->input = NULL;
+    s->input_len = 0;
+
+    ngx_pty_session_drain_inbox(s);
+
+    if (local) {
+        (void) ngx_pty_session_input(s, local, len);
+        ngx_free(local);
+    }
+
     if (s->input_len) {
         ngx_post_event(c->write, &ngx_posted_events);
     }
-
-    ngx_pty_session_notify(s);
-
-    /* what other workers asked for while the terminal was not open */
-    ngx_pty_session_drain_inbox(s);
 
     return NGX_OK;
 }
@@ -1209,6 +1225,15 @@ ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
     }
 
     s->last_active = ngx_current_msec;
+
+    /*
+     * What other workers queued before goes first: after a reload a
+     * client's earlier input may still be in the inbox, put there by the
+     * worker it was on, when its next input comes here
+     */
+    if (s->sh->inbox_len && s->pty) {
+        ngx_pty_session_drain_inbox(s);
+    }
 
     /* before the terminal arrives from the keeper, input waits in order */
     if (s->input_len == 0 && s->pty) {
