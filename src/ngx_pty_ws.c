@@ -454,7 +454,8 @@ ngx_pty_ws_parse(ngx_pty_ws_t *ws)
             return NGX_ERROR;
         }
 
-        if (opcode < 8 && ws->msg_len + len > ws->max_message) {
+        /* msg_len <= max_message: a 64-bit len cannot wrap the sum */
+        if (opcode < 8 && len > ws->max_message - ws->msg_len) {
             ngx_pty_ws_close(ws, NGX_PTY_WS_CLOSE_TOO_BIG,
                              "message too big");
             return NGX_ERROR;
