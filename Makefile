@@ -110,7 +110,9 @@ ASAN_MODULE := $(BUILD)/asan/ngx_pty_module.so
 ASAN_CC_OPT := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                -fPIC -Wall -Wextra -Wno-maybe-uninitialized
 ASAN_LD_OPT := -fsanitize=address,undefined -Wl,-z,relro -Wl,-z,now -fPIC
-ASAN_TESTS  ?= -r t/
+# 72 instrumented workers on a small machine starve the keeper forker
+# past its deadline (an alert): that test runs in make test only
+ASAN_TESTS  ?= $(filter-out t/61-workers-many.t,$(wildcard t/*.t))
 
 $(ASAN_TREE)/Makefile: config
 	@scripts/configure-nginx.sh "$(NGINX_SRC)" "$(ASAN_TREE)" "$(CURDIR)" \
