@@ -194,6 +194,7 @@ struct ngx_pty_screen_s {
     u_char                        ascii;    /* G0-G3 given ASCII since reset */
     unsigned                      gl;
     unsigned                      vt_text;  /* libvterm must decode text */
+    unsigned                      vt_esc;   /* an ESC held back from it */
 
     /*
      * libvterm left behind by the model's own handling of text and CSI
@@ -3321,10 +3322,33 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
 }
 
 
+/*
+ * libvterm 0.1.4 reads past the end of a write that starts with the \ of
+ * a string's ESC \ when the ESC ended the write before: an ESC that ends
+ * a write is held back and goes with the next byte.
+ */
 static void
 ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n)
 {
     size_t  k, j;
+    u_char  esc[2];
+
+    if (n && s->vt_esc) {
+        s->vt_esc = 0;
+        esc[0] = 0x1b;
+        esc[1] = p[0];
+
+        /* a second ESC makes the first one moot: it may go alone */
+        k = (p[0] == 0x1b) ? 0 : 1;
+        vterm_input_write(s->vt, (const char *) esc, 1 + k);
+        p += k;
+        n -= k;
+    }
+
+    if (n && p[n - 1] == 0x1b) {
+        s->vt_esc = 1;
+        n--;
+    }
 
     while (n) {
         k = n;
