@@ -1577,10 +1577,10 @@ test_fast_csi(void)
 }
 
 /*
- * libvterm 0.1.4 reads past a write that starts with the \ of a string's
- * ESC \ when the ESC ended the write before and the string had a C0
- * control: each piece is fed from the end of a page followed by one that
- * faults, so such a read crashes here.
+ * libvterm 0.1.4 reads past its input when the \ of a string's ESC \ is
+ * not right after the ESC in one write: across writes, or with a DEL or a
+ * C0 control in between.  Each piece is fed from the end of a page
+ * followed by one that faults, so such a read crashes here.
  */
 static void
 test_split_st(void)
@@ -1590,7 +1590,8 @@ test_split_st(void)
     ngx_pty_screen_t  *s;
     static const char *pieces[] = {
         "ab\x1b]0;x\r", "\x1b", "\\", "cd\x1b]2;y\ny\x1b", "\\",
-        "\x1bP\r\x1b", "\\", "ef", NULL
+        "\x1bP\r\x1b", "\\", "ef", "\x1b]0;t\x1b\x7f\\", "\x1b]0;t\x1b\r\\",
+        "\x1b]0;t\x1b", "\x1b\r\x7f", "\\gh", NULL
     };
 
     page = (size_t) sysconf(_SC_PAGESIZE);
