@@ -11,6 +11,10 @@
 #   make soak       200 sessions, 1,000 clients, output and input for 2
 #                   minutes with a reload every 10 s: nothing lost, memory
 #                   flat (t/bench/soak.pl; SOAK_* to change it)
+#   make test-asan  the module built with ASan and UBSan (build/asan/), the
+#                   suite run against it (ASAN_TESTS to choose the tests)
+#   make fuzz       the libFuzzer harnesses of t/fuzz, each run FUZZ_SECONDS
+#                   (default 60); needs clang (docs/FUZZING.md)
 #
 # Other nginx versions: make NGINX_SRC=/path/to/nginx-x.y.z NGINX_BIN=/path/to/nginx
 # (the module is then configured with --with-compat plus NGINX_CONFIGURE_FLAGS).
@@ -33,7 +37,8 @@ BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench $(BUILD)/wsload $(BUILD)/wsfanout
               $(BUILD)/ptylat $(BUILD)/turns.so $(BUILD)/wssoak
 TOOL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Isrc
 
-.PHONY: all deps run test unit bench idle load soak clean distclean
+.PHONY: all deps run test unit bench idle load soak clean distclean \
+        test-asan fuzz fuzz-build
 
 all: deps $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
 
@@ -106,9 +111,117 @@ load: all $(BUILD)/wsload
 soak: all $(BUILD)/wssoak
 	perl t/bench/soak.pl
 
+# ASan + UBSan: the module in its own tree, loaded into Debian's nginx with
+# the runtime preloaded (t/lib/Test/Nginx.pm, TEST_NGINX_ASAN)
+ASAN_TREE   := $(BUILD)/asan/nginx-src
+ASAN_MODULE := $(BUILD)/asan/ngx_pty_module.so
+# (-O1's flow analysis sees uninitialized use where -O2's does not)
+ASAN_CC_OPT := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+               -fPIC -Wall -Wextra -Wno-maybe-uninitialized
+ASAN_LD_OPT := -fsanitize=address,undefined -Wl,-z,relro -Wl,-z,now -fPIC
+# 72 instrumented workers on a small machine starve the keeper forker
+# past its deadline (an alert): that test runs in make test only
+ASAN_TESTS  ?= $(filter-out t/61-workers-many.t,$(wildcard t/*.t))
+
+$(ASAN_TREE)/objs/Makefile: config
+	@scripts/configure-nginx.sh "$(NGINX_SRC)" "$(ASAN_TREE)" "$(CURDIR)" \
+	    "$(ASAN_CC_OPT)" "$(ASAN_LD_OPT)"
+
+$(ASAN_MODULE): $(ASAN_TREE)/objs/Makefile $(SRCS)
+	$(MAKE) -C $(ASAN_TREE) -f objs/Makefile modules
+	cp $(ASAN_TREE)/objs/ngx_pty_module.so $@
+
+test-asan: all $(ASAN_MODULE)
+	TEST_NGINX_MODULE=$(CURDIR)/$(ASAN_MODULE) \
+	TEST_NGINX_ASAN=$$($(CC) -print-file-name=libasan.so) \
+	    prove $(ASAN_TESTS)
+
+# libFuzzer: harnesses in t/fuzz, seeds in t/fuzz/corpus/<name>; the
+# corpus a run grows stays in build/fuzz/corpus/<name>
+FUZZ_SECONDS ?= 60
+FUZZ_DIR    := $(BUILD)/fuzz
+FUZZ_TREE   := $(FUZZ_DIR)/nginx-src
+FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer \
+               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+               -Wall -Wextra -Werror -Isrc -It/fuzz -It/tools
+FUZZ_NGX_CC := -g -O1 -fno-omit-frame-pointer \
+               -fsanitize=fuzzer-no-link,address,undefined \
+               -fno-sanitize-recover=all -DNGX_PTY_FUZZ=1 -Wno-error
+FUZZ_PURE   := escape text screen
+FUZZ_NGX    := ws binding api
+FUZZ_BINS   := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_PURE) $(FUZZ_NGX))
+comma       := ,
+# the stand-ins each harness gives (t/fuzz/fuzz_env.h and the harness)
+FUZZ_WRAP   := -Wl,--wrap=ngx_http_finalize_request \
+               -Wl,--wrap=ngx_handle_write_event \
+               -Wl,--wrap=ngx_handle_read_event \
+               -Wl,--wrap=ngx_http_output_filter
+FUZZ_WRAP_SESSION := $(addprefix -Wl$(comma)--wrap=ngx_pty_session_,input \
+               resize request_keyframe notify kill unlisten)
+FUZZ_WRAP_binding := $(FUZZ_WRAP_SESSION)
+FUZZ_WRAP_api := $(addprefix -Wl$(comma)--wrap=ngx_pty_session_,input kill \
+               get put listen unlisten start screen_text) \
+               -Wl,--wrap=ngx_pty_sessions_stat -Wl,--wrap=ngx_http_send_header
+FUZZ_INCS   := $(addprefix -I$(FUZZ_TREE)/,src/core src/event \
+               src/event/modules src/os/unix objs src/http src/http/modules)
+
+$(FUZZ_TREE)/objs/nginx: config $(SRCS)
+	@scripts/install-deps.sh fuzz
+	@scripts/fuzz-nginx.sh "$(FUZZ_DIR)" "$(CURDIR)" "$(FUZZ_NGX_CC)"
+
+# nginx and the module as a library: main renamed, the harness's own copy
+# of a module file wins over the archive's
+$(FUZZ_DIR)/libngx.a: $(FUZZ_TREE)/objs/nginx
+	rm -f $@ $(FUZZ_DIR)/nginx.o
+	objcopy --redefine-sym main=ngx_fuzz_nginx_main \
+	    $(FUZZ_TREE)/objs/src/core/nginx.o $(FUZZ_DIR)/nginx.o
+	ar rcs $@ $(FUZZ_DIR)/nginx.o $(FUZZ_TREE)/objs/ngx_modules.o \
+	    $$(find $(FUZZ_TREE)/objs -name '*.o' ! -name nginx.o \
+	        ! -name ngx_modules.o | sort)
+
+$(FUZZ_DIR)/fuzz_escape: t/fuzz/fuzz_escape.c t/fuzz/fuzz.h src/ngx_pty_escape.c
+	@scripts/install-deps.sh fuzz
+	@mkdir -p $(FUZZ_DIR)
+	clang $(FUZZ_CFLAGS) -o $@ t/fuzz/fuzz_escape.c src/ngx_pty_escape.c
+
+$(FUZZ_DIR)/fuzz_text: t/fuzz/fuzz_text.c t/fuzz/fuzz.h src/ngx_pty_text.c
+	@scripts/install-deps.sh fuzz
+	@mkdir -p $(FUZZ_DIR)
+	clang $(FUZZ_CFLAGS) -o $@ t/fuzz/fuzz_text.c src/ngx_pty_text.c
+
+$(FUZZ_DIR)/fuzz_screen: t/fuzz/fuzz_screen.c t/fuzz/fuzz.h t/tools/vtref.c \
+    src/ngx_pty_screen.c
+	@scripts/install-deps.sh fuzz
+	@mkdir -p $(FUZZ_DIR)
+	clang $(FUZZ_CFLAGS) -o $@ t/fuzz/fuzz_screen.c t/tools/vtref.c \
+	    src/ngx_pty_screen.c -lvterm
+
+$(FUZZ_DIR)/fuzz_%: t/fuzz/fuzz_%.c t/fuzz/fuzz.h t/fuzz/fuzz_env.h \
+    $(FUZZ_DIR)/libngx.a
+	clang $(FUZZ_CFLAGS) -Wno-unused-parameter -DNGX_PTY_FUZZ=1 $(FUZZ_INCS) \
+	    -o $@ $< \
+	    $(FUZZ_WRAP) $(FUZZ_WRAP_$*) $(FUZZ_DIR)/libngx.a \
+	    -lvterm -ljansson -lsqlite3 -lutil -lpcre2-8 -lcrypt
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@for f in $(FUZZ_PURE) $(FUZZ_NGX); do \
+	    mkdir -p $(FUZZ_DIR)/corpus/$$f $(FUZZ_DIR)/crashes/$$f; \
+	    echo "fuzz_$$f: $(FUZZ_SECONDS) s"; \
+	    $(FUZZ_DIR)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) \
+	        -print_final_stats=1 $$(cat t/fuzz/fuzz_$$f.options 2>/dev/null) \
+	        -artifact_prefix=$(FUZZ_DIR)/crashes/$$f/ \
+	        $(FUZZ_DIR)/corpus/$$f t/fuzz/corpus/$$f \
+	        > $(FUZZ_DIR)/fuzz_$$f.log 2>&1 \
+	    || { tail -60 $(FUZZ_DIR)/fuzz_$$f.log; exit 1; }; \
+	    grep -E '^stat::(number_of_executed_units|peak_rss)|^#[0-9]+.*DONE' \
+	        $(FUZZ_DIR)/fuzz_$$f.log; \
+	done
+
 clean:
 	rm -rf $(BUILD)/*.so $(UNIT_BINS) $(TOOL_BINS) $(BENCH_BINS) \
-	    $(TREE)/objs/addon
+	    $(TREE)/objs/addon $(ASAN_MODULE) $(FUZZ_BINS)
 
 distclean:
 	rm -rf $(BUILD) demo

@@ -5,6 +5,8 @@
 #
 #   install-deps.sh          what the build and the tests need
 #   install-deps.sh demo     also npm, which fetches xterm.js for the demo page
+#   install-deps.sh fuzz     also clang (libFuzzer) and dpkg-dev (apt-get
+#                            source brings nginx's own sources), for make fuzz
 set -eu
 
 PKGS="make gcc perl nginx nginx-dev libvterm-dev libjansson-dev libpcre2-dev
@@ -16,6 +18,10 @@ missing=""
 
 if [ "${1:-}" = demo ] && ! command -v npm >/dev/null 2>&1; then
     missing="npm"
+fi
+
+if [ "${1:-}" = fuzz ]; then
+    PKGS="$PKGS clang dpkg-dev"
 fi
 
 for p in $PKGS; do

@@ -194,6 +194,7 @@ struct ngx_pty_screen_s {
     u_char                        ascii;    /* G0-G3 given ASCII since reset */
     unsigned                      gl;
     unsigned                      vt_text;  /* libvterm must decode text */
+    unsigned                      vt_esc;   /* an ESC held back from it */
 
     /*
      * libvterm left behind by the model's own handling of text and CSI
@@ -3321,8 +3322,9 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
 }
 
 
+/* libvterm puts a write's length times 4 on its stack: pieces of 4 KiB */
 static void
-ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n)
+ngx_pty_vt_chunks(ngx_pty_screen_t *s, const u_char *p, size_t n)
 {
     size_t  k, j;
 
@@ -3345,11 +3347,79 @@ ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n)
                     k--;
                 }
             }
+
+            /* and never right after an ESC (ngx_pty_vt_write) */
+            while (k > 1 && p[k - 1] == 0x1b) {
+                k--;
+            }
         }
 
         vterm_input_write(s->vt, (const char *) p, k);
         p += k;
         n -= k;
+    }
+}
+
+
+/*
+ * libvterm 0.1.4 reads past the end of its input when the \ of a string's
+ * ESC \ does not follow the ESC in the same write: across two writes, or
+ * with a NUL, DEL or C0 control in between (it copies (size_t) -1 bytes of
+ * the string, bounded by its buffer).  So an ESC never ends a write: it is
+ * held back, controls after it go ahead of it (libvterm acts on them the
+ * same either way), and it goes in one write with the byte after them.
+ */
+#define ngx_pty_vt_ahead(c)                                                   \
+    ((c) == 0x00 || (c) == 0x7f                                               \
+     || ((c) < 0x20 && (c) != 0x1b && (c) != 0x18 && (c) != 0x1a             \
+         && (c) != 0x07))
+
+static void
+ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n)
+{
+    size_t  k;
+    u_char  esc[2];
+
+    for ( ;; ) {
+        while (n && s->vt_esc) {
+            if (p[0] == 0x1b) {
+                /* ESC ESC: the first one is moot */
+                p++;
+                n--;
+                continue;
+            }
+
+            if (ngx_pty_vt_ahead(p[0])) {
+                vterm_input_write(s->vt, (const char *) p, 1);
+
+            } else {
+                esc[0] = 0x1b;
+                esc[1] = p[0];
+                vterm_input_write(s->vt, (const char *) esc, 2);
+                s->vt_esc = 0;
+            }
+
+            p++;
+            n--;
+        }
+
+        for (k = 0; k < n; k++) {
+            if (p[k] == 0x1b && (k + 1 == n || p[k + 1] == 0x1b
+                                 || ngx_pty_vt_ahead(p[k + 1])))
+            {
+                break;
+            }
+        }
+
+        ngx_pty_vt_chunks(s, p, k);
+
+        if (k == n) {
+            return;
+        }
+
+        s->vt_esc = 1;
+        p += k + 1;
+        n -= k + 1;
     }
 }
 

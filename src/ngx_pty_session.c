@@ -2139,7 +2139,9 @@ ngx_pty_session_screen_replay(ngx_pty_session_t *s, uint64_t *anchor)
         if (f->kind == NGX_PTY_FRAME_OUTPUT || f->kind == NGX_PTY_FRAME_RESIZE
             || (f->kind == NGX_PTY_FRAME_KEYFRAME && f->target == 0))
         {
-            p = ngx_cpymem(p, f, sizeof(ngx_pty_frame_t) + f->len);
+            /* 8-aligned for the header; the ring's records have room */
+            ngx_memcpy(p, f, sizeof(ngx_pty_frame_t) + f->len);
+            p += ngx_align(sizeof(ngx_pty_frame_t) + f->len, 8);
         }
     }
 
@@ -2157,7 +2159,9 @@ ngx_pty_session_screen_replay(ngx_pty_session_t *s, uint64_t *anchor)
 
     last = p;
 
-    for (p = copy; p < last; p += sizeof(ngx_pty_frame_t) + f->len) {
+    for (p = copy; p < last;
+         p += ngx_align(sizeof(ngx_pty_frame_t) + f->len, 8))
+    {
         f = (ngx_pty_frame_t *) p;
 
         if (f->kind == NGX_PTY_FRAME_OUTPUT) {

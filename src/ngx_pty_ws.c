@@ -666,8 +666,11 @@ ngx_pty_ws_frame(ngx_pty_ws_t *ws, ngx_uint_t fin, ngx_uint_t opcode,
             ws->msg_size = size;
         }
 
-        ngx_memcpy(ws->msg + ws->msg_len, p, len);
-        ws->msg_len += len;
+        if (len) {
+            /* empty fragments come before any buffer is allocated */
+            ngx_memcpy(ws->msg + ws->msg_len, p, len);
+            ws->msg_len += len;
+        }
 
         if (!fin) {
             return NGX_OK;

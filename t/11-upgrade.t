@@ -15,7 +15,7 @@ use Test::Nginx::Pty;
 use Test::Nginx::PtyWS qw(json_decode);
 
 my $t = pty_nginx(extra_loc => 'pty_ws_max_message 4k;');
-$t->plan(18)->run();
+$t->plan(20)->run();
 
 my $s = start_session($t, 'cat');
 my $path = $s->{attach_path};
@@ -76,6 +76,21 @@ is(($ws->wait_close(5))[0], 1007, 'invalid UTF-8: 1007');
 $ws = fresh();
 $ws->send_frame(opcode => 1, payload => 'x' x 5000);
 is(($ws->wait_close(5))[0], 1009, 'too big: 1009');
+
+# a 64-bit length that wraps the message's size round to a small one: the
+# limit still holds (the worker once unmasked far past its buffer)
+$ws = fresh();
+$ws->send_frame(opcode => 1, fin => 0, payload => 'x' x 9);
+$ws->send_raw("\x00\xff" . ("\xff" x 8) . "\x00\x00\x00\x00" . ('y' x 32));
+is(($ws->wait_close(5))[0], 1009, 'length wrapping the message size: 1009');
+
+# a message of empty fragments: nothing to copy (no pointer arithmetic on
+# a buffer not allocated yet, which UBSan reports under make test-asan)
+$ws = fresh();
+$ws->send_frame(opcode => 1, fin => 0, payload => '');
+$ws->send_frame(opcode => 0, fin => 1, payload => '');
+is($ws->recv_op('Error', 5)->{payload}{code}, 'INVALID_REQUEST',
+    'empty fragmented message: Error');
 
 $ws = fresh();
 $ws->send_frame(opcode => 1, rsv => 4, payload => '{}');

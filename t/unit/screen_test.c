@@ -18,6 +18,7 @@
 #include <string.h>
 #include <stdarg.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include "vtref.h"
 #include "ngx_pty_screen.h"
@@ -1575,6 +1576,48 @@ test_fast_csi(void)
     free(b.p);
 }
 
+/*
+ * libvterm 0.1.4 reads past its input when the \ of a string's ESC \ is
+ * not right after the ESC in one write: across writes, or with a DEL or a
+ * C0 control in between.  Each piece is fed from the end of a page
+ * followed by one that faults, so such a read crashes here.
+ */
+static void
+test_split_st(void)
+{
+    size_t             i, page;
+    u_char            *guard;
+    ngx_pty_screen_t  *s;
+    static const char *pieces[] = {
+        "ab\x1b]0;x\r", "\x1b", "\\", "cd\x1b]2;y\ny\x1b", "\\",
+        "\x1bP\r\x1b", "\\", "ef", "\x1b]0;t\x1b\x7f\\", "\x1b]0;t\x1b\r\\",
+        "\x1b]0;t\x1b", "\x1b\r\x7f", "\\gh", NULL
+    };
+
+    page = (size_t) sysconf(_SC_PAGESIZE);
+    guard = mmap(NULL, 2 * page, PROT_READ|PROT_WRITE,
+                 MAP_PRIVATE|MAP_ANONYMOUS, -1, 0);
+
+    if (guard == MAP_FAILED || mprotect(guard + page, page, PROT_NONE)) {
+        ok(0, "string terminator split across writes (mmap)");
+        return;
+    }
+
+    s = ngx_pty_screen_create(20, 4);
+
+    for (i = 0; pieces[i]; i++) {
+        memcpy(guard + page - strlen(pieces[i]), pieces[i],
+               strlen(pieces[i]));
+        ngx_pty_screen_feed(s, guard + page - strlen(pieces[i]),
+                            strlen(pieces[i]));
+    }
+
+    ok(1, "string terminator split across writes");
+
+    ngx_pty_screen_destroy(s);
+    munmap(guard, 2 * page);
+}
+
 
 int
 main(void)
@@ -1594,6 +1637,7 @@ main(void)
     test_fast_text();
     test_skip_lines();
     test_fast_csi();
+    test_split_st();
 
     if (access("/usr/bin/vim", X_OK) == 0) {
         test_capture("captured vim session (script)",

@@ -35,6 +35,11 @@ package Test::Nginx;
 #   TEST_NGINX_LEAVE           keep the test directory
 #   TEST_NGINX_CATLOG          print error.log at stop
 #   TEST_NGINX_USE_VALGRIND    run nginx under valgrind (timeouts x10)
+#   TEST_NGINX_ASAN            path of the ASan runtime to preload into nginx,
+#                              for a module built with the sanitizers (make
+#                              test-asan); their reports go to asan.PID and
+#                              ubsan.PID in the test directory, which the
+#                              log check reads (timeouts x3)
 
 use strict;
 use warnings;
@@ -100,9 +105,10 @@ sub _set_subreaper {
 
 sub verbose { return $ENV{TEST_NGINX_VERBOSE} }
 sub valgrind { return $ENV{TEST_NGINX_USE_VALGRIND} }
+sub asan { return $ENV{TEST_NGINX_ASAN} }
 
-# multiply deadlines under valgrind
-sub timeout_scale { return valgrind() ? 10 : 1 }
+# multiply deadlines under valgrind and the sanitizers
+sub timeout_scale { return valgrind() ? 10 : asan() ? 3 : 1 }
 
 sub vdiag { Test::More::diag(@_) if verbose() }
 
@@ -113,8 +119,9 @@ sub new {
     my ($class, %opts) = @_;
 
     my $dir = tempdir('nginx-test-XXXXXXXXXX', TMPDIR => 1, CLEANUP => 0);
-    # workers (nobody) read it; under valgrind their children log into it
-    chmod(valgrind() ? 01777 : 0755, $dir);
+    # workers (nobody) read it; under valgrind or the sanitizers they log
+    # into it
+    chmod(valgrind() || asan() ? 01777 : 0755, $dir);
 
     my $self = bless {
         _testdir      => $dir,
@@ -324,6 +331,9 @@ sub test_globals {
         push @g, "load_module $MODULE;";
     }
 
+    # a new binary (USR2) gets only the environment that env names
+    push @g, 'env LD_PRELOAD;', 'env ASAN_OPTIONS;', 'env UBSAN_OPTIONS;'
+        if asan();
     push @g, "pid $dir/nginx.pid;";
     push @g, "error_log $dir/error.log " . (verbose() ? 'debug' : 'notice') . ';';
     push @g, 'worker_processes ' . $self->_worker_count . ';'
@@ -428,6 +438,13 @@ sub run {
         open STDIN, '<', '/dev/null';
         open STDOUT, '>>', "$dir/stderr.log";
         open STDERR, '>>', "$dir/stderr.log";
+        if (asan()) {
+            # nginx itself is not instrumented: the runtime must come first;
+            # nginx's pools are freed by exit, not one by one: no leak check
+            $ENV{LD_PRELOAD} = asan();
+            $ENV{ASAN_OPTIONS} = "detect_leaks=0:log_path=$dir/asan";
+            $ENV{UBSAN_OPTIONS} = "print_stacktrace=1:log_path=$dir/ubsan";
+        }
         exec @cmd or do { print STDERR "exec $cmd[0]: $!\n"; POSIX::_exit(127) };
     }
 
@@ -772,7 +789,8 @@ sub _log_files {
     my $dir = $self->{_testdir};
     my @f = ('error.log', 'stderr.log');
     opendir my $d, $dir or return @f;
-    push @f, sort grep { /^valgrind\.\d+\.log$/ } readdir $d;
+    push @f, sort grep { /^(?:valgrind\.\d+\.log|(?:a|ub)san\.\d+)$/ }
+        readdir $d;
     closedir $d;
     return @f;
 }
