@@ -15,7 +15,7 @@ use Test::Nginx::Pty;
 use Test::Nginx::PtyWS qw(json_decode);
 
 my $t = pty_nginx(extra_loc => 'pty_ws_max_message 4k;');
-$t->plan(20)->run();
+$t->plan(21)->run();
 
 my $s = start_session($t, 'cat');
 my $path = $s->{attach_path};
@@ -77,12 +77,18 @@ $ws = fresh();
 $ws->send_frame(opcode => 1, payload => 'x' x 5000);
 is(($ws->wait_close(5))[0], 1009, 'too big: 1009');
 
-# a 64-bit length that wraps the message's size round to a small one: the
-# limit still holds (the worker once unmasked far past its buffer)
+# a 64-bit length that wraps the message's size round to a small one (the
+# worker once unmasked far past its buffer): its top bit is set, which RFC
+# 6455 forbids (1002); one just under that is over the limit (1009)
 $ws = fresh();
 $ws->send_frame(opcode => 1, fin => 0, payload => 'x' x 9);
 $ws->send_raw("\x00\xff" . ("\xff" x 8) . "\x00\x00\x00\x00" . ('y' x 32));
-is(($ws->wait_close(5))[0], 1009, 'length wrapping the message size: 1009');
+is(($ws->wait_close(5))[0], 1002, 'length wrapping the message size: 1002');
+$ws = fresh();
+$ws->send_frame(opcode => 1, fin => 0, payload => 'x' x 9);
+$ws->send_raw("\x00\xff\x7f" . ("\xff" x 7) . "\x00\x00\x00\x00"
+    . ('y' x 32));
+is(($ws->wait_close(5))[0], 1009, 'a huge length just under it: 1009');
 
 # a message of empty fragments: nothing to copy (no pointer arithmetic on
 # a buffer not allocated yet, which UBSan reports under make test-asan)
