@@ -42,6 +42,8 @@ static void ngx_pty_keeper_exec_failed(int err) ngx_pty_noreturn;
 static size_t ngx_pty_keeper_argv_size(ngx_pty_spawn_t *sp, uint32_t *argc);
 static u_char *ngx_pty_keeper_argv_put(u_char *p, ngx_pty_spawn_t *sp);
 static size_t ngx_pty_keeper_words_size(char **words, uint32_t *n);
+static u_char *ngx_pty_keeper_words_parse(u_char *p, u_char *last,
+    uint32_t n, char **words);
 static int ngx_pty_keeper_sandbox_parse(u_char *p, u_char *last, uint32_t n,
     ngx_pty_spawn_t *sp);
 static u_char *ngx_pty_keeper_argv_parse(u_char *p, u_char *last,
@@ -1904,12 +1906,24 @@ static int
 ngx_pty_keeper_sandbox_parse(u_char *p, u_char *last, uint32_t n,
     ngx_pty_spawn_t *sp)
 {
-    u_char       *s;
-    uint32_t      i;
     static char  *words[NGX_PTY_START_ARGV + 1];
 
+    sp->sandbox = words;
+
+    return ngx_pty_keeper_words_parse(p, last, n, words) ? 0 : -1;
+}
+
+
+/* n null-terminated words from p into words[], NULL-ended; the end or NULL */
+static u_char *
+ngx_pty_keeper_words_parse(u_char *p, u_char *last, uint32_t n,
+    char **words)
+{
+    u_char    *s;
+    uint32_t   i;
+
     if (n > NGX_PTY_START_ARGV) {
-        return -1;
+        return NULL;
     }
 
     for (i = 0; i < n; i++) {
@@ -1917,7 +1931,7 @@ ngx_pty_keeper_sandbox_parse(u_char *p, u_char *last, uint32_t n,
         p = ngx_strlchr(p, last, '\0');
 
         if (p == NULL) {
-            return -1;
+            return NULL;
         }
 
         words[i] = (char *) s;
@@ -1925,9 +1939,8 @@ ngx_pty_keeper_sandbox_parse(u_char *p, u_char *last, uint32_t n,
     }
 
     words[n] = NULL;
-    sp->sandbox = words;
 
-    return 0;
+    return p;
 }
 
 
@@ -1980,37 +1993,20 @@ static u_char *
 ngx_pty_keeper_argv_parse(u_char *p, u_char *last, uint32_t argc,
     ngx_pty_spawn_t *sp)
 {
-    u_char       *s;
-    uint32_t      i;
+    char         *path[2];
     static char  *argv[NGX_PTY_START_ARGV + 1];
 
-    if (argc > NGX_PTY_START_ARGV) {
+    /* the path, then the words */
+    p = ngx_pty_keeper_words_parse(p, last, 1, path);
+
+    if (p == NULL) {
         return NULL;
     }
 
-    /* the path, then the words */
-    for (i = 0; i <= argc; i++) {
-        s = p;
-        p = ngx_strlchr(p, last, '\0');
-
-        if (p == NULL) {
-            return NULL;
-        }
-
-        p++;
-
-        if (i == 0) {
-            sp->path = (char *) s;
-
-        } else {
-            argv[i - 1] = (char *) s;
-        }
-    }
-
-    argv[argc] = NULL;
+    sp->path = path[0];
     sp->argv = argv;
 
-    return p;
+    return ngx_pty_keeper_words_parse(p, last, argc, argv);
 }
 
 
@@ -2484,6 +2480,15 @@ ngx_pty_keeper_exec_failed(int err)
 static int
 ngx_pty_keeper_put(int ctl, uint32_t type, int32_t value, int fd)
 {
+    return ngx_pty_keeper_send(ctl, type, value, fd, 0);
+}
+
+
+/* a message, with a descriptor when fd is not -1 */
+int
+ngx_pty_keeper_send(int ctl, uint32_t type, int32_t value, int fd,
+    int flags)
+{
     struct iovec          iov;
     struct msghdr         mh;
     struct cmsghdr       *cm;
@@ -2515,5 +2520,6 @@ ngx_pty_keeper_put(int ctl, uint32_t type, int32_t value, int fd)
         ngx_memcpy(CMSG_DATA(cm), &fd, sizeof(int));
     }
 
-    return sendmsg(ctl, &mh, MSG_NOSIGNAL) == (ssize_t) sizeof(msg) ? 0 : -1;
+    return sendmsg(ctl, &mh, MSG_NOSIGNAL | flags) == (ssize_t) sizeof(msg)
+           ? 0 : -1;
 }

@@ -102,6 +102,10 @@ void ngx_pty_keeper_spawn_cancel(ngx_pty_keeper_req_t *req);
 void ngx_pty_keeper_spawn_flush(ngx_uint_t exiting);
 char **ngx_pty_keeper_env(ngx_pool_t *pool, ngx_array_t *extra);
 
+/* one message of the keepers' protocol, with a descriptor unless fd is -1 */
+int ngx_pty_keeper_send(int ctl, uint32_t type, int32_t value, int fd,
+    int flags);
+
 /* in the spawner: a spare keeper for a worker, with its users */
 ngx_pid_t ngx_pty_keeper_fork_spare(ngx_pty_creds_t *cr, ngx_socket_t *ctl,
     ngx_err_t *err);

@@ -94,7 +94,6 @@ static ngx_int_t ngx_pty_spawner_uid_take(ngx_uid_t *uid);
 static void ngx_pty_spawner_reaped(ngx_pid_t pid);
 static ngx_pid_t ngx_pty_spawner_sweep(ngx_uid_t uid);
 static void ngx_pty_spawner_mark_running(void);
-static int ngx_pty_spawner_put(int fd, uint32_t type, int32_t value, int pass);
 
 
 char *
@@ -408,8 +407,8 @@ ngx_pty_spawner_channel(ngx_log_t *log, ngx_pid_t nginx_pid)
         return (ngx_socket_t) -1;
     }
 
-    if (ngx_pty_spawner_put(ngx_pty_spawner_reg, NGX_PTY_SPAWNER_REGISTER,
-                            (int32_t) nginx_pid, sv[1])
+    if (ngx_pty_keeper_send(ngx_pty_spawner_reg, NGX_PTY_SPAWNER_REGISTER,
+                            (int32_t) nginx_pid, sv[1], MSG_DONTWAIT)
         == -1)
     {
         ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
@@ -686,8 +685,8 @@ ngx_pty_spawner_serve(ngx_pty_spawner_line_t *line)
     }
 
     if (n != (ssize_t) sizeof(msg) || msg.type != NGX_PTY_KEEPER_SPARE) {
-        return ngx_pty_spawner_put(line->fd, NGX_PTY_KEEPER_SPAWNED, -EINVAL,
-                                   -1);
+        return ngx_pty_keeper_send(line->fd, NGX_PTY_KEEPER_SPAWNED, -EINVAL,
+                                   -1, MSG_DONTWAIT);
     }
 
     sc = &ngx_pty_spawner_conf;
@@ -705,8 +704,8 @@ ngx_pty_spawner_serve(ngx_pty_spawner_line_t *line)
 
     if (sc->range) {
         if (ngx_pty_spawner_uid_take(&uid) != NGX_OK) {
-            return ngx_pty_spawner_put(line->fd, NGX_PTY_KEEPER_SPAWNED,
-                                       -EAGAIN, -1);
+            return ngx_pty_keeper_send(line->fd, NGX_PTY_KEEPER_SPAWNED,
+                                       -EAGAIN, -1, MSG_DONTWAIT);
         }
 
         cr.uid = uid;
@@ -721,8 +720,8 @@ ngx_pty_spawner_serve(ngx_pty_spawner_line_t *line)
             ngx_pty_uid_used[uid - sc->uid] = 0;
         }
 
-        return ngx_pty_spawner_put(line->fd, NGX_PTY_KEEPER_SPAWNED,
-                                   -(int32_t) err, -1);
+        return ngx_pty_keeper_send(line->fd, NGX_PTY_KEEPER_SPAWNED,
+                                   -(int32_t) err, -1, MSG_DONTWAIT);
     }
 
     if (sc->range) {
@@ -731,7 +730,8 @@ ngx_pty_spawner_serve(ngx_pty_spawner_line_t *line)
     }
 
     /* a spare the worker does not get ends on the end of its socket */
-    n = ngx_pty_spawner_put(line->fd, NGX_PTY_KEEPER_SPAWNED, pid, ctl);
+    n = ngx_pty_keeper_send(line->fd, NGX_PTY_KEEPER_SPAWNED, pid, ctl,
+                            MSG_DONTWAIT);
     close(ctl);
 
     return (int) n;
@@ -884,43 +884,4 @@ ngx_pty_spawner_mark_running(void)
     }
 
     (void) closedir(dir);
-}
-
-
-static int
-ngx_pty_spawner_put(int fd, uint32_t type, int32_t value, int pass)
-{
-    struct iovec          iov;
-    struct msghdr         mh;
-    struct cmsghdr       *cm;
-    ngx_pty_keeper_msg_t  msg;
-    union {
-        struct cmsghdr  cm;
-        char            space[CMSG_SPACE(sizeof(int))];
-    } cmsg;
-
-    msg.type = type;
-    msg.value = value;
-
-    iov.iov_base = &msg;
-    iov.iov_len = sizeof(msg);
-
-    ngx_memzero(&mh, sizeof(struct msghdr));
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-
-    if (pass != -1) {
-        ngx_memzero(&cmsg, sizeof(cmsg));
-        mh.msg_control = &cmsg;
-        mh.msg_controllen = sizeof(cmsg);
-
-        cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        ngx_memcpy(CMSG_DATA(cm), &pass, sizeof(int));
-    }
-
-    return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT)
-           == (ssize_t) sizeof(msg) ? 0 : -1;
 }
