@@ -1231,7 +1231,7 @@ ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
      * client's earlier input may still be in the inbox, put there by the
      * worker it was on, when its next input comes here
      */
-    if (s->sh->inbox_len && s->pty) {
+    if (s->sh->inbox_len && s->pty && !s->draining) {
         ngx_pty_session_drain_inbox(s);
     }
 
@@ -2403,6 +2403,9 @@ ngx_pty_session_drain_inbox(ngx_pty_session_t *s)
 
     last = buf + len;
 
+    /* what comes meanwhile waits for the next drain: it came later */
+    s->draining = 1;
+
     for (p = buf; p < last; p += sizeof(ngx_pty_inbox_t)
                                  + ngx_align(rec.len, 8))
     {
@@ -2432,6 +2435,8 @@ ngx_pty_session_drain_inbox(ngx_pty_session_t *s)
             break;
         }
     }
+
+    s->draining = 0;
 
     ngx_free(buf);
 }

@@ -91,6 +91,7 @@ struct ngx_pty_session_s {
 
     unsigned                   owner:1;
     unsigned                   pinned:1;    /* the worker's exit walks it */
+    unsigned                   draining:1;  /* applying the inbox's copy */
     unsigned                   exited:1;
     unsigned                   eof:1;
     unsigned                   closed:1;
