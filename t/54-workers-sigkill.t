@@ -117,9 +117,26 @@ ok($fresh && $fresh->[2] == $respawned, 'attached to the new worker');
 my @f = join_session($fresh->[0], replay_from => $last);
 my $txt = join '', map { decode_output($_) } @f;
 my $want = (($txt =~ /tick (\d+)\r\n(?!.*tick)/s)[0] // 0) + 10;
-$fresh->[0]->recv_until(sub {
+push @f, $fresh->[0]->recv_until(sub {
     ($txt .= decode_output($_[0])) =~ /tick $want\r/ }, 10)
     unless $txt =~ /tick $want\r/;
-like($txt, qr/tick $want\r/, 'the new worker serves the session');
+like($txt, qr/tick $want\r/, 'the new worker serves the session')
+    or stall_report();
 
 $t->done_testing();
+
+# what a stall looked like: does output still flow to a client of another
+# worker (the program, the owner) and who took what over, by the log
+sub stall_report {
+    my ($other, $top) = ('', 0);
+    $live[0][0]->recv_until(sub {
+        $other .= decode_output($_[0]);
+        $top = $1 while $other =~ /tick (\d+)\r\n/g;
+        $top >= $want + 20 }, 2, 'ticks to a client of another worker');
+    diag("the new worker $respawned waited for tick $want; worker "
+        . "$live[0][2]'s client got up to tick $top");
+    diag('the new worker\'s client got: ' . join ' ', map {
+        ($_->{sequence} // '-') . ':' . (session_frame_kind($_) // $_->{op})
+    } @f);
+    diag($_) for $t->grep_error_log(qr/pty: /, 'info.log');
+}
