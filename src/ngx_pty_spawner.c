@@ -94,6 +94,7 @@ static ngx_int_t ngx_pty_spawner_uid_take(ngx_uid_t *uid);
 static void ngx_pty_spawner_reaped(ngx_pid_t pid);
 static ngx_pid_t ngx_pty_spawner_sweep(ngx_uid_t uid);
 static void ngx_pty_spawner_mark_running(void);
+static ngx_uint_t ngx_pty_spawner_has_children(void);
 
 
 char *
@@ -478,7 +479,8 @@ ngx_pty_spawner_main(ngx_cycle_t *cycle, int reg)
     nlines = 0;
     reg_open = 1;
 
-    while (reg_open || nlines) {
+    /* it ends after its workers and its keepers: it reaps and sweeps them */
+    while (reg_open || nlines || ngx_pty_spawner_has_children()) {
         pfd[0].fd = sfd;
         pfd[0].events = POLLIN;
         pfd[1].fd = reg_open ? reg : -1;
@@ -835,6 +837,18 @@ ngx_pty_spawner_sweep(ngx_uid_t uid)
     }
 
     return pid;
+}
+
+
+/* without reaping: that is ngx_pty_spawner_reaped()'s, with its leases */
+static ngx_uint_t
+ngx_pty_spawner_has_children(void)
+{
+    siginfo_t  si;
+
+    ngx_memzero(&si, sizeof(siginfo_t));
+
+    return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
 }
 
 
