@@ -1159,25 +1159,9 @@ ngx_int_t
 ngx_pty_keeper_recv(ngx_socket_t ctl, ngx_pty_keeper_msg_t *msg, ngx_fd_t *fd,
     ngx_log_t *log)
 {
-    ssize_t          n;
-    struct iovec     iov;
-    struct msghdr    mh;
-    struct cmsghdr  *cm;
-    union {
-        struct cmsghdr  cm;
-        char            space[CMSG_SPACE(sizeof(int))];
-    } cmsg;
+    ssize_t  n;
 
-    iov.iov_base = msg;
-    iov.iov_len = sizeof(ngx_pty_keeper_msg_t);
-
-    ngx_memzero(&mh, sizeof(struct msghdr));
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = &cmsg;
-    mh.msg_controllen = sizeof(cmsg);
-
-    n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC);
+    n = ngx_pty_keeper_take(ctl, msg, fd, 0);
 
     if (n == -1) {
         if (ngx_socket_errno == NGX_EAGAIN || ngx_socket_errno == NGX_EINTR) {
@@ -1196,10 +1180,50 @@ ngx_pty_keeper_recv(ngx_socket_t ctl, ngx_pty_keeper_msg_t *msg, ngx_fd_t *fd,
     if (n != sizeof(ngx_pty_keeper_msg_t)) {
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "pty: short message from the keeper");
+
+        if (*fd != NGX_INVALID_FILE) {
+            close(*fd);
+        }
+
         return NGX_ERROR;
     }
 
-    *fd = NGX_INVALID_FILE;
+    return NGX_OK;
+}
+
+
+/*
+ * One message of the keepers' protocol and the descriptor it carries
+ * (*fd, or -1); recvmsg()'s result.  No log: the spawner uses it too.
+ */
+ssize_t
+ngx_pty_keeper_take(int ctl, ngx_pty_keeper_msg_t *msg, int *fd, int flags)
+{
+    ssize_t          n;
+    struct iovec     iov;
+    struct msghdr    mh;
+    struct cmsghdr  *cm;
+    union {
+        struct cmsghdr  cm;
+        char            space[CMSG_SPACE(sizeof(int))];
+    } cmsg;
+
+    iov.iov_base = msg;
+    iov.iov_len = sizeof(ngx_pty_keeper_msg_t);
+
+    ngx_memzero(&mh, sizeof(struct msghdr));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = &cmsg;
+    mh.msg_controllen = sizeof(cmsg);
+
+    *fd = -1;
+
+    n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC | flags);
+
+    if (n <= 0) {
+        return n;
+    }
 
     for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
         if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS
@@ -1209,7 +1233,7 @@ ngx_pty_keeper_recv(ngx_socket_t ctl, ngx_pty_keeper_msg_t *msg, ngx_fd_t *fd,
         }
     }
 
-    return NGX_OK;
+    return n;
 }
 
 
@@ -2068,13 +2092,17 @@ ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child, int master,
         return ctl;
     }
 
-    /* the worker sends it with its connect: it is there, or nearly */
+    /*
+     * The worker sends it right after its connect, so it is there before
+     * the accept, or nearly: a peer that holds it back stalls the keeper
+     * for 100 ms at most
+     */
     pfd.fd = fd;
     pfd.events = POLLIN;
 
     n = -1;
 
-    if (poll(&pfd, 1, 1000) == 1) {
+    if (poll(&pfd, 1, 100) == 1) {
         n = recv(fd, got, sizeof(got), MSG_DONTWAIT);
     }
 

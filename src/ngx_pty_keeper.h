@@ -102,6 +102,10 @@ void ngx_pty_keeper_spawn_cancel(ngx_pty_keeper_req_t *req);
 void ngx_pty_keeper_spawn_flush(ngx_uint_t exiting);
 char **ngx_pty_keeper_env(ngx_pool_t *pool, ngx_array_t *extra);
 
+/* one message and the descriptor it carries (*fd, or -1); recvmsg()'s n */
+ssize_t ngx_pty_keeper_take(int ctl, ngx_pty_keeper_msg_t *msg, int *fd,
+    int flags);
+
 /* one message of the keepers' protocol, with a descriptor unless fd is -1 */
 int ngx_pty_keeper_send(int ctl, uint32_t type, int32_t value, int fd,
     int flags);

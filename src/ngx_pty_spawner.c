@@ -220,6 +220,17 @@ ngx_pty_spawner_conf_make(ngx_cycle_t *cycle, ngx_pty_main_conf_t *pmcf,
 
     ngx_memzero(sc, sizeof(ngx_pty_spawner_conf_t));
 
+    /* the master's, from the configuration before: made again */
+    if (ngx_pty_spawner_home) {
+        ngx_free(ngx_pty_spawner_home);
+        ngx_pty_spawner_home = NULL;
+    }
+
+    if (ngx_pty_spawner_user) {
+        ngx_free(ngx_pty_spawner_user);
+        ngx_pty_spawner_user = NULL;
+    }
+
     ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
 
     sc->privileged = (geteuid() == 0);
@@ -607,25 +618,9 @@ ngx_pty_spawner_register(int reg, ngx_pty_spawner_line_t *lines,
 {
     int                    fd;
     ssize_t                n;
-    struct iovec           iov;
-    struct msghdr          mh;
-    struct cmsghdr        *cm;
     ngx_pty_keeper_msg_t   msg;
-    union {
-        struct cmsghdr  cm;
-        char            space[CMSG_SPACE(sizeof(int))];
-    } cmsg;
 
-    iov.iov_base = &msg;
-    iov.iov_len = sizeof(msg);
-
-    ngx_memzero(&mh, sizeof(struct msghdr));
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = &cmsg;
-    mh.msg_controllen = sizeof(cmsg);
-
-    n = recvmsg(reg, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    n = ngx_pty_keeper_take(reg, &msg, &fd, MSG_DONTWAIT);
 
     if (n == 0) {
         return -1;
@@ -633,15 +628,6 @@ ngx_pty_spawner_register(int reg, ngx_pty_spawner_line_t *lines,
 
     if (n == -1) {
         return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
-    }
-
-    fd = -1;
-    cm = CMSG_FIRSTHDR(&mh);
-
-    if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS
-        && cm->cmsg_len == CMSG_LEN(sizeof(int)))
-    {
-        ngx_memcpy(&fd, CMSG_DATA(cm), sizeof(int));
     }
 
     if (fd == -1) {
