@@ -42,13 +42,16 @@ $t->allow_log(qr/the keeper forker is gone; the worker forks keepers/,
 # the forker and the spares are found by their process titles, which
 # nginx cannot set when it runs under valgrind
 $t->skip_all_if(Test::Nginx::valgrind(), 'process titles under valgrind');
-$t->plan(39)->run();
+$t->plan(40)->run();
 
 my $port = $t->port(8080);
 
 my ($worker) = $t->worker_pids;
 my ($forker) = titled('pty keeper forker', children($worker));
 ok($forker, 'the worker has a keeper forker');
+# not dumpable (the worker is not, and a fork inherits it): /proc/PID/mem
+# is then root's, not the workers' user's
+is((stat("/proc/$forker/mem"))[4], 0, 'the forker is not dumpable');
 
 my $spare = wait_spare($forker);
 ok($spare, 'the forker holds a spare keeper');
