@@ -21,14 +21,21 @@ $t->skip_all_if(Test::Nginx::valgrind(), 'process titles under valgrind');
 $t->plan(4)->run();
 
 my $master = $t->master_pid;
-my @kids = Test::Nginx::_children($master);
-my ($cm) = grep { Test::Nginx::_cmdline($_) =~ /cache manager/ } @kids;
+# The master forks the cache manager after the workers, and the child
+# names itself a moment later: wait for the name, not for the fork.
+my $cm;
+$t->wait_until(sub {
+    ($cm) = grep { Test::Nginx::_cmdline($_) =~ /cache manager/ }
+        Test::Nginx::_children($master);
+    $cm;
+}, 5);
 my ($worker) = $t->worker_pids;
 
 ok($cm, 'nginx runs a cache manager');
 ok($t->wait_until(sub { grep { Test::Nginx::_cmdline($_) =~ /pty keeper forker/ }
     Test::Nginx::_children($worker) }, 5), 'the worker has its keeper forker');
-is(scalar(Test::Nginx::_children($cm)), 0, 'the cache manager has no child');
+is($cm ? scalar(Test::Nginx::_children($cm)) : -1, 0,
+    'the cache manager has no child');
 
 my $s = start_session($t, 'exec cat');
 my $ws = attach($t, $s);
