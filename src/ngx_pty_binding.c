@@ -154,6 +154,16 @@ ngx_pty_binding_attach(ngx_http_request_t *r, ngx_pty_session_sh_t *sh)
     ngx_pty_binding_hello(cl);
     ngx_pty_ws_start(&cl->ws);
 
+    if (ngx_exiting && !cl->ws.finished) {
+        /*
+         * Accepted before this worker was told to quit, upgraded after its
+         * listeners were told: sent on at once.  Joined here, nothing
+         * would keep the worker for it, and its exit would close the
+         * connection under the client's first input.
+         */
+        ngx_pty_binding_quit(&cl->listener);
+    }
+
     if (!cl->ws.finished) {
         ngx_pty_ws_flush(&cl->ws);
     }
