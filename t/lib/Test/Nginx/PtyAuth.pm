@@ -136,6 +136,8 @@ sub auth_server {
         or die "auth server: cannot listen on $port: $!\n";
     my $pid = fork // die "fork: $!\n";
     if ($pid == 0) {
+        # the harness's handlers and END blocks are the test's, not ours
+        $SIG{$_} = 'DEFAULT' for qw/TERM INT HUP/;
         _serve($srv, $t->testdir . '/auth-requests.log');
         POSIX::_exit(0);
     }
