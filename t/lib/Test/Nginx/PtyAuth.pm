@@ -148,6 +148,7 @@ sub auth_server {
 
 END {
     return unless $$ == $PARENT;
+    local $?;       # the test's exit status, not the server's
     kill 'TERM', @SERVERS if @SERVERS;
     waitpid $_, 0 for @SERVERS;
 }
