@@ -694,10 +694,8 @@ ngx_pty_auth_api_refuse(ngx_http_request_t *r, ngx_int_t status)
 
     rf = &ngx_pty_refusals[ngx_pty_auth_refusal(status)];
 
-    if (rf->status != NGX_HTTP_NOT_FOUND) {
-        /* a 404 is the same whether the session exists or not */
-        ngx_pty_audit_request(r, "denied", rf->code);
-    }
+    /* the client cannot tell a hidden session from none; the log can */
+    ngx_pty_audit_request(r, "denied", rf->code);
 
     if (rf->status == NGX_HTTP_UNAUTHORIZED
         && ngx_pty_ws_add_header(r, "WWW-Authenticate", "Bearer", 6)
