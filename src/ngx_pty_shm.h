@@ -375,7 +375,7 @@ size_t ngx_pty_scroll_read(ngx_pty_scroll_t *sc, uint64_t *off, u_char *buf,
     size_t max, uint64_t *missed);
 
 /* pty-N: N is random in 1..NGX_PTY_NAME_MAX, unique in the zone */
-#define NGX_PTY_NAME_MAX  999999999
+#define NGX_PTY_NAME_MAX  999999
 
 #define ngx_pty_frame_data(f)  ((u_char *) (f) + sizeof(ngx_pty_frame_t))
 
