@@ -323,6 +323,7 @@ ngx_pty_auth_ident(ngx_http_request_t *r)
     id = cln->data;
     ngx_memzero(id, sizeof(ngx_pty_ident_t));
     id->role = -1;
+    id->since = ngx_pty_now_ms();
 
     ngx_pty_auth_make(r, id);
 
@@ -914,6 +915,13 @@ ngx_pty_auth_revoke(ngx_str_t *principal, ngx_log_t *log,
     zone = ngx_pty_shm_zone();
     *connections = 0;
 
+    /* for connections that have not joined yet: refused when they do */
+    i = ngx_atomic_fetch_add(&zone->sh->revoked_next, 1) % NGX_PTY_REVOKED_MAX;
+    zone->sh->revoked[i].at = 0;
+    zone->sh->revoked[i].hash = ngx_crc32_short(principal->data,
+                                                principal->len);
+    zone->sh->revoked[i].at = ngx_pty_now_ms();
+
     ngx_shmtx_lock(&zone->shpool->mutex);
 
     n = zone->sh->live;
@@ -947,6 +955,33 @@ ngx_pty_auth_revoke(ngx_str_t *principal, ngx_log_t *log,
     ngx_free(all);
 
     return NGX_OK;
+}
+
+
+ngx_uint_t
+ngx_pty_auth_revoked(ngx_pty_ident_t *id)
+{
+    uint32_t         hash;
+    ngx_uint_t       i;
+    ngx_pty_zone_t  *zone;
+
+    zone = ngx_pty_shm_zone();
+
+    if (zone == NULL || id->anonymous || zone->sh->revoked_next == 0) {
+        return 0;
+    }
+
+    hash = ngx_crc32_short(id->principal.data, id->principal.len);
+
+    for (i = 0; i < NGX_PTY_REVOKED_MAX; i++) {
+        if (zone->sh->revoked[i].hash == hash
+            && zone->sh->revoked[i].at >= id->since)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

@@ -64,6 +64,7 @@ typedef struct {
     ngx_uint_t                 scopes;        /* NGX_PTY_SCOPE_* */
     ngx_uint_t                 status;        /* 0, or 401: no principal */
     ngx_uint_t                 anonymous;     /* pty_auth off */
+    uint64_t                   since;         /* unix ms it was made */
 
     u_char                     trace_id[NGX_PTY_TRACE_MAX];
     size_t                     trace_len;
@@ -145,6 +146,8 @@ void ngx_pty_auth_member(ngx_pty_member_t *m, ngx_pty_ident_t *id);
 /* every live connection of the principal gets goodbye principal_revoked */
 ngx_int_t ngx_pty_auth_revoke(ngx_str_t *principal, ngx_log_t *log,
     ngx_uint_t *connections);
+/* revoked after this identity was made (a connection not yet joined) */
+ngx_uint_t ngx_pty_auth_revoked(ngx_pty_ident_t *id);
 
 
 #endif /* _NGX_PTY_AUTH_H_INCLUDED_ */

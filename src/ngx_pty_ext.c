@@ -328,6 +328,12 @@ ngx_pty_ext_join(ngx_pty_client_t *cl, json_t *msg, json_t *id)
         return;
     }
 
+    if (ngx_pty_auth_revoked(cl->ident)) {
+        /* revoked while attached, before it joined */
+        ngx_pty_binding_goodbye(cl, "principal_revoked", NULL);
+        return;
+    }
+
     if (ngx_pty_ext_join_args(cl, msg, id, &j) != NGX_OK) {
         return;
     }

@@ -256,6 +256,15 @@ typedef enum {
 } ngx_pty_inbox_type_e;
 
 
+/* a revocation: connections of that principal made before it end */
+#define NGX_PTY_REVOKED_MAX  64
+
+typedef struct {
+    ngx_atomic_t               hash;      /* crc32 of the principal */
+    ngx_atomic_t               at;        /* unix ms */
+} ngx_pty_revoked_t;
+
+
 struct ngx_pty_shm_s {
     ngx_rbtree_t               rbtree;
     ngx_rbtree_node_t          sentinel;
@@ -267,6 +276,8 @@ struct ngx_pty_shm_s {
     ngx_uint_t                 live;
     uint64_t                   nonce;     /* names this zone's doorbells */
     ngx_pty_worker_sh_t        workers[NGX_PTY_WORKERS_MAX];
+    ngx_atomic_t               revoked_next;
+    ngx_pty_revoked_t          revoked[NGX_PTY_REVOKED_MAX];
 };
 
 

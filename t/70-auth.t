@@ -81,6 +81,7 @@ $attach
 $attach
             pty_share observe scope=team:watch;
             pty_share control scope=team:dev;
+            pty_share observe principal=paul;
             pty_api;
         }
 
@@ -109,7 +110,7 @@ $attach
 CONF
 
 auth_server($t, 8081);
-$t->plan(80)->run();
+$t->plan(84)->run();
 
 my $port = $t->port(8080);
 
@@ -119,6 +120,7 @@ my %tok = (
     olga  => token('olga', 'pty:observe team:watch', 600),
     vic   => token('vic', 'pty:observe pty:control team:watch', 600),
     carl  => token('carl', 'pty:observe pty:control team:dev', 600),
+    paul  => token('paul', 'pty:observe,pty:control', 600),
     root  => token('root', 'pty:admin', 600),
     stale => token('alice', 'pty:observe pty:control', -10),
 );
@@ -267,6 +269,10 @@ is($j->{error}{code}, 'permission_denied', 'with a JSON body');
 is($st, 403, 'no pty:kill scope: kill is 403');
 ($st) = api('olga', 'start', { command => 'true' });
 is($st, 403, 'no pty:start scope: start is 403');
+($st) = api('paul', 'read', { id => $s->{session_id} });
+is($st, 200, 'a share by principal name: read');
+($st) = api('paul', 'write', { id => $s->{id}, input => 'x' });
+is($st, 403, 'an observe share: no write, whatever the scopes');
 ($st) = api('carl', 'write', { id => $s->{id}, input => 'echo API',
     submit => JSON::PP::true() });
 is($st, 200, 'a control share: write through the API');
@@ -336,6 +342,8 @@ $l1->disconnect;
 my $a2 = ws('alice', $s);
 $a2->recv_json(5);
 join_flush($a2, role => 'observer', replay_from => 1);
+my $a3 = ws('alice', $s);               # attached, not joined yet
+$a3->recv_json(5);
 ($st, $j) = api('alice', 'revoke', { principal => 'alice' });
 is($st, 403, 'revoke needs pty:admin');
 ($st, $j) = api('root', 'revoke', { principal => 'alice' });
@@ -345,6 +353,15 @@ my @g = $a2->recv_until(sub { $_[0]{op} eq 'binding_goodbye' }, 5);
 is($g[-1]{payload}{reason}, 'principal_revoked', 'alice is told why');
 my ($code) = $a2->wait_close(5);
 ok(defined $code, 'and closed');
+join_session($a3, role => 'observer', no_wait => 1);
+@g = $a3->recv_until(sub { $_[0]{op} eq 'binding_goodbye' }, 5);
+is($g[-1]{payload}{reason}, 'principal_revoked',
+    'one attached before the revocation is ended when it joins');
+my $a4 = ws('alice', $s);
+$a4->recv_json(5);
+($ra) = grep { kind($_) eq 'RoleAssigned' } join_session($a4);
+ok($ra, 'a connection made after it joins (the auth service decides)');
+$a4->disconnect;
 send_input($c, "echo STILL\$((1+1))\r");
 like(read_output($c, qr/STILL2/), qr/STILL2/, 'carl stays');
 
