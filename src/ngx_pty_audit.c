@@ -50,6 +50,10 @@ ngx_pty_audit_file(void)
 {
     ngx_pty_main_conf_t  *pmcf;
 
+    if (ngx_cycle->conf_ctx == NULL) {
+        return NULL;
+    }
+
     pmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_pty_module);
 
     if (pmcf == NULL || pmcf->audit == NULL
