@@ -46,15 +46,15 @@ typedef struct {
 } ngx_pty_refusal_t;
 
 
+static ngx_pty_ident_t *ngx_pty_auth_find(ngx_http_request_t *r);
 static void ngx_pty_auth_ident_marker(void *data);
+static u_char *ngx_pty_auth_word(u_char *p, u_char *last, ngx_str_t *word);
 static void ngx_pty_auth_make(ngx_http_request_t *r, ngx_pty_ident_t *id);
 static ngx_uint_t ngx_pty_auth_scopes(ngx_str_t *text);
 static ngx_uint_t ngx_pty_auth_has_scope(ngx_str_t *text, u_char *name,
     size_t len);
 static void ngx_pty_auth_traceparent(ngx_http_request_t *r,
     ngx_pty_ident_t *id);
-static ngx_table_elt_t *ngx_pty_auth_header(ngx_http_request_t *r,
-    const char *name, size_t len);
 static ngx_int_t ngx_pty_auth_bearer(ngx_http_request_t *r, ngx_str_t *tok);
 static ngx_int_t ngx_pty_auth_refuse_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_pty_auth_refuse_ws(ngx_http_request_t *r,
@@ -308,11 +308,9 @@ ngx_pty_auth_ident(ngx_http_request_t *r)
 
     r = r->main;
 
-    /* kept as a do-nothing cleanup: any endpoint finds it, ctx stays free */
-    for (cln = r->pool->cleanup; cln; cln = cln->next) {
-        if (cln->handler == ngx_pty_auth_ident_marker) {
-            return cln->data;
-        }
+    id = ngx_pty_auth_find(r);
+    if (id) {
+        return id;
     }
 
     cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_pty_ident_t));
@@ -330,6 +328,22 @@ ngx_pty_auth_ident(ngx_http_request_t *r)
     cln->handler = ngx_pty_auth_ident_marker;
 
     return id;
+}
+
+
+/* kept as a do-nothing cleanup: any endpoint finds it, ctx stays free */
+static ngx_pty_ident_t *
+ngx_pty_auth_find(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    for (cln = r->main->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_pty_auth_ident_marker) {
+            return cln->data;
+        }
+    }
+
+    return NULL;
 }
 
 
@@ -397,13 +411,38 @@ ngx_pty_auth_make(ngx_http_request_t *r, ngx_pty_ident_t *id)
 }
 
 
-/* scopes are separated by blanks or commas, as OAuth2 and JWTs write them */
-#define ngx_pty_auth_sep(c)  ((c) == ' ' || (c) == ',' || (c) == '\t')
+/*
+ * The next word of a list separated by blanks or commas (scopes, as
+ * OAuth2 and JWTs write them; subprotocols): NULL when none is left.
+ */
+static u_char *
+ngx_pty_auth_word(u_char *p, u_char *last, ngx_str_t *word)
+{
+    while (p < last && (*p == ' ' || *p == ',' || *p == '\t')) {
+        p++;
+    }
+
+    if (p == last) {
+        return NULL;
+    }
+
+    word->data = p;
+
+    while (p < last && *p != ' ' && *p != ',' && *p != '\t') {
+        p++;
+    }
+
+    word->len = p - word->data;
+
+    return p;
+}
+
 
 static ngx_uint_t
 ngx_pty_auth_scopes(ngx_str_t *text)
 {
-    u_char                *p, *last, *start;
+    u_char                *p, *last;
+    ngx_str_t              w;
     ngx_uint_t             bits;
     ngx_pty_scope_name_t  *s;
 
@@ -411,20 +450,10 @@ ngx_pty_auth_scopes(ngx_str_t *text)
     p = text->data;
     last = p + text->len;
 
-    while (p < last) {
-        while (p < last && ngx_pty_auth_sep(*p)) {
-            p++;
-        }
-
-        start = p;
-
-        while (p < last && !ngx_pty_auth_sep(*p)) {
-            p++;
-        }
-
+    while ((p = ngx_pty_auth_word(p, last, &w)) != NULL) {
         for (s = ngx_pty_scope_names; s->name.len; s++) {
-            if ((size_t) (p - start) == s->name.len
-                && ngx_strncmp(start, s->name.data, s->name.len) == 0)
+            if (w.len == s->name.len
+                && ngx_strncmp(w.data, s->name.data, w.len) == 0)
             {
                 bits |= s->bits;
             }
@@ -438,24 +467,14 @@ ngx_pty_auth_scopes(ngx_str_t *text)
 static ngx_uint_t
 ngx_pty_auth_has_scope(ngx_str_t *text, u_char *name, size_t len)
 {
-    u_char  *p, *last, *start;
+    u_char     *p, *last;
+    ngx_str_t   w;
 
     p = text->data;
     last = p + text->len;
 
-    while (p < last) {
-        while (p < last && ngx_pty_auth_sep(*p)) {
-            p++;
-        }
-
-        start = p;
-
-        while (p < last && !ngx_pty_auth_sep(*p)) {
-            p++;
-        }
-
-        if ((size_t) (p - start) == len && ngx_strncmp(start, name, len) == 0)
-        {
+    while ((p = ngx_pty_auth_word(p, last, &w)) != NULL) {
+        if (w.len == len && ngx_strncmp(w.data, name, len) == 0) {
             return 1;
         }
     }
@@ -472,7 +491,7 @@ ngx_pty_auth_traceparent(ngx_http_request_t *r, ngx_pty_ident_t *id)
     ngx_uint_t        i;
     ngx_table_elt_t  *h;
 
-    h = ngx_pty_auth_header(r, "traceparent", sizeof("traceparent") - 1);
+    h = ngx_pty_ws_header(r, "traceparent");
 
     if (h == NULL || h->value.len < 55 || h->value.data[2] != '-'
         || h->value.data[35] != '-')
@@ -1032,7 +1051,7 @@ ngx_pty_auth_revoke_session(ngx_pty_session_sh_t *sh, ngx_str_t *principal)
 static ngx_int_t
 ngx_pty_auth_bearer(ngx_http_request_t *r, ngx_str_t *tok)
 {
-    u_char           *p, *last, *start;
+    u_char           *p, *last;
     ngx_str_t         src;
     ngx_table_elt_t  *h;
 
@@ -1052,8 +1071,7 @@ ngx_pty_auth_bearer(ngx_http_request_t *r, ngx_str_t *tok)
         return tok->len ? NGX_OK : NGX_DECLINED;
     }
 
-    h = ngx_pty_auth_header(r, "Sec-WebSocket-Protocol",
-                            sizeof("Sec-WebSocket-Protocol") - 1);
+    h = ngx_pty_ws_header(r, "Sec-WebSocket-Protocol");
     if (h == NULL) {
         return NGX_DECLINED;
     }
@@ -1061,66 +1079,28 @@ ngx_pty_auth_bearer(ngx_http_request_t *r, ngx_str_t *tok)
     p = h->value.data;
     last = p + h->value.len;
 
-    while (p < last) {
-        while (p < last && (*p == ' ' || *p == ',' || *p == '\t')) {
-            p++;
+    while ((p = ngx_pty_auth_word(p, last, &src)) != NULL) {
+
+        if (src.len <= 7 || ngx_strncmp(src.data, "bearer.", 7) != 0) {
+            continue;
         }
 
-        start = p;
+        src.data += 7;
+        src.len -= 7;
 
-        while (p < last && *p != ',' && *p != ' ' && *p != '\t') {
-            p++;
+        tok->data = ngx_pnalloc(r->pool, ngx_base64_decoded_length(src.len));
+        if (tok->data == NULL) {
+            return NGX_ERROR;
         }
 
-        if (p - start > 7 && ngx_strncmp(start, "bearer.", 7) == 0) {
-            src.data = start + 7;
-            src.len = p - src.data;
-
-            tok->data = ngx_pnalloc(r->pool,
-                                    ngx_base64_decoded_length(src.len));
-            if (tok->data == NULL) {
-                return NGX_ERROR;
-            }
-
-            if (ngx_decode_base64url(tok, &src) != NGX_OK || tok->len == 0) {
-                return NGX_DECLINED;
-            }
-
-            return NGX_OK;
+        if (ngx_decode_base64url(tok, &src) != NGX_OK || tok->len == 0) {
+            return NGX_DECLINED;
         }
+
+        return NGX_OK;
     }
 
     return NGX_DECLINED;
-}
-
-
-static ngx_table_elt_t *
-ngx_pty_auth_header(ngx_http_request_t *r, const char *name, size_t len)
-{
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NULL;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == len
-            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
-        {
-            return &h[i];
-        }
-    }
 }
 
 
@@ -1161,22 +1141,6 @@ ngx_pty_auth_var_bearer(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 }
 
 
-/* the identity of a request a pty location served; nothing otherwise */
-static ngx_pty_ident_t *
-ngx_pty_auth_var_ident(ngx_http_request_t *r)
-{
-    ngx_pool_cleanup_t  *cln;
-
-    for (cln = r->main->pool->cleanup; cln; cln = cln->next) {
-        if (cln->handler == ngx_pty_auth_ident_marker) {
-            return cln->data;
-        }
-    }
-
-    return NULL;
-}
-
-
 static ngx_int_t
 ngx_pty_auth_var_principal(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
@@ -1185,7 +1149,7 @@ ngx_pty_auth_var_principal(ngx_http_request_t *r,
 
     (void) data;
 
-    id = ngx_pty_auth_var_ident(r);
+    id = ngx_pty_auth_find(r);
 
     if (id == NULL || id->status) {
         return ngx_pty_auth_var_str(v, NULL, 0);
@@ -1203,7 +1167,7 @@ ngx_pty_auth_var_session(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 
     (void) data;
 
-    id = ngx_pty_auth_var_ident(r);
+    id = ngx_pty_auth_find(r);
 
     if (id == NULL || id->session_name == 0) {
         return ngx_pty_auth_var_str(v, NULL, 0);
@@ -1222,7 +1186,7 @@ ngx_pty_auth_var_client(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 
     (void) data;
 
-    id = ngx_pty_auth_var_ident(r);
+    id = ngx_pty_auth_find(r);
 
     if (id == NULL || id->client_id == 0) {
         return ngx_pty_auth_var_str(v, NULL, 0);
@@ -1246,7 +1210,7 @@ ngx_pty_auth_var_role(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 
     (void) data;
 
-    id = ngx_pty_auth_var_ident(r);
+    id = ngx_pty_auth_find(r);
 
     if (id == NULL || id->role < 0) {
         return ngx_pty_auth_var_str(v, NULL, 0);
@@ -1268,7 +1232,7 @@ ngx_pty_auth_var_trace(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 
     (void) data;
 
-    id = ngx_pty_auth_var_ident(r);
+    id = ngx_pty_auth_find(r);
 
     if (id == NULL) {
         return ngx_pty_auth_var_str(v, NULL, 0);
