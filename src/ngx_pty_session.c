@@ -116,8 +116,8 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     plcf = st->conf;
 
     sh = ngx_pty_shm_session_create(log, st->command, st->command_len,
-                                    st->cols, st->rows, plcf->scroll_size,
-                                    plcf->inbox_max);
+                                    &st->acl, st->cols, st->rows,
+                                    plcf->scroll_size, plcf->inbox_max);
     if (sh == NULL) {
         return NULL;
     }
