@@ -18,6 +18,7 @@ static ngx_pty_shm_reclaim_pt  ngx_pty_shm_reclaimer;
 
 
 static void ngx_pty_scroll_reserve(ngx_pty_session_sh_t *s, size_t scroll);
+static ngx_pty_session_sh_t *ngx_pty_shm_find_by_name(ngx_uint_t name);
 static void ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool,
     ngx_pty_session_sh_t *s);
 
@@ -85,7 +86,6 @@ ngx_pty_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_rbtree_init(&sh->names, &sh->names_sentinel,
                     ngx_pty_shm_rbtree_insert);
     ngx_queue_init(&sh->sessions);
-    sh->next_name = 1;
     sh->next_client = 1;
 
     /* two nginx instances on one host must not ring each other's workers */
@@ -116,10 +116,12 @@ ngx_pty_shm_zone(void)
  */
 ngx_pty_session_sh_t *
 ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
-    ngx_uint_t cols, ngx_uint_t rows, size_t scroll_size, size_t inbox_max)
+    ngx_str_t *acl, ngx_uint_t cols, ngx_uint_t rows, size_t scroll_size,
+    size_t inbox_max)
 {
     u_char                *p, *ring, *sc;
     size_t                 scroll;
+    uint32_t               name;
     ngx_slab_pool_t       *shpool;
     ngx_pty_shm_t         *sh;
     ngx_pty_session_sh_t  *s;
@@ -129,13 +131,18 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
 
     scroll = ngx_min(scroll_size, NGX_PTY_SCROLL_INITIAL);
 
+    /* short names say nothing of how many sessions there are */
+    if (ngx_pty_random(&name, sizeof(name)) != NGX_OK) {
+        return NULL;
+    }
+
     for ( ;; ) {
         ngx_shmtx_lock(&shpool->mutex);
 
         s = ngx_slab_calloc_locked(shpool, sizeof(ngx_pty_session_sh_t));
         ring = ngx_slab_alloc_locked(shpool, NGX_PTY_RING_INITIAL);
         sc = ngx_slab_alloc_locked(shpool, scroll);
-        p = ngx_slab_alloc_locked(shpool, len + 1);
+        p = ngx_slab_alloc_locked(shpool, len + 1 + acl->len);
 
         if (s && ring && sc && p) {
             break;
@@ -184,8 +191,17 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
     ngx_memcpy(p, command, len);
     p[len] = '\0';
 
+    /* the access list is in place before any lookup can find the record */
+    s->acl = p + len + 1;
+    s->acl_len = acl->len;
+    ngx_memcpy(s->acl, acl->data, acl->len);
+
     ngx_pty_uuid7_text(s->id);
-    s->name = sh->next_name++;
+
+    for (s->name = name % NGX_PTY_NAME_MAX + 1;
+         ngx_pty_shm_find_by_name(s->name);
+         s->name = s->name % NGX_PTY_NAME_MAX + 1)
+    { /* void */ }
     s->state = NGX_PTY_STATE_STARTING;
     s->owner = ngx_pid;            /* before any worker can see it */
     s->refs = 1;
@@ -393,13 +409,12 @@ ngx_pty_shm_set_reclaim(ngx_pty_shm_reclaim_pt handler)
 ngx_uint_t
 ngx_pty_shm_reclaim(ngx_pty_session_sh_t *s)
 {
-    if (ngx_pty_shm_reclaimer == NULL
-        || (s && s->state >= NGX_PTY_STATE_CLOSED))
-    {
+    if (ngx_pty_shm_reclaimer == NULL) {
         return 0;
     }
 
-    return ngx_pty_shm_reclaimer();
+    return ngx_pty_shm_reclaimer((s && s->state >= NGX_PTY_STATE_CLOSED)
+                                 ? s->closed_at : (uint64_t) -1);
 }
 
 
@@ -419,7 +434,7 @@ ngx_pty_shm_alloc(ngx_pty_session_sh_t *s, size_t size)
 
 
 ngx_int_t
-ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh)
+ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh, uint64_t ended_before)
 {
     ngx_uint_t             name;
     ngx_queue_t           *q;
@@ -437,7 +452,7 @@ ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh)
     {
         s = ngx_queue_data(q, ngx_pty_session_sh_t, queue);
 
-        if (s->state == NGX_PTY_STATE_CLOSED
+        if (s->state == NGX_PTY_STATE_CLOSED && s->closed_at < ended_before
             && (old == NULL || s->closed_at < old->closed_at))
         {
             old = s;
@@ -807,7 +822,7 @@ ngx_pty_shm_member_remove(ngx_pty_session_sh_t *s, ngx_pty_member_t *m)
 
 
 /* frame footprint in the ring */
-static size_t
+size_t
 ngx_pty_ring_need(size_t len)
 {
     return sizeof(ngx_pty_frame_t) + ngx_align(len, NGX_PTY_RING_ALIGN);
@@ -1310,8 +1325,9 @@ ngx_pty_scroll_read(ngx_pty_scroll_t *sc, uint64_t *off, u_char *buf,
 
 /*
  * Where an ended session's ring starts to matter to a late reader: its
- * newest broadcast Keyframe (the final screen: the owner makes one before
- * Closed when the screen changed since the last), else its Closed, else
+ * newest Keyframe (the final screen: the owner makes one before Closed
+ * when the screen changed since the last; a late joiner's own is the same
+ * screen, and may be all a full zone left), else its Closed, else
  * nothing.  Caller holds the session lock.
  */
 static uint64_t
@@ -1334,12 +1350,12 @@ ngx_pty_ring_keep(ngx_pty_ring_t *ring)
         /* ring_read skipped pads: the record starts where it ends */
         at = off - ngx_pty_ring_need(f->len);
 
-        if (f->target != 0) {
-            continue;
-        }
-
+        /* a joiner's Keyframe is the same screen: the newest one is kept */
         if (f->kind == NGX_PTY_FRAME_KEYFRAME) {
             kf = at;
+
+        } else if (f->target != 0) {
+            continue;
 
         } else if (f->kind == NGX_PTY_FRAME_CLOSED && closed == ring->head) {
             closed = at;
