@@ -3355,8 +3355,9 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 /*
  * The input stops inside a sequence: its bytes so far (from p[esc], or
  * all of p when it began in an earlier piece), without the controls,
- * which took effect already; a snapshot ends with them, so that a
- * terminal starting there reads the rest of the sequence as one.
+ * which took effect already, and the first NGX_PTY_PEND_MAX only; a
+ * snapshot ends with them, so that a terminal starting there reads the
+ * rest of the sequence as one.
  */
 static void
 ngx_pty_pend(ngx_pty_screen_t *s, const u_char *p, size_t esc, size_t n)
@@ -3370,7 +3371,8 @@ ngx_pty_pend(ngx_pty_screen_t *s, const u_char *p, size_t esc, size_t n)
     }
 
     for (k = 0; k < n && s->pend_len < NGX_PTY_PEND_MAX; k++) {
-        if (p[k] >= 0x20 ? p[k] != 0x7f : p[k] == 0x1b) {
+        /* (not the bytes of a string's text past ASCII: a title cut) */
+        if (p[k] >= 0x20 ? p[k] < 0x7f : p[k] == 0x1b) {
             s->pend[s->pend_len++] = p[k];
         }
     }
