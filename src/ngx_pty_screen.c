@@ -933,14 +933,15 @@ ngx_pty_cb_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *user)
     (void) visible;
 
     s->vt_next = pos;
-    s->put = 0;
 
     if (pos.row == oldpos.row + 1 && pos.col == oldpos.col && !s->untracked
         && !s->put && (unsigned) pos.row < s->rows)
     {
-        /* a line feed: xterm.js takes the row as a line of its own */
+        /* a line feed (no glyph since): xterm.js starts a line there */
         s->cur->rows[pos.row]->wrapped = 0;
     }
+
+    s->put = 0;
 
     /*
      * libvterm cancels a pending wrap whenever the cursor really moves;
