@@ -98,7 +98,7 @@ run: all
 	@scripts/install-deps.sh demo
 	@scripts/run-demo.sh "$(NGINX_BIN)" "$(PORT)"
 
-# @xterm/headless for the differential Keyframe test (t/67-xterm-keyframes.t)
+# @xterm/headless for the differential Keyframe test (t/69-xterm-keyframes.t)
 XTERM_MODULES := t/xterm/node_modules/.package-lock.json
 
 $(XTERM_MODULES): t/xterm/package.json t/xterm/package-lock.json
