@@ -3,8 +3,9 @@
 # Only what is missing is installed, and only when run as root; otherwise the
 # apt-get command to run is printed and the script fails.
 #
-#   install-deps.sh          what the build and the tests need
-#   install-deps.sh demo     also npm, which fetches xterm.js for the demo page
+#   install-deps.sh          what the build and the tests need (npm brings
+#                            @xterm/headless for the differential test)
+#   install-deps.sh demo     the same (npm also fetches xterm.js for the demo)
 #   install-deps.sh fuzz     also clang (libFuzzer) and dpkg-dev (apt-get
 #                            source brings nginx's own sources), for make fuzz
 set -eu
@@ -16,8 +17,13 @@ PKGS="make gcc perl nginx nginx-dev libvterm-dev libjansson-dev libpcre2-dev
 
 missing=""
 
-if [ "${1:-}" = demo ] && ! command -v npm >/dev/null 2>&1; then
-    missing="npm"
+# by command: a node from elsewhere (with its own npm) will do
+if ! command -v node >/dev/null 2>&1; then
+    missing="nodejs"
+fi
+
+if ! command -v npm >/dev/null 2>&1; then
+    missing="$missing npm"
 fi
 
 if [ "${1:-}" = fuzz ]; then
