@@ -77,6 +77,12 @@
 #define NGX_PTY_A_DHL         0xc000
 #define NGX_PTY_A_LINE        (NGX_PTY_A_DWL|NGX_PTY_A_DHL)
 
+/* pen xattr bits: SGR that xterm.js renders and libvterm 0.1.4 ignores */
+#define NGX_PTY_X_DIM         0x01
+#define NGX_PTY_X_OVERLINE    0x02
+#define NGX_PTY_X_UL_SHIFT    2                 /* 4:4 dotted 1, 4:5 dashed 2 */
+#define NGX_PTY_X_UL          0x0c
+
 /* scanner states, mirroring libvterm's parser */
 #define NGX_PTY_PS_NORMAL     0
 #define NGX_PTY_PS_ESC        1
@@ -96,8 +102,11 @@
 
 typedef struct {
     uint16_t              attr;
+    uint8_t               xattr;
+    uint8_t               pad;    /* zero */
     VTermColor            fg;     /* normalised: unused bytes zero */
     VTermColor            bg;
+    VTermColor            ul;     /* underline colour (SGR 58) */
 } ngx_pty_pen_t;
 
 
@@ -109,8 +118,8 @@ typedef struct {
 } ngx_pty_cell_t;
 
 
-/* ngx_pty_fast_text() stores a cell as two 8-byte words */
-typedef char ngx_pty_cell_is_16_bytes[sizeof(ngx_pty_cell_t) == 16 ? 1 : -1];
+/* ngx_pty_fast_text() stores a cell as three 8-byte words */
+typedef char ngx_pty_cell_is_24_bytes[sizeof(ngx_pty_cell_t) == 24 ? 1 : -1];
 
 
 typedef struct {
@@ -162,9 +171,7 @@ struct ngx_pty_screen_s {
     /* the cursor saved by DECSC / ?1048 / ?1049 */
     VTermPos                      saved_pos;
     ngx_pty_pen_t                 saved_pen;
-    int                           saved_shape;
 
-    int                           shape;
     int                           cursor_style; /* DECSCUSR's, -1: unset */
     int                           blink12;      /* ?12 after it, -1: unset */
     unsigned                      mouse;      /* 0, 1000, 1002, 1003 */
@@ -179,10 +186,7 @@ struct ngx_pty_screen_s {
     unsigned                      last_text:1;
     unsigned                      put:1;      /* a glyph since the move */
     unsigned                      saved_valid:1;
-    unsigned                      saved_visible:1;
-    unsigned                      saved_blink:1;
     unsigned                      visible:1;
-    unsigned                      blink:1;
     unsigned                      reverse:1;
     unsigned                      keypad:1;
     unsigned                      ckm:1;
@@ -429,8 +433,10 @@ static int
 ngx_pty_pen_eq(const ngx_pty_pen_t *a, const ngx_pty_pen_t *b, unsigned mask)
 {
     return ((a->attr ^ b->attr) & mask) == 0
+           && a->xattr == b->xattr
            && ngx_pty_color_eq(&a->fg, &b->fg)
-           && ngx_pty_color_eq(&a->bg, &b->bg);
+           && ngx_pty_color_eq(&a->bg, &b->bg)
+           && ngx_pty_color_eq(&a->ul, &b->ul);
 }
 
 
@@ -522,6 +528,43 @@ ngx_pty_sgr_color(char *p, const VTermColor *c, int fg)
 }
 
 
+/* ":" and a number */
+static char *
+ngx_pty_put_sub(char *p, uint64_t v)
+{
+    char  *q;
+
+    q = p;
+    p = ngx_pty_put_arg(p, v);
+    *q = ':';
+
+    return p;
+}
+
+
+/* SGR 58/59, in the colon form libvterm 0.1.4 skips whole */
+static char *
+ngx_pty_sgr_ul_color(char *p, const VTermColor *c)
+{
+    if (VTERM_COLOR_IS_DEFAULT_FG(c)) {
+        return ngx_pty_put_arg(p, 59);
+    }
+
+    p = ngx_pty_put_arg(p, 58);
+
+    if (VTERM_COLOR_IS_INDEXED(c)) {
+        p = ngx_pty_put_sub(p, 5);
+        return ngx_pty_put_sub(p, c->indexed.idx);
+    }
+
+    p = ngx_pty_put_str(ngx_pty_put_sub(p, 2), ":");
+    p = ngx_pty_put_sub(p, c->rgb.red);
+    p = ngx_pty_put_sub(p, c->rgb.green);
+
+    return ngx_pty_put_sub(p, c->rgb.blue);
+}
+
+
 static const char *
 ngx_pty_sgr_bit(unsigned bit, unsigned on)
 {
@@ -556,27 +599,67 @@ ngx_pty_count_args(const char *p, size_t n)
 }
 
 
+/* bold and dim: SGR 22 ends both */
+static char *
+ngx_pty_sgr_intensity(char *p, const ngx_pty_pen_t *from,
+    const ngx_pty_pen_t *want)
+{
+    unsigned  f, w;
+
+    f = (from->attr & NGX_PTY_A_BOLD) | ((from->xattr & NGX_PTY_X_DIM) << 1);
+    w = (want->attr & NGX_PTY_A_BOLD) | ((want->xattr & NGX_PTY_X_DIM) << 1);
+
+    if (f & ~w) {
+        p = ngx_pty_put_str(p, ";22");
+        f = 0;
+    }
+
+    if ((w & ~f) & 1) {
+        p = ngx_pty_put_str(p, ";1");
+    }
+
+    if ((w & ~f) & 2) {
+        p = ngx_pty_put_str(p, ";2");
+    }
+
+    return p;
+}
+
+
 /*
  * SGR for what differs between two pens in the "mask" attributes and the
- * colours, written at buf (at most 80 bytes); returns its end (buf when
- * they do not differ).  libvterm 0.1.4 overruns its parameter array past
- * 16 parameters, so the colours then go in an SGR of their own.
+ * colours, written at buf (at most 120 bytes); returns its end (buf when
+ * they do not differ); with "ext" also what libvterm 0.1.4 does not know
+ * (dim, overline, dotted and dashed underlines, the underline colour).
+ * libvterm 0.1.4 overruns its parameter array past 16 parameters, so the
+ * colours then go in an SGR of their own.
  */
 static char *
 ngx_pty_sgr_diff(char *buf, const ngx_pty_pen_t *from,
-    const ngx_pty_pen_t *want, unsigned mask)
+    const ngx_pty_pen_t *want, unsigned mask, unsigned ext)
 {
-    char                *p, *q, colors[40];
-    unsigned             i, diff, b;
-    static unsigned      bits[] = { NGX_PTY_A_BOLD, NGX_PTY_A_ITALIC,
+    char                *p, *q, colors[64];
+    unsigned             i, diff, b, xdiff, x;
+    static unsigned      bits[] = { NGX_PTY_A_ITALIC,
                                     NGX_PTY_A_BLINK, NGX_PTY_A_REVERSE,
                                     NGX_PTY_A_STRIKE, NGX_PTY_A_CONCEAL };
     static const char   *ul[] = { ";24", ";4", ";21", ";4:3" };
+    static const char   *ulx[] = { "", ";4:4", ";4:5", ";4:5" };
 
     /* buf[1] gets the first ';', which becomes the '[' */
     p = buf + 1;
     b = want->attr;
+    x = ext ? want->xattr : 0;
     diff = (from->attr ^ b) & mask;
+    xdiff = ext ? (from->xattr ^ x) : 0;
+
+    if (ext && ((diff & NGX_PTY_A_BOLD) || (xdiff & NGX_PTY_X_DIM))) {
+        p = ngx_pty_sgr_intensity(p, from, want);
+
+    } else if (diff & NGX_PTY_A_BOLD) {
+        p = ngx_pty_put_str(p, ngx_pty_sgr_bit(NGX_PTY_A_BOLD,
+                                               b & NGX_PTY_A_BOLD));
+    }
 
     for (i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
         if (diff & bits[i]) {
@@ -584,8 +667,14 @@ ngx_pty_sgr_diff(char *buf, const ngx_pty_pen_t *from,
         }
     }
 
-    if (diff & NGX_PTY_A_UL) {
-        p = ngx_pty_put_str(p, ul[(b & NGX_PTY_A_UL) >> NGX_PTY_A_UL_SHIFT]);
+    if ((diff & NGX_PTY_A_UL) || (xdiff & NGX_PTY_X_UL)) {
+        p = ngx_pty_put_str(p, (x & NGX_PTY_X_UL)
+                               ? ulx[(x & NGX_PTY_X_UL) >> NGX_PTY_X_UL_SHIFT]
+                               : ul[(b & NGX_PTY_A_UL) >> NGX_PTY_A_UL_SHIFT]);
+    }
+
+    if (xdiff & NGX_PTY_X_OVERLINE) {
+        p = ngx_pty_put_str(p, (x & NGX_PTY_X_OVERLINE) ? ";53" : ";55");
     }
 
     if (diff & NGX_PTY_A_FONT) {
@@ -601,6 +690,10 @@ ngx_pty_sgr_diff(char *buf, const ngx_pty_pen_t *from,
 
     if (!ngx_pty_color_eq(&from->bg, &want->bg)) {
         q = ngx_pty_sgr_color(q, &want->bg, 0);
+    }
+
+    if (ext && !ngx_pty_color_eq(&from->ul, &want->ul)) {
+        q = ngx_pty_sgr_ul_color(q, &want->ul);
     }
 
     if (p > buf + 1 && q > colors
@@ -628,15 +721,18 @@ ngx_pty_sgr_diff(char *buf, const ngx_pty_pen_t *from,
 }
 
 
-/* the pen an erase leaves in a cell of row "row": libvterm's, BCE style */
+/*
+ * The pen an erase leaves in a cell of row "row": xterm.js's, the
+ * background colour only (libvterm keeps the attributes too)
+ */
 static ngx_pty_pen_t
 ngx_pty_erase_pen(ngx_pty_screen_t *s, int row)
 {
     ngx_pty_pen_t         pen;
     const VTermLineInfo  *li;
 
-    pen = s->pen;
-    pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT|NGX_PTY_A_CONCEAL);
+    pen = s->default_pen;
+    pen.bg = s->pen.bg;
 
     if (s->lines && row >= 0 && (unsigned) row < s->rows) {
         li = vterm_state_get_lineinfo(s->state, row);
@@ -1233,14 +1329,6 @@ ngx_pty_cb_settermprop(VTermProp prop, VTermValue *val, void *user)
         s->visible = val->boolean ? 1 : 0;
         break;
 
-    case VTERM_PROP_CURSORBLINK:
-        s->blink = val->boolean ? 1 : 0;
-        break;
-
-    case VTERM_PROP_CURSORSHAPE:
-        s->shape = val->number;
-        break;
-
     case VTERM_PROP_REVERSE:
         s->reverse = val->boolean ? 1 : 0;
         break;
@@ -1484,12 +1572,26 @@ ngx_pty_vt_sync(ngx_pty_screen_t *s)
     if (dirty & NGX_PTY_VT_PEN) {
         /* libvterm does not know SGR 8; the model keeps it itself */
         p = ngx_pty_sgr_diff(buf, &s->vt_pen, &s->pen,
-                             NGX_PTY_A_SGR & ~NGX_PTY_A_CONCEAL);
+                             NGX_PTY_A_SGR & ~NGX_PTY_A_CONCEAL, 0);
 
         if (p != buf) {
             vterm_input_write(s->vt, buf, p - buf);
         }
     }
+}
+
+
+/* CUP for libvterm, which also cancels its pending wrap */
+static void
+ngx_pty_vt_cup(ngx_pty_screen_t *s, VTermPos pos)
+{
+    char  buf[32];
+
+    /* with DECOM, CUP counts from the margins */
+    pos.row -= s->origin ? s->top : 0;
+    pos.col -= (s->origin && s->lrmm) ? s->left : 0;
+    vterm_input_write(s->vt, buf, ngx_pty_put_csi(buf, pos.row + 1,
+                                                  pos.col + 1, 'H'));
 }
 
 
@@ -1524,18 +1626,26 @@ ngx_pty_save_cursor(ngx_pty_screen_t *s)
     s->saved_valid = 1;
     vterm_state_get_cursorpos(s->state, &s->saved_pos);
     s->saved_pen = s->pen;
-    s->saved_visible = s->visible;
-    s->saved_blink = s->blink;
-    s->saved_shape = s->shape;
 }
 
 
+/* after libvterm's DECRC; "visible" is the cursor's visibility before */
 static void
-ngx_pty_restore_cursor(ngx_pty_screen_t *s)
+ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible)
 {
     /* libvterm restored everything but SGR 8, which it does not know */
     ngx_pty_pen_bit(&s->pen, NGX_PTY_A_CONCEAL,
                     s->saved_valid && (s->saved_pen.attr & NGX_PTY_A_CONCEAL));
+
+    /* nothing saved: xterm.js restores the default pen, libvterm zeroes */
+    if (!s->saved_valid) {
+        vterm_input_write(s->vt, "\x1b[m", 3);
+    }
+
+    /* and the cursor's visibility, which xterm.js leaves as it is */
+    if (s->visible != visible) {
+        vterm_input_write(s->vt, visible ? "\x1b[?25h" : "\x1b[?25l", 6);
+    }
 }
 
 
@@ -1667,6 +1777,7 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i, unsigned val)
 {
     int            k;
+    unsigned       visible;
     unsigned long  v;
 
     /* libvterm 0.1.4 applies only the first parameter */
@@ -1689,12 +1800,13 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
     case 1048:
     case 1049:
+        visible = s->visible;
         ngx_pty_feed_final(s, p, start, i);
 
         if (val) {
             ngx_pty_save_cursor(s);
         } else {
-            ngx_pty_restore_cursor(s);
+            ngx_pty_restore_cursor(s, visible);
         }
 
         break;
@@ -1742,74 +1854,42 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 }
 
 
-/*
- * Where the SGR parameter after the one at args[k] is, as libvterm's
- * setpen() steps: a colour takes what its form says, then come any
- * sub-parameters.  Like setpen(), a bare 38 or 48 reads the slots past
- * the parameters (ngx_pty_vt_args): args[] has NGX_PTY_CSI_ARGS of them.
- */
-static ngx_inline int
-ngx_pty_sgr_next(const unsigned long *args, int k, int argc)
-{
-    int            n;
-    unsigned long  arg, pal;
-
-    arg = NGX_PTY_ARG(args[k]);
-
-    if (arg == 38 || arg == 48) {
-        n = argc - k - 2;
-        pal = (k + 1 < NGX_PTY_CSI_ARGS) ? NGX_PTY_ARG(args[k + 1]) : 0;
-        k += 1 + (pal == 2 ? (n < 3 ? n : 3) : pal == 5 ? (n ? 1 : 0) : 0);
-    }
-
-    while (k < NGX_PTY_CSI_ARGS && (args[k++] & NGX_PTY_ARG_MORE)) {
-        /* void */
-    }
-
-    return k;
-}
+static int ngx_pty_fast_sgr(ngx_pty_screen_t *s, const unsigned long *args,
+    int argc);
 
 
 /*
- * SGR 8/28, the parameters taken as libvterm's setpen() takes them; and
- * a bare 38 or 48 at the end, which reads the slots past them
- * (ngx_pty_vt_args), when the sequence starts at p[esc]
+ * An SGR sequence the fast path did not take (in origin mode, with line
+ * attributes, long, or with controls in it), ending at p[i] and starting
+ * at p[esc]: the model applies it as xterm.js does, libvterm does not see
+ * it (its pen is caught up later), only the controls in it, which act
+ * where they are.
  */
 static void
 ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     size_t esc)
 {
-    int            argi, argc;
-    unsigned       conceal;
-    unsigned long  arg;
+    size_t  k;
 
-    argc = s->argi;
-    argi = 0;
-    conceal = (s->pen.attr & NGX_PTY_A_CONCEAL) ? 1 : 0;
+    if (esc != NGX_PTY_NO_ESC && esc >= *start) {
+        ngx_pty_flush(s, p, start, esc);
 
-    while (argi < argc && argi < NGX_PTY_CSI_ARGS) {
-        arg = NGX_PTY_ARG(s->args[argi]);
-
-        if (arg == NGX_PTY_ARG_MISSING || arg == 0 || arg == 28) {
-            conceal = 0;
-
-        } else if (arg == 8) {
-            conceal = 1;
-
-        } else if ((arg == 38 || arg == 48) && argi + 1 >= argc
-                   && esc != NGX_PTY_NO_ESC && esc >= *start)
-        {
-            ngx_pty_flush(s, p, start, esc);
-            ngx_pty_vt_args(s);
+        for (k = esc + 1; k < i; k++) {
+            if (p[k] < 0x20) {
+                ngx_pty_vt_write(s, p + k, 1);
+            }
         }
 
-        argi = ngx_pty_sgr_next(s->args, argi, argc);
+    } else {
+        /* begun in an earlier piece, which libvterm read: cancel it there */
+        ngx_pty_flush(s, p, start, i);
+        vterm_input_write(s->vt, "\x18", 1);
     }
 
-    if (conceal != ((s->pen.attr & NGX_PTY_A_CONCEAL) ? 1u : 0u)) {
-        ngx_pty_feed_final(s, p, start, i);
-        ngx_pty_pen_bit(&s->pen, NGX_PTY_A_CONCEAL, conceal);
-    }
+    *start = i + 1;
+
+    (void) ngx_pty_fast_sgr(s, s->args, s->argi < NGX_PTY_CSI_ARGS
+                                        ? s->argi : NGX_PTY_CSI_ARGS);
 }
 
 
@@ -1920,7 +2000,46 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     case 'K':
     case 'J':
         v = NGX_PTY_ARG(s->args[0]);
-        ngx_pty_erase_wraps(s, c, (v == NGX_PTY_ARG_MISSING) ? 0 : v);
+        v = (v == NGX_PTY_ARG_MISSING) ? 0 : v;
+
+        if (c == 'K' && v == 0 && s->phantom && esc != NGX_PTY_NO_ESC
+            && esc >= *start)
+        {
+            /* xterm.js has the cursor past the edge: nothing to erase */
+            ngx_pty_flush(s, p, start, esc);
+            *start = i + 1;
+            break;
+        }
+
+        ngx_pty_erase_wraps(s, c, v);
+        break;
+
+    case 'T':
+        /* xterm.js fills the lines SD brings in with the default pen */
+        ngx_pty_feed_final(s, p, start, i);
+        v = NGX_PTY_ARG_OR(s->args[0], 1);
+        end = (s->bottom < 0 ? (long) s->rows : s->bottom) - s->top;
+        v = (v < 1) ? 1 : (v > end ? end : v);
+
+        for (end = s->top; end < s->top + v; end++) {
+            s->cur->rows[end]->fill.bg = s->default_pen.bg;
+        }
+
+        break;
+
+    case 'X':
+    case '@':
+    case 'P':
+    case 'L':
+    case 'M':
+        if (s->phantom) {
+            /* xterm.js puts the cursor back on the edge first */
+            ngx_pty_feed_final(s, p, start, i);
+            pos = ngx_pty_cursor(s);
+            ngx_pty_vt_cup(s, pos);
+            s->phantom = 0;
+        }
+
         break;
 
     case 'g':
@@ -1994,7 +2113,7 @@ static void
 ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     u_char c)
 {
-    unsigned  phantom, k;
+    unsigned  phantom, k, visible;
     VTermPos  ph_pos;
     int       combine_w;
 
@@ -2057,8 +2176,9 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         break;
 
     case '8':
+        visible = s->visible;
         ngx_pty_feed_final(s, p, start, i);
-        ngx_pty_restore_cursor(s);
+        ngx_pty_restore_cursor(s, visible);
         break;
 
     case '=':
@@ -2116,6 +2236,7 @@ ngx_pty_fast_lf(ngx_pty_screen_t *s, int *row)
 typedef struct {
     uint64_t  w0;
     uint64_t  w1;
+    uint64_t  w2;
     uint64_t  unit;
 } ngx_pty_tmpl_t;
 
@@ -2136,12 +2257,13 @@ ngx_pty_tmpl_init(ngx_pty_screen_t *s, ngx_pty_tmpl_t *t)
     tmpl.ch = 0;
     memcpy(&t->w0, &tmpl, 8);
     memcpy(&t->w1, (u_char *) &tmpl + 8, 8);
+    memcpy(&t->w2, (u_char *) &tmpl + 16, 8);
     t->unit -= t->w0;   /* what ch = 1 adds to the first word, either endian */
 }
 
 
 /*
- * p[j..k) into row "row" from column "col" on (they fit): two 8-byte
+ * p[j..k) into row "row" from column "col" on (they fit): three 8-byte
  * stores a cell, as gcc assembles a template struct field by field each
  * time, and the load stalls on that store
  */
@@ -2149,13 +2271,14 @@ static void
 ngx_pty_fast_store(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
     const u_char *p, size_t j, size_t k, int row, int col)
 {
-    uint64_t         v, w0, w1, unit;
+    uint64_t         v, w0, w1, w2, unit;
     ngx_pty_row_t   *line;
     ngx_pty_cell_t  *cell;
 
     /* in registers: the stores below could alias *t */
     w0 = t->w0;
     w1 = t->w1;
+    w2 = t->w2;
     unit = t->unit;
 
     /* blanks before the glyphs only: a recycled row is all past its len */
@@ -2168,6 +2291,7 @@ ngx_pty_fast_store(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
         v = w0 + unit * p[j];
         memcpy(cell, &v, 8);
         memcpy((u_char *) cell + 8, &w1, 8);
+        memcpy((u_char *) cell + 16, &w2, 8);
     }
 
     if (line->len < (unsigned) col) {
@@ -2520,49 +2644,132 @@ ngx_pty_csi_params(unsigned long *args, int *argi, int max, size_t digits,
 
 
 /*
- * The colour of SGR 38 or 48 at args[k] (5;N or 2;R;G;B, either separator):
- * the parameters it takes after args[k], 0 if the form is not one of those
+ * The colour of SGR 38, 48 or 58 at args[k], as xterm.js's _extractColor()
+ * reads it: "5;N", "2;R;G;B" or the same after colons (with a colour space
+ * before R when there are five sub-parameters), what is missing taken as
+ * 0.  Returns the index of the next parameter; *c is unchanged for a form
+ * with another number than 2 or 5 after the first.
  */
 static int
-ngx_pty_fast_color(const unsigned long *args, int k, int argc, VTermColor *c)
+ngx_pty_sgr_color_arg(const unsigned long *args, int k, int argc,
+    VTermColor *c)
 {
-    unsigned long  pal;
+    int            j, adv, cs, i;
+    long           accu[6];
+    unsigned long  v;
 
-    if (k + 1 >= argc) {
-        return 0;
+    accu[0] = 0;
+    accu[1] = 0;
+    accu[2] = -1;
+    accu[3] = 0;
+    accu[4] = 0;
+    accu[5] = 0;
+    cs = 0;
+
+    for (adv = 0, j = k; /* void */ ; /* void */) {
+        v = NGX_PTY_ARG(args[j]);
+        accu[adv + cs] = (v == NGX_PTY_ARG_MISSING) ? 0 : (long) v;
+
+        if (args[j] & NGX_PTY_ARG_MORE) {
+            /* sub-parameters: the rest of the colour is in them */
+            for (i = 0; j + 1 < argc; i++) {
+                if (accu[1] == 5) {
+                    cs = 1;
+                }
+
+                v = NGX_PTY_ARG(args[++j]);
+
+                if (adv + i + 1 + cs < 6) {
+                    accu[adv + i + 1 + cs] = (v == NGX_PTY_ARG_MISSING)
+                                             ? -1 : (long) v;
+                }
+
+                if (!(args[j] & NGX_PTY_ARG_MORE)) {
+                    break;
+                }
+            }
+
+            break;
+        }
+
+        if ((accu[1] == 5 && adv + cs >= 2) || (accu[1] == 2 && adv + cs >= 5))
+        {
+            break;
+        }
+
+        if (accu[1]) {
+            cs = 1;
+        }
+
+        if (j + 1 >= argc || ++adv + cs >= 6) {
+            break;
+        }
+
+        j++;
     }
 
-    pal = NGX_PTY_ARG(args[k + 1]);
-
-    /* NGX_PTY_ARG_MISSING is above 255 too */
-    if (pal == 5 && k + 2 < argc && NGX_PTY_ARG(args[k + 2]) < 256) {
-        vterm_color_indexed(c, (uint8_t) NGX_PTY_ARG(args[k + 2]));
-        return 2;
+    for (i = 2; i < 6; i++) {
+        accu[i] = (accu[i] == -1) ? 0 : accu[i];
     }
 
-    if (pal == 2 && k + 4 < argc && NGX_PTY_ARG(args[k + 2]) < 256
-        && NGX_PTY_ARG(args[k + 3]) < 256 && NGX_PTY_ARG(args[k + 4]) < 256)
-    {
-        vterm_color_rgb(c, (uint8_t) NGX_PTY_ARG(args[k + 2]),
-                        (uint8_t) NGX_PTY_ARG(args[k + 3]),
-                        (uint8_t) NGX_PTY_ARG(args[k + 4]));
-        return 4;
+    if (accu[1] == 2) {
+        vterm_color_rgb(c, accu[3] & 0xff, accu[4] & 0xff, accu[5] & 0xff);
+
+    } else if (accu[1] == 5) {
+        vterm_color_indexed(c, accu[3] & 0xff);
     }
 
-    return 0;
+    /* past the sub-parameters of the last parameter taken */
+    while (j < argc && (args[j] & NGX_PTY_ARG_MORE)) {
+        j++;
+    }
+
+    return j + 1;
+}
+
+
+/* the underline style of SGR 4 (with sub-parameter), 21 or 24 */
+static void
+ngx_pty_sgr_underline(ngx_pty_pen_t *pen, const unsigned long *args, int k,
+    int argc)
+{
+    unsigned long  arg, ul, x;
+
+    arg = NGX_PTY_ARG(args[k]);
+    ul = (arg == 4) ? 1 : (arg == 21) ? 2 : 0;
+    x = 0;
+
+    if (arg == 4 && (args[k] & NGX_PTY_ARG_MORE) && k + 1 < argc) {
+        /* 4:0 none, 4:1 single, 4:2 double, 4:3 curly, 4:4 dotted, 4:5 */
+        ul = NGX_PTY_ARG(args[k + 1]);
+        ul = (ul == NGX_PTY_ARG_MISSING) ? 0 : ul;
+
+        if (ul == 4 || ul == 5) {
+            x = ul - 3;
+            ul = 1;
+
+        } else if (ul > 5) {
+            /* xterm.js keeps the style it had */
+            return;
+        }
+    }
+
+    pen->attr = (pen->attr & ~NGX_PTY_A_UL) | (ul << NGX_PTY_A_UL_SHIFT);
+    pen->xattr = (pen->xattr & ~NGX_PTY_X_UL) | (x << NGX_PTY_X_UL_SHIFT);
 }
 
 
 /*
- * One SGR parameter at args[*argi] into pen, as libvterm's setpen() and
- * ngx_pty_sgr() take it; 0 for a form left to libvterm
+ * One SGR parameter at args[*argi] into pen, as xterm.js's
+ * charAttributes() takes it (libvterm 0.1.4 differs on 2, 53, 55, 58,
+ * 59, 4:4, 4:5, and on incomplete colours); *argi is then the next one
  */
-static int
+static void
 ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
     const unsigned long *args, int *argi, int argc)
 {
     int            k;
-    unsigned long  arg, ul;
+    unsigned long  arg;
     VTermColor     c;
 
     k = *argi;
@@ -2573,12 +2780,23 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
     case NGX_PTY_ARG_MISSING:
     case 0:
         pen->attr &= ~NGX_PTY_A_SGR;
+        pen->xattr = 0;
         pen->fg = s->default_pen.fg;
         pen->bg = s->default_pen.bg;
+        pen->ul = s->default_pen.ul;
         break;
 
-    case 1: case 22:
-        ngx_pty_pen_bit(pen, NGX_PTY_A_BOLD, arg == 1);
+    case 1:
+        pen->attr |= NGX_PTY_A_BOLD;
+        break;
+
+    case 2:
+        pen->xattr |= NGX_PTY_X_DIM;
+        break;
+
+    case 22:
+        pen->attr &= ~NGX_PTY_A_BOLD;
+        pen->xattr &= ~NGX_PTY_X_DIM;
         break;
 
     case 3: case 23:
@@ -2601,29 +2819,29 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
         ngx_pty_pen_bit(pen, NGX_PTY_A_STRIKE, arg == 9);
         break;
 
-    case 4: case 21: case 24:
-        ul = (arg == 4) ? 1 : (arg == 21) ? 2 : 0;
-
-        /* 4:N, N 0..3; other N keep the single underline */
-        if (arg == 4 && (args[k] & NGX_PTY_ARG_MORE)) {
-            ul = NGX_PTY_ARG(args[k + 1]) <= 3 ? NGX_PTY_ARG(args[k + 1]) : 1;
-        }
-
-        pen->attr = (pen->attr & ~NGX_PTY_A_UL) | (ul << NGX_PTY_A_UL_SHIFT);
+    case 53: case 55:
+        pen->xattr = (pen->xattr & ~NGX_PTY_X_OVERLINE)
+                     | (arg == 53 ? NGX_PTY_X_OVERLINE : 0);
         break;
 
-    case 38: case 48:
-        if (!ngx_pty_fast_color(args, k, argc, &c)) {
-            return 0;
-        }
+    case 4: case 21: case 24:
+        ngx_pty_sgr_underline(pen, args, k, argc);
+        break;
+
+    case 38: case 48: case 58:
+        c = (arg == 38) ? pen->fg : (arg == 48) ? pen->bg : pen->ul;
+        *argi = ngx_pty_sgr_color_arg(args, k, argc, &c);
+        c = ngx_pty_color(&c);
 
         if (arg == 38) {
-            pen->fg = ngx_pty_color(&c);
+            pen->fg = c;
+        } else if (arg == 48) {
+            pen->bg = c;
         } else {
-            pen->bg = ngx_pty_color(&c);
+            pen->ul = c;
         }
 
-        break;
+        return;
 
     case 39:
         pen->fg = s->default_pen.fg;
@@ -2631,6 +2849,10 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
 
     case 49:
         pen->bg = s->default_pen.bg;
+        break;
+
+    case 59:
+        pen->ul = s->default_pen.ul;
         break;
 
     default:
@@ -2647,17 +2869,20 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
             pen->bg = ngx_pty_color(&c);
         }
 
-        /* anything else libvterm ignores */
+        /* anything else xterm.js ignores */
         break;
     }
 
-    *argi = ngx_pty_sgr_next(args, k, argc);
+    /* past any sub-parameters */
+    while (k < argc && (args[k] & NGX_PTY_ARG_MORE)) {
+        k++;
+    }
 
-    return 1;
+    *argi = k + 1;
 }
 
 
-/* SGR: 0 for a form left to libvterm (the pen is then unchanged) */
+/* SGR, applied to the model's pen; libvterm's is caught up later */
 static int
 ngx_pty_fast_sgr(ngx_pty_screen_t *s, const unsigned long *args, int argc)
 {
@@ -2667,9 +2892,7 @@ ngx_pty_fast_sgr(ngx_pty_screen_t *s, const unsigned long *args, int argc)
     pen = s->pen;
 
     for (argi = 0; argi < argc; /* void */) {
-        if (!ngx_pty_fast_sgr_arg(s, &pen, args, &argi, argc)) {
-            return 0;
-        }
+        ngx_pty_fast_sgr_arg(s, &pen, args, &argi, argc);
     }
 
     /* field by field: a whole copy stalls on the stores that made them */
@@ -2681,8 +2904,10 @@ ngx_pty_fast_sgr(ngx_pty_screen_t *s, const unsigned long *args, int argc)
     }
 
     s->pen.attr = pen.attr;
+    s->pen.xattr = pen.xattr;
     s->pen.fg = pen.fg;
     s->pen.bg = pen.bg;
+    s->pen.ul = pen.ul;
 
     return 1;
 }
@@ -2748,6 +2973,11 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
     rect.end_row = (c == 'J' && v == 1) ? pos.row : pos.row + 1;
     rect.start_col = (v == 0) ? pos.col : 0;
     rect.end_col = s->cols;
+
+    if (s->phantom && v == 0) {
+        /* xterm.js has the cursor past the edge: nothing to its right */
+        rect.start_col = s->cols;
+    }
 
     if (c == 'K' && v == 1) {
         rect.end_col = pos.col + 1;
@@ -3198,11 +3428,93 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 }
 
 
+/*
+ * A combining mark, as xterm.js places it: on the cell left of the cursor
+ * (the glyph's first cell for a wide one), past the edge when waiting to
+ * wrap, onto an empty cell as a glyph of its own; alone in the first
+ * column, which it takes, if the cursor is there.  libvterm 0.1.4 drops
+ * a mark there, adds it only to the glyph it printed last, and counts
+ * U+3099, U+309A and U+302A-302F two columns wide.
+ */
+static void
+ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp)
+{
+    int              col;
+    uint32_t        *comb;
+    VTermPos         pos;
+    ngx_pty_row_t   *row;
+    ngx_pty_cell_t  *c;
+
+    pos = ngx_pty_cursor(s);
+    col = s->phantom ? (int) s->cols - 1 : pos.col - 1;
+    row = s->cur->rows[pos.row];
+
+    if (col < 0) {
+        ngx_pty_row_materialize(row, 1);
+        c = &row->cells[0];
+        c->ch = cp;
+        c->ncomb = 0;
+        c->width = 0;
+        c->pen = s->pen;
+        c->pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT);
+        c->pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
+
+        if (s->cols > 1) {
+            pos.col = 1;
+            ngx_pty_vt_cup(s, pos);
+        }
+
+        return;
+    }
+
+    ngx_pty_row_materialize(row, col + 1);
+    c = &row->cells[col];
+
+    if (c->ch == NGX_PTY_CONT || (c->width == 0 && c->ch)) {
+        if (col == 0) {
+            return;
+        }
+
+        c--;
+        col--;
+    }
+
+    if (c->ch == 0) {
+        c->ch = cp;
+        c->width = 1;
+        return;
+    }
+
+    if (c->ncomb < NGX_PTY_MAX_COMB && (comb = ngx_pty_row_comb(s, row))) {
+        comb[col * NGX_PTY_MAX_COMB + c->ncomb++] = cp;
+    }
+}
+
+
+/* the code point of the whole UTF-8 sequence p[0..len), or 0 */
+static uint32_t
+ngx_pty_utf8_cp(const u_char *p, unsigned len)
+{
+    unsigned  i;
+    uint32_t  cp;
+
+    cp = p[0] & (0xff >> (len + 1));
+
+    for (i = 1; i < len; i++) {
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+
+    return ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000)) ? 0 : cp;
+}
+
+
 /* a UTF-8 sequence at p[i] that libvterm reads: returns its length */
 static size_t
-ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t n)
+ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t n)
 {
     unsigned  len, k;
+    uint32_t  cp;
 
     /* a broken sequence leaves libvterm's decoder mid-character */
     len = ngx_pty_utf8_len(p[i]);
@@ -3213,6 +3525,26 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t n)
 
     if (len == 0 || k < len) {
         s->vt_text = 1;
+        return k;
+    }
+
+    /* CJK, Hangul, emoji: not combining, no search */
+    if (len == 2 || (len == 3 && p[i] >= 0xe3 && p[i] <= 0xee
+                     && (p[i] != 0xe3 || p[i + 1] >= 0x84)))
+    {
+        if (len == 3) {
+            return k;
+        }
+    }
+
+    cp = ngx_pty_utf8_cp(p + i, len);
+
+    if (cp >= 0x300 && !s->vt_text && !s->charset[s->gl]
+        && ngx_pty_is_combining(cp))
+    {
+        ngx_pty_flush(s, p, start, i);
+        ngx_pty_combine(s, cp);
+        *start = i + len;
     }
 
     return k;
@@ -3342,7 +3674,7 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         }
 
         if (c >= 0x80) {
-            i += ngx_pty_text_utf8(s, p, i, n);
+            i += ngx_pty_text_utf8(s, p, start, i, n);
             continue;
         }
 
@@ -3927,8 +4259,8 @@ ngx_pty_cb_resize(int rows, int cols, VTermPos *delta, void *user)
 
     vterm_state_get_cursorpos(s->state, &cursor);
 
-    pen = s->pen;
-    pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT|NGX_PTY_A_CONCEAL);
+    /* the cells a resize adds are blank in the default pen (xterm.js) */
+    pen = s->default_pen;
 
     g = &s->grid[0];
 
@@ -4047,7 +4379,6 @@ static void
 ngx_pty_resize_fix(ngx_pty_screen_t *s, unsigned rows)
 {
     int        moved;
-    char       buf[48];
     VTermPos   pos;
 
     vterm_state_get_cursorpos(s->state, &pos);
@@ -4067,12 +4398,7 @@ ngx_pty_resize_fix(ngx_pty_screen_t *s, unsigned rows)
     }
 
     if (moved) {
-        /* with DECOM, CUP counts from the margins */
-        pos.row -= s->origin ? s->top : 0;
-        pos.col -= (s->origin && s->lrmm) ? s->left : 0;
-        vterm_input_write(s->vt, buf,
-                          ngx_pty_put_csi(buf, pos.row + 1, pos.col + 1,
-                                          'H'));
+        ngx_pty_vt_cup(s, pos);
         s->phantom = 0;
     }
 }
@@ -4172,6 +4498,7 @@ ngx_pty_screen_create(unsigned cols, unsigned rows)
     s->default_pen.attr = 0;
     s->default_pen.fg = ngx_pty_color(&fg);
     s->default_pen.bg = ngx_pty_color(&bg);
+    s->default_pen.ul = s->default_pen.fg;
     s->pen = s->default_pen;
 
     if (ngx_pty_grid_alloc(&s->grid[0], cols, rows, &s->default_pen) != 0) {
@@ -4182,8 +4509,6 @@ ngx_pty_screen_create(unsigned cols, unsigned rows)
 
     s->cur = &s->grid[0];
     s->visible = 1;
-    s->blink = 1;
-    s->shape = VTERM_PROP_CURSORSHAPE_BLOCK;
     ngx_pty_hard_reset(s);
 
     vterm_state_set_callbacks(s->state, &ngx_pty_state_callbacks, s);
@@ -4254,9 +4579,7 @@ typedef struct {
     int             defer_row;  /* line attribute emitted last, or -1 */
     const char     *defer_attr;
     int             col;
-    int             shape;
     unsigned        visible:1;
-    unsigned        blink:1;
     unsigned        protect:1;
     ngx_pty_pen_t   pen;
 } ngx_pty_emit_t;
@@ -4371,7 +4694,7 @@ ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
         return;
     }
 
-    p = ngx_pty_sgr_diff(buf, &e->pen, want, NGX_PTY_A_SGR);
+    p = ngx_pty_sgr_diff(buf, &e->pen, want, NGX_PTY_A_SGR, 1);
     ngx_pty_emit(e, buf, p - buf);
 
     e->pen = *want;
@@ -4388,23 +4711,21 @@ ngx_pty_emit_protect(ngx_pty_emit_t *e, unsigned on)
 }
 
 
-/*
- * The cursor's visibility; its style (DECSCUSR, ?12) only as the program
- * set it: a client keeps its own otherwise
- */
+/* the cursor's visibility, and its style only as the program set it */
 static void
-ngx_pty_emit_props(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
-    unsigned visible, unsigned blink, int shape)
+ngx_pty_emit_props(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
-    if (e->visible != visible) {
-        ngx_pty_emit(e, visible ? "\x1b[?25h" : "\x1b[?25l", 6);
-        e->visible = visible;
+    if (e->visible != s->visible) {
+        ngx_pty_emit(e, s->visible ? "\x1b[?25h" : "\x1b[?25l", 6);
+        e->visible = s->visible;
     }
 
-    if (s->cursor_style >= 0 && (e->shape != shape || e->blink != blink)) {
+    if (s->cursor_style >= 0) {
         ngx_pty_emitf(e, "\x1b[%d q", s->cursor_style, 0);
-        e->shape = shape;
-        e->blink = blink;
+    }
+
+    if (s->blink12 >= 0) {
+        ngx_pty_emit(e, s->blink12 ? "\x1b[?12h" : "\x1b[?12l", 6);
     }
 }
 
@@ -4986,11 +5307,7 @@ ngx_pty_emit_modes(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         ngx_pty_emit(e, "\x1b[4h", 4);
     }
 
-    ngx_pty_emit_props(e, s, s->visible, s->blink, s->shape);
-
-    if (s->blink12 >= 0) {
-        ngx_pty_emit(e, s->blink12 ? "\x1b[?12h" : "\x1b[?12l", 6);
-    }
+    ngx_pty_emit_props(e, s);
     ngx_pty_emit_protect(e, s->protect);
 }
 
@@ -5085,8 +5402,6 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
     e.pen = s->default_pen;
     e.defer_row = -1;
     e.visible = 1;
-    e.blink = 1;
-    e.shape = VTERM_PROP_CURSORSHAPE_BLOCK;
 
     if (s->title_len) {
         ngx_pty_emit_title(&e, s);
@@ -5099,8 +5414,6 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
         /* DECSC / ?1049h store what the program saved */
         ngx_pty_emit_move(&e, s->saved_pos.row, s->saved_pos.col);
         ngx_pty_emit_sgr(&e, &s->saved_pen, &s->default_pen);
-        ngx_pty_emit_props(&e, s, s->saved_visible, s->saved_blink,
-                           s->saved_shape);
     }
 
     if (s->alt) {
