@@ -78,6 +78,8 @@ static void ngx_pty_session_drain_inbox(ngx_pty_session_t *s);
 static void ngx_pty_session_sweep_members(ngx_pty_session_t *s);
 static u_char *ngx_pty_session_screen_rebuild(ngx_pty_session_t *s,
     size_t *len);
+static ngx_pty_screen_t *ngx_pty_session_screen_replay(ngx_pty_session_t *s,
+    uint64_t *anchor);
 static ngx_int_t ngx_pty_session_keyframe_replayed(ngx_pty_session_t *s,
     uint32_t target);
 static void ngx_pty_session_spawned(ngx_pty_keeper_req_t *req);
@@ -2096,6 +2098,31 @@ ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len)
     ngx_pty_session_fold(s, (size_t) -1);
 
     return ngx_pty_screen_text(s->screen, len);
+}
+
+
+ngx_int_t
+ngx_pty_session_screen_apply(ngx_pty_session_t *s,
+    ngx_pty_screen_handler_pt handler, void *data)
+{
+    uint64_t           anchor;
+    ngx_pty_screen_t  *screen;
+
+    if (s->owner && s->screen) {
+        ngx_pty_session_fold(s, (size_t) -1);
+        handler(s->screen, data);
+        return NGX_OK;
+    }
+
+    screen = ngx_pty_session_screen_replay(s, &anchor);
+    if (screen == NULL) {
+        return NGX_ERROR;
+    }
+
+    handler(screen, data);
+    ngx_pty_screen_destroy(screen);
+
+    return NGX_OK;
 }
 
 

@@ -92,6 +92,10 @@ ngx_pty_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     sh->nonce = ((uint64_t) ngx_random() << 32) ^ (uint64_t) ngx_random()
                 ^ ((uint64_t) ngx_pid << 16) ^ (uint64_t) ngx_time();
 
+    if (ngx_pty_random(sh->mcp_secret, sizeof(sh->mcp_secret)) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     shpool->data = sh;
     shm_zone->data = sh;
     ngx_pty_zone.sh = sh;
@@ -358,7 +362,17 @@ ngx_pty_shm_session_retain(ngx_pty_session_sh_t *s)
 static void
 ngx_pty_shm_unlink_locked(ngx_pty_session_sh_t *s)
 {
+    ngx_pty_tomb_t  *t;
+
     if (s->state != NGX_PTY_STATE_GONE) {
+        t = &ngx_pty_zone.sh->tombs[ngx_pty_zone.sh->tomb_next++
+                                    % NGX_PTY_TOMBS];
+        t->name = s->name;
+        ngx_memcpy(t->id, s->id, NGX_PTY_ID_LEN);
+        t->closed_at = (s->state == NGX_PTY_STATE_CLOSED) ? s->closed_at : 0;
+        t->exit_code = s->exit_code;
+        t->closed_reason = s->closed_reason;
+
         ngx_rbtree_delete(&ngx_pty_zone.sh->rbtree, &s->node);
         ngx_rbtree_delete(&ngx_pty_zone.sh->names, &s->name_node);
         ngx_queue_remove(&s->queue);
@@ -369,6 +383,49 @@ ngx_pty_shm_unlink_locked(ngx_pty_session_sh_t *s)
 
 
 /* takes the session out of the tables: no new lookups find it */
+ngx_int_t
+ngx_pty_shm_tomb_find(ngx_str_t *id, ngx_pty_tomb_t *tomb)
+{
+    ngx_int_t         n, rc;
+    ngx_uint_t        i;
+    ngx_pty_tomb_t   *t;
+    ngx_slab_pool_t  *shpool;
+
+    shpool = ngx_pty_zone.shpool;
+    n = 0;
+
+    if (id->len > 4 && ngx_strncmp(id->data, "pty-", 4) == 0) {
+        n = ngx_atoi(id->data + 4, id->len - 4);
+
+    } else if (id->len != NGX_PTY_ID_LEN) {
+        return NGX_ABORT;
+    }
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    rc = (n > 0 && (ngx_uint_t) n < ngx_pty_zone.sh->next_name)
+         ? NGX_DECLINED : NGX_ABORT;
+
+    for (i = 0; i < NGX_PTY_TOMBS; i++) {
+        t = &ngx_pty_zone.sh->tombs[i];
+
+        if (t->name != 0
+            && ((n > 0 && t->name == (ngx_uint_t) n)
+                || (n == 0 && ngx_memcmp(t->id, id->data, NGX_PTY_ID_LEN)
+                              == 0)))
+        {
+            *tomb = *t;
+            rc = NGX_OK;
+            break;
+        }
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return rc;
+}
+
+
 void
 ngx_pty_shm_session_unlink(ngx_pty_session_sh_t *s)
 {
