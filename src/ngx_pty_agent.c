@@ -1455,7 +1455,8 @@ ngx_pty_agent_text_check(ngx_pty_agent_wait_t *w)
 
     if (ngx_pty_matcher_set(&w->match) && !w->matched
         && ngx_pty_echo_region(w->echo, (u_char *) v.data, v.len,
-                               ngx_min(w->base, v.len), &from, &to)
+                               ngx_min(w->base, v.len), sh->tty_noecho,
+                               &from, &to)
            == NGX_OK
         && ngx_pty_match_find(&w->match, (u_char *) v.data + from, to - from,
                               w->call->log))

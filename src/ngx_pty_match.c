@@ -18,7 +18,8 @@
 #define NGX_PTY_ECHO_LINES  32      /* the last lines of an input kept */
 
 
-static void ngx_pty_echo_push(ngx_pty_echo_t *e, u_char *line, size_t len);
+static ngx_uint_t ngx_pty_echo_push(ngx_pty_echo_t *e, u_char *line,
+    size_t len);
 static u_char *ngx_pty_echo_escape(u_char *p, u_char *last, u_char *buf,
     size_t *len, size_t *cur);
 static void ngx_pty_echo_delete(u_char *buf, size_t *len, size_t *cur);
@@ -181,7 +182,7 @@ ngx_pty_echo_create(ngx_pool_t *pool, u_char *input, size_t len)
                 p++;
             }
 
-            ngx_pty_echo_push(e, buf, n);
+            e->submitted += ngx_pty_echo_push(e, buf, n);
             buf += n;
             n = 0;
             cur = 0;
@@ -191,6 +192,7 @@ ngx_pty_echo_create(ngx_pool_t *pool, u_char *input, size_t len)
         if (c == '\t') {
             /* a completion: what it echoes cannot be known */
             e->n = 0;
+            e->submitted = 0;
             return e;
         }
 
@@ -237,7 +239,8 @@ ngx_pty_echo_create(ngx_pool_t *pool, u_char *input, size_t len)
 }
 
 
-static void
+/* 1: a line the echo has */
+static ngx_uint_t
 ngx_pty_echo_push(ngx_pty_echo_t *e, u_char *line, size_t len)
 {
     while (len && line[len - 1] == ' ') {
@@ -246,7 +249,7 @@ ngx_pty_echo_push(ngx_pty_echo_t *e, u_char *line, size_t len)
 
     if (len == 0) {
         /* an empty line's echo is the line end alone: nothing to tell */
-        return;
+        return 0;
     }
 
     if (e->n == NGX_PTY_ECHO_LINES) {
@@ -258,6 +261,8 @@ ngx_pty_echo_push(ngx_pty_echo_t *e, u_char *line, size_t len)
     e->lines[e->n].data = line;
     e->lines[e->n].len = len;
     e->n++;
+
+    return 1;
 }
 
 
@@ -337,7 +342,7 @@ ngx_pty_echo_delete(u_char *buf, size_t *len, size_t *cur)
 
 ngx_int_t
 ngx_pty_echo_region(ngx_pty_echo_t *e, u_char *text, size_t len,
-    size_t base, size_t *from, size_t *to)
+    size_t base, ngx_uint_t noecho, size_t *from, size_t *to)
 {
     u_char      *nl;
     size_t       start, end, p;
@@ -346,7 +351,7 @@ ngx_pty_echo_region(ngx_pty_echo_t *e, u_char *text, size_t len,
     *from = base;
     *to = len;
 
-    if (e == NULL || e->n == 0) {
+    if (e == NULL || e->n == 0 || noecho) {
         return NGX_OK;
     }
 
@@ -378,8 +383,12 @@ ngx_pty_echo_region(ngx_pty_echo_t *e, u_char *text, size_t len,
         start = p;
     }
 
-    if (i > 0) {
-        /* part of the input is echoed: the rest is on its way */
+    if (i > 0 || e->submitted) {
+        /*
+         * Part of the input is echoed, or none of the lines it submitted
+         * yet: the rest is on its way (text from before the program read
+         * the input, such as a prompt printed late, is not its answer)
+         */
         return NGX_AGAIN;
     }
 

@@ -26,6 +26,7 @@ typedef struct {
 typedef struct {
     ngx_str_t                 *lines;
     ngx_uint_t                 n;
+    ngx_uint_t                 submitted;  /* lines ended by CR or LF */
 } ngx_pty_echo_t;
 
 
@@ -52,9 +53,10 @@ ngx_pty_echo_t *ngx_pty_echo_create(ngx_pool_t *pool, u_char *input,
 /*
  * Where a match may lie in text[0..len), of which text[0..base) came
  * before the input: [*from, *to).  NGX_AGAIN: the echo is still coming.
+ * With noecho (the terminal does not echo) no text is taken for echo.
  */
 ngx_int_t ngx_pty_echo_region(ngx_pty_echo_t *e, u_char *text, size_t len,
-    size_t base, size_t *from, size_t *to);
+    size_t base, ngx_uint_t noecho, size_t *from, size_t *to);
 
 
 #endif /* _NGX_PTY_MATCH_H_INCLUDED_ */

@@ -13,6 +13,7 @@
 #include "ngx_pty_policy.h"
 
 #include <sys/ioctl.h>
+#include <termios.h>
 
 
 #define NGX_PTY_READ_BUDGET     4           /* chunks per turn, then yield */
@@ -83,6 +84,7 @@ static ngx_pty_screen_t *ngx_pty_session_screen_replay(ngx_pty_session_t *s,
 static ngx_int_t ngx_pty_session_keyframe_replayed(ngx_pty_session_t *s,
     uint32_t target);
 static void ngx_pty_session_spawned(ngx_pty_keeper_req_t *req);
+static void ngx_pty_session_tty_mode(ngx_pty_session_t *s);
 static void ngx_pty_session_log_command(ngx_pty_session_t *s,
     ngx_uint_t level, ngx_err_t err, const char *what, ngx_pid_t pid);
 static void ngx_pty_session_store(ngx_pty_session_t *s, u_char *buf,
@@ -555,6 +557,21 @@ ngx_pty_session_get(ngx_pty_session_sh_t *sh)
     }
 
     return s;
+}
+
+
+/*
+ * Whether what is typed now will be echoed (not while a program reads a
+ * password: canonical input without echo), for the agent API's wait_for
+ */
+static void
+ngx_pty_session_tty_mode(ngx_pty_session_t *s)
+{
+    struct termios  tio;
+
+    if (tcgetattr(s->pty->fd, &tio) == 0) {
+        s->sh->tty_noecho = (tio.c_lflag & ICANON) && !(tio.c_lflag & ECHO);
+    }
 }
 
 
@@ -1239,6 +1256,8 @@ ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
 
     /* before the terminal arrives from the keeper, input waits in order */
     if (s->input_len == 0 && s->pty) {
+        ngx_pty_session_tty_mode(s);
+
         n = write(s->pty->fd, data, len);
 
         if (n == (ssize_t) len) {

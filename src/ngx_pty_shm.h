@@ -206,6 +206,8 @@ struct ngx_pty_session_sh_s {
                                                  boundary fed */
     ngx_uint_t                 api_resync;    /* skipping to a line feed
                                                  after a loss */
+    ngx_uint_t                 tty_noecho;    /* input is not echoed (a
+                                                 password prompt) */
     uint32_t                   loc_tag;       /* API location that started
                                                  it (pty_max_sessions) */
 
