@@ -3,8 +3,10 @@
 # Only what is missing is installed, and only when run as root; otherwise the
 # apt-get command to run is printed and the script fails.
 #
-#   install-deps.sh          what the build and the tests need
-#   install-deps.sh demo     also npm, which fetches xterm.js for the demo page
+#   install-deps.sh          what the build and the tests need, and the npm
+#                            packages of t/mcp (the MCP SDK, npm ci)
+#   install-deps.sh demo     the same (npm also fetches xterm.js for the
+#                            demo page)
 #   install-deps.sh fuzz     also clang (libFuzzer) and dpkg-dev (apt-get
 #                            source brings nginx's own sources), for make fuzz
 set -eu
@@ -16,8 +18,14 @@ PKGS="make gcc perl nginx nginx-dev libvterm-dev libjansson-dev libpcre2-dev
 
 missing=""
 
-if [ "${1:-}" = demo ] && ! command -v npm >/dev/null 2>&1; then
-    missing="npm"
+# node and npm: the MCP tests' client (the official SDK, t/mcp) and the
+# demo's xterm.js; a node from elsewhere (NodeSource) will do
+if ! command -v node >/dev/null 2>&1; then
+    missing="nodejs"
+fi
+
+if ! command -v npm >/dev/null 2>&1; then
+    missing="$missing npm"
 fi
 
 if [ "${1:-}" = fuzz ]; then
@@ -30,7 +38,18 @@ for p in $PKGS; do
     fi
 done
 
-[ -z "$missing" ] && exit 0
+# the npm packages the tests use, as locked in t/mcp/package-lock.json
+npm_deps() {
+    dir=$(cd "$(dirname "$0")/.." && pwd)/t/mcp
+    [ -d "$dir/node_modules/@modelcontextprotocol/sdk" ] && return 0
+    echo "installing the npm packages of t/mcp"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+}
+
+if [ -z "$missing" ]; then
+    npm_deps
+    exit 0
+fi
 
 if [ "$(id -u)" != 0 ]; then
     echo "missing packages:$missing" >&2
@@ -43,3 +62,5 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing
+
+npm_deps
