@@ -1527,6 +1527,11 @@ ngx_pty_agent_text_answer(ngx_pty_agent_wait_t *w)
         ngx_pty_agent_screen_add(w, o);
     }
 
+    if (ngx_pty_agent_is_closed(sh)) {
+        /* what was read of an ended session goes back to the zone */
+        ngx_pty_session_settle(w->session);
+    }
+
     call->status = NGX_HTTP_OK;
     call->answer = o;
 }
