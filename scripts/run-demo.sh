@@ -22,17 +22,25 @@ if [ ! -f "$xterm/xterm.js" ]; then
     rm -rf "$tmp"
 fi
 # a uid per session needs root; otherwise programs run as whoever runs this
+# (with that user's HOME).  A uid of the range has no home: each session
+# gets a private, writable one, a tmpfs of its own in a sandbox, where
+# node, python3 and shells keep their history
 if [ "$(id -u)" = 0 ]; then
     users="pty_user_range 3100000 3165535;"
+    if [ -x /usr/bin/bwrap ]; then
+        users="$users
+    pty_env HOME=/tmp;
+    pty_sandbox /usr/bin/bwrap --unshare-pid --unshare-ipc --unshare-uts
+                --die-with-parent --new-session --ro-bind / / --proc /proc
+                --dev /dev --tmpfs /tmp --chdir /tmp --;"
+    fi
 else
     users="# pty_user_range: only when nginx starts as root"
 fi
 
-sed -e "s|%%MODULE%%|$root/build/ngx_pty_module.so|" \
-    -e "s|%%USERS%%|$users|" \
-    -e "s|%%PREFIX%%|$prefix|g" -e "s|%%PORT%%|$port|g" \
-    -e "s|%%ROOT%%|$root|g" \
-    "$root/conf/demo.conf" > "$prefix/conf/nginx.conf"
+USERS=$users perl -pe "s|%%MODULE%%|$root/build/ngx_pty_module.so|;
+    s|%%USERS%%|\$ENV{USERS}|; s|%%PREFIX%%|$prefix|g; s|%%PORT%%|$port|g;
+    s|%%ROOT%%|$root|g" "$root/conf/demo.conf" > "$prefix/conf/nginx.conf"
 
 "$nginx_bin" -t -q -p "$prefix" -c "$prefix/conf/nginx.conf" -e "$prefix/logs/error.log"
 
@@ -53,6 +61,8 @@ The AgentCard:
   curl -s http://127.0.0.1:$port/.well-known/agent-card.json
 Stop a session:
   curl -s -X POST http://127.0.0.1:$port/pty/kill -d '{"id":"pty-1"}'
+The same tools for MCP clients (Streamable HTTP, docs/MCP.md):
+  http://127.0.0.1:$port/mcp
 MSG
 
 exec "$nginx_bin" -p "$prefix" -c "$prefix/conf/nginx.conf" -e "$prefix/logs/error.log"
