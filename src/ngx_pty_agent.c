@@ -85,6 +85,7 @@ typedef struct {
     const char                *name;
     ngx_pty_agent_tool_pt      handler;
     const char                *members;   /* its arguments, for the check */
+    const char                *aliases;   /* old names still taken */
 } ngx_pty_agent_tool_t;
 
 
@@ -153,22 +154,22 @@ static void ngx_pty_agent_fact(ngx_pty_agent_call_t *call, const char *key,
 static ngx_pty_agent_tool_t  ngx_pty_agent_tools[] = {
 
     { "start", ngx_pty_agent_start,
-      "command cols rows wait_for wait_for_regex wait_ms settle_ms" },
+      "command cols rows wait_for wait_for_regex wait_ms settle_ms", "" },
 
     { "write", ngx_pty_agent_write,
-      "id input submit wait_for wait_for_regex wait_ms settle_ms offset "
+      "id input submit wait_for wait_for_regex wait_ms settle_ms offset",
       "cursor" },
 
     { "read", ngx_pty_agent_read,
-      "id wait_for wait_for_regex wait_ms settle_ms highlights" },
+      "id wait_for wait_for_regex wait_ms settle_ms highlights", "" },
 
-    { "kill", ngx_pty_agent_kill, "id" },
+    { "kill", ngx_pty_agent_kill, "id", "" },
 
-    { "list", ngx_pty_agent_list, "running command limit full" },
+    { "list", ngx_pty_agent_list, "running command limit full", "" },
 
-    { "status", ngx_pty_agent_stat, "" },
+    { "status", ngx_pty_agent_stat, "", "" },
 
-    { NULL, NULL, NULL }
+    { NULL, NULL, NULL, NULL }
 };
 
 
@@ -266,7 +267,9 @@ ngx_pty_agent_members(ngx_pty_agent_call_t *call, ngx_pty_agent_tool_t *tool,
     json_object_foreach(args, key, v) {
         len = ngx_strlen(key);
 
-        if (ngx_pty_agent_known(tool->members, key, len)) {
+        if (ngx_pty_agent_known(tool->members, key, len)
+            || ngx_pty_agent_known(tool->aliases, key, len))
+        {
             continue;
         }
 
