@@ -20,6 +20,8 @@
 #include "ngx_pty_match.h"
 #include "ngx_pty_util.h"
 #include "ngx_pty_policy.h"
+#include "ngx_pty_auth.h"
+#include "ngx_pty_audit.h"
 
 
 #define NGX_PTY_AGENT_QUIET        150   /* ms of quiet that settles start */
@@ -106,6 +108,14 @@ static ngx_int_t ngx_pty_agent_list(ngx_pty_agent_call_t *call,
     json_t *args);
 static ngx_int_t ngx_pty_agent_stat(ngx_pty_agent_call_t *call,
     json_t *args);
+static ngx_int_t ngx_pty_agent_revoke(ngx_pty_agent_call_t *call,
+    json_t *args);
+static ngx_int_t ngx_pty_agent_access(ngx_pty_agent_call_t *call,
+    ngx_pty_session_sh_t *sh, ngx_uint_t scope);
+static ngx_int_t ngx_pty_agent_refuse(ngx_pty_agent_call_t *call,
+    ngx_int_t status);
+static void ngx_pty_agent_audit(ngx_pty_agent_call_t *call,
+    ngx_pty_session_sh_t *sh, const char *event, ngx_str_t *command);
 
 static ngx_int_t ngx_pty_agent_members(ngx_pty_agent_call_t *call,
     ngx_pty_agent_tool_t *tool, json_t *args);
@@ -115,7 +125,7 @@ static ngx_int_t ngx_pty_agent_policy(ngx_pty_agent_call_t *call,
     ngx_str_t *command, ngx_uint_t fixed, ngx_pty_start_t *st);
 static ngx_int_t ngx_pty_agent_limits(ngx_pty_agent_call_t *call);
 static ngx_int_t ngx_pty_agent_session(ngx_pty_agent_call_t *call,
-    json_t *args, ngx_pty_session_t **sp);
+    json_t *args, ngx_uint_t scope, ngx_pty_session_t **sp);
 
 static ngx_pty_agent_wait_t *ngx_pty_agent_wait_create(
     ngx_pty_agent_call_t *call, ngx_pty_session_t *s,
@@ -168,6 +178,8 @@ static ngx_pty_agent_tool_t  ngx_pty_agent_tools[] = {
     { "list", ngx_pty_agent_list, "running command limit full", "" },
 
     { "status", ngx_pty_agent_stat, "", "" },
+
+    { "revoke", ngx_pty_agent_revoke, "principal", "" },
 
     { NULL, NULL, NULL, NULL }
 };
@@ -502,6 +514,11 @@ ngx_pty_agent_start(ngx_pty_agent_call_t *call, json_t *args)
     ngx_pty_agent_wait_t      *w;
     ngx_pty_agent_waitargs_t   wa;
 
+    rc = ngx_pty_agent_access(call, NULL, NGX_PTY_SCOPE_START);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
     rc = ngx_pty_agent_start_command(call, args, &command);
     if (rc != NGX_DECLINED) {
         return rc;
@@ -511,6 +528,11 @@ ngx_pty_agent_start(ngx_pty_agent_call_t *call, json_t *args)
     st.command = command.data;
     st.command_len = command.len;
     st.conf = call->conf;
+
+    /* the starter owns it, in every location and worker */
+    if (ngx_pty_auth_acl(call->request, &st.acl) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     if (ngx_pty_agent_uint(args, "cols", 1, NGX_PTY_MAX_SIZE,
                            call->conf->api_cols, &st.cols) != NGX_OK
@@ -560,6 +582,8 @@ ngx_pty_agent_start(ngx_pty_agent_call_t *call, json_t *args)
     }
 
     s->sh->loc_tag = call->loc_tag;
+
+    ngx_pty_agent_audit(call, s->sh, "session_start", &command);
 
     w = ngx_pty_agent_wait_create(call, s, &wa, ngx_pty_agent_text_check,
                                   ngx_pty_agent_text_answer);
@@ -680,7 +704,7 @@ ngx_pty_agent_write(ngx_pty_agent_call_t *call, json_t *args)
         return NGX_OK;
     }
 
-    rc = ngx_pty_agent_session(call, args, &s);
+    rc = ngx_pty_agent_session(call, args, NGX_PTY_SCOPE_CONTROL, &s);
     if (s == NULL) {
         return rc;
     }
@@ -723,6 +747,13 @@ ngx_pty_agent_write(ngx_pty_agent_call_t *call, json_t *args)
     w->claimed = 1;
 
     rc = ngx_pty_agent_write_input(call, s, &input, submit, w);
+
+    if (input.len || submit) {
+        ngx_pty_audit(ngx_pty_auth_ident(call->request),
+                      call->request->connection, "write",
+                      "\"bytes\":%uz,\"accepted\":%s", input.len + submit,
+                      rc == NGX_DECLINED ? "true" : "false");
+    }
 
     if (rc != NGX_DECLINED) {
         ngx_pty_reader_unclaim(s->sh);
@@ -823,7 +854,7 @@ ngx_pty_agent_read(ngx_pty_agent_call_t *call, json_t *args)
         return rc;
     }
 
-    rc = ngx_pty_agent_session(call, args, &s);
+    rc = ngx_pty_agent_session(call, args, NGX_PTY_SCOPE_OBSERVE, &s);
     if (s == NULL) {
         return rc;
     }
@@ -854,12 +885,13 @@ ngx_pty_agent_kill(ngx_pty_agent_call_t *call, json_t *args)
     ngx_pty_agent_wait_t      *w;
     ngx_pty_agent_waitargs_t   wa;
 
-    rc = ngx_pty_agent_session(call, args, &s);
+    rc = ngx_pty_agent_session(call, args, NGX_PTY_SCOPE_KILL, &s);
     if (s == NULL) {
         return rc;
     }
 
     if (!ngx_pty_agent_is_closed(s->sh)) {
+        ngx_pty_agent_audit(call, s->sh, "session_kill", NULL);
         (void) ngx_pty_session_kill(s, NGX_PTY_CLOSED_KILLED);
     }
 
@@ -881,11 +913,23 @@ static ngx_int_t
 ngx_pty_agent_list(ngx_pty_agent_call_t *call, json_t *args)
 {
     json_t                *list;
+    ngx_int_t              rc;
     ngx_str_t              command;
     ngx_uint_t             running, full, limit, total;
     ngx_queue_t           *q;
     ngx_pty_zone_t        *zone;
+    ngx_pty_ident_t       *id;
     ngx_pty_session_sh_t  *sh;
+
+    rc = ngx_pty_agent_access(call, NULL, NGX_PTY_SCOPE_OBSERVE);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    id = ngx_pty_auth_ident(call->request);
+    if (id == NULL) {
+        return NGX_ERROR;
+    }
 
     if (ngx_pty_agent_bool(args, "running", &running) != NGX_OK
         || ngx_pty_agent_bool(args, "full", &full) != NGX_OK
@@ -916,7 +960,9 @@ ngx_pty_agent_list(ngx_pty_agent_call_t *call, json_t *args)
     {
         sh = ngx_queue_data(q, ngx_pty_session_sh_t, queue);
 
-        if ((running && ngx_pty_agent_is_closed(sh))
+        /* only what the principal may see: not even that it exists */
+        if (ngx_pty_auth_right(id, sh) == NGX_PTY_RIGHT_NONE
+            || (running && ngx_pty_agent_is_closed(sh))
             || (command.len
                 && ngx_strlcasestrn(sh->command, sh->command + sh->command_len,
                                     command.data, command.len - 1)
@@ -946,8 +992,14 @@ ngx_pty_agent_list(ngx_pty_agent_call_t *call, json_t *args)
 static ngx_int_t
 ngx_pty_agent_stat(ngx_pty_agent_call_t *call, json_t *args)
 {
+    ngx_int_t                rc;
     ngx_pty_shm_stat_t       zs;
     ngx_pty_sessions_stat_t  ws;
+
+    rc = ngx_pty_agent_access(call, NULL, NGX_PTY_SCOPE_OBSERVE);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
 
     ngx_pty_shm_stat(&zs);
     ngx_pty_sessions_stat(&ws);
@@ -976,6 +1028,116 @@ ngx_pty_agent_stat(ngx_pty_agent_call_t *call, json_t *args)
                              "screen_bytes", (json_int_t) ws.screens);
 
     return NGX_OK;
+}
+
+
+/*
+ * pty:admin: every live connection of a principal ends now (auth ran at
+ * its upgrade and will not run again on its own).
+ */
+static ngx_int_t
+ngx_pty_agent_revoke(ngx_pty_agent_call_t *call, json_t *args)
+{
+    u_char      esc[NGX_PTY_PRINCIPAL_MAX * 6 + 1];
+    ngx_int_t   rc;
+    ngx_str_t   principal;
+    ngx_uint_t  n;
+
+    rc = ngx_pty_agent_access(call, NULL, NGX_PTY_SCOPE_ADMIN);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    if (ngx_pty_agent_string(args, "principal", &principal) != NGX_OK
+        || principal.len == 0 || principal.len > NGX_PTY_PRINCIPAL_MAX)
+    {
+        return ngx_pty_agent_bad(call, "bad_request", "\"principal\" must "
+                                 "be a string of 1 to 255 bytes");
+    }
+
+    if (ngx_pty_auth_revoke(&principal, call->log, &n) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_pty_audit(ngx_pty_auth_ident(call->request),
+                  call->request->connection, "revoke",
+                  "\"revoked\":\"%s\",\"connections\":%ui",
+                  ngx_pty_audit_escape(esc, sizeof(esc), principal.data,
+                                       principal.len), n);
+
+    call->status = NGX_HTTP_OK;
+    call->answer = json_pack("{s:s%, s:I}", "principal", principal.data,
+                             principal.len, "connections", (json_int_t) n);
+
+    return NGX_OK;
+}
+
+
+/*
+ * May the caller do what scope names with sh (NULL: the scope alone)?
+ * NGX_DECLINED to go on; otherwise the refusal is set (ngx_pty_auth.c:
+ * a session it may not see is one that does not exist).
+ */
+static ngx_int_t
+ngx_pty_agent_access(ngx_pty_agent_call_t *call, ngx_pty_session_sh_t *sh,
+    ngx_uint_t scope)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_pty_auth_check(call->request, sh, scope);
+
+    if (rc == NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    if (rc == NGX_HTTP_INTERNAL_SERVER_ERROR) {
+        return NGX_ERROR;
+    }
+
+    return ngx_pty_agent_refuse(call, rc);
+}
+
+
+static ngx_int_t
+ngx_pty_agent_refuse(ngx_pty_agent_call_t *call, ngx_int_t status)
+{
+    ngx_uint_t   st;
+    const char  *code, *message;
+
+    st = ngx_pty_auth_refusal_words(call->request, status, &code, &message);
+
+    return ngx_pty_agent_error(call, st, code, message);
+}
+
+
+/* a state change, with the session and its command */
+static void
+ngx_pty_agent_audit(ngx_pty_agent_call_t *call, ngx_pty_session_sh_t *sh,
+    const char *event, ngx_str_t *command)
+{
+    u_char            esc[1024];
+    ngx_pty_ident_t  *id;
+
+    if (!ngx_pty_audit_on()) {
+        return;
+    }
+
+    id = ngx_pty_auth_ident(call->request);
+    if (id == NULL) {
+        return;
+    }
+
+    ngx_pty_auth_touch(id, sh);
+
+    if (command == NULL) {
+        ngx_pty_audit(id, call->request->connection, event, NULL);
+        return;
+    }
+
+    ngx_pty_audit(id, call->request->connection, event,
+                  "\"command\":\"%s\"",
+                  ngx_pty_audit_escape(esc, sizeof(esc), command->data,
+                                       command->len));
 }
 
 
@@ -1081,8 +1243,9 @@ ngx_pty_agent_limits(ngx_pty_agent_call_t *call)
  */
 static ngx_int_t
 ngx_pty_agent_session(ngx_pty_agent_call_t *call, json_t *args,
-    ngx_pty_session_t **sp)
+    ngx_uint_t scope, ngx_pty_session_t **sp)
 {
+    ngx_int_t              rc;
     ngx_str_t              name;
     ngx_pty_session_t     *s;
     ngx_pty_session_sh_t  *sh;
@@ -1097,6 +1260,13 @@ ngx_pty_agent_session(ngx_pty_agent_call_t *call, json_t *args,
     sh = ngx_pty_shm_session_find(&name);
     if (sh == NULL) {
         return ngx_pty_agent_gone(call, &name);
+    }
+
+    /* one the principal may not see is answered as one that is not */
+    rc = ngx_pty_agent_access(call, sh, scope);
+    if (rc != NGX_DECLINED) {
+        ngx_pty_shm_session_release(sh);
+        return rc;
     }
 
     s = ngx_pty_session_get(sh);
@@ -1822,19 +1992,21 @@ ngx_pty_agent_describe(ngx_pty_agent_call_t *call, ngx_pty_session_sh_t *sh,
 static ngx_int_t
 ngx_pty_agent_gone(ngx_pty_agent_call_t *call, ngx_str_t *name)
 {
-    u_char          *msg;
-    ngx_int_t        rc;
-    ngx_uint_t       reason;
-    ngx_pty_tomb_t   tomb;
-    u_char           ts[NGX_PTY_TS_LEN];
+    u_char           *msg;
+    ngx_int_t         rc;
+    ngx_uint_t        reason;
+    ngx_pty_tomb_t    tomb;
+    ngx_pty_ident_t  *id;
+    u_char            ts[NGX_PTY_TS_LEN];
 
-    rc = ngx_pty_shm_tomb_find(name, &tomb);
+    id = ngx_pty_auth_ident(call->request);
 
-    if (rc == NGX_ABORT) {
-        (void) ngx_pty_agent_error(call, NGX_HTTP_NOT_FOUND,
-                                   "unknown_session", "no such session");
-        ngx_pty_agent_fact(call, "existed", json_false());
-        return NGX_OK;
+    /* what became of a session is told only to who may see every one */
+    rc = (id && (id->anonymous || (id->scopes & NGX_PTY_SCOPE_ADMIN)))
+         ? ngx_pty_shm_tomb_find(name, &tomb) : NGX_ABORT;
+
+    if (rc != NGX_OK) {
+        return ngx_pty_agent_refuse(call, NGX_HTTP_NOT_FOUND);
     }
 
     msg = ngx_pnalloc(call->pool, 256);
@@ -1850,7 +2022,7 @@ ngx_pty_agent_gone(ngx_pty_agent_call_t *call, ngx_str_t *name)
                                (char *) msg);
     ngx_pty_agent_fact(call, "existed", json_true());
 
-    if (rc == NGX_OK && tomb.closed_at) {
+    if (tomb.closed_at) {
         reason = ngx_min(tomb.closed_reason, NGX_PTY_CLOSED_ERROR);
 
         ngx_pty_agent_fact(call, "ended_at",

@@ -25,6 +25,7 @@ typedef enum {
     NGX_PTY_AGENT_KILL,
     NGX_PTY_AGENT_LIST,
     NGX_PTY_AGENT_STATUS,
+    NGX_PTY_AGENT_REVOKE,
     NGX_PTY_AGENT_NTOOLS
 } ngx_pty_agent_tool_e;
 
@@ -41,6 +42,7 @@ typedef void (*ngx_pty_agent_progress_pt)(ngx_pty_agent_call_t *call,
 
 struct ngx_pty_agent_call_s {
     /* set by the transport */
+    ngx_http_request_t        *request;    /* who calls: identity, audit */
     ngx_pool_t                *pool;       /* freeing it cancels a wait */
     ngx_log_t                 *log;
     ngx_pty_loc_conf_t        *conf;       /* limits and policy */

@@ -14,6 +14,7 @@
 #include "ngx_pty_ws.h"
 #include "ngx_pty_http.h"
 #include "ngx_pty_util.h"
+#include "ngx_pty_auth.h"
 
 
 static void ngx_pty_api_body_handler(ngx_http_request_t *r);
@@ -74,7 +75,19 @@ ngx_pty_api_handler(ngx_http_request_t *r)
     if (ngx_pty_api_find_call(r) == NGX_ERROR) {
         return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "unknown_call",
                                  "calls are start, write, kill, list, read, "
-                                 "status");
+                                 "status, revoke");
+    }
+
+    if (ngx_pty_auth_token_in_query(r)) {
+        return ngx_pty_api_error(r, NGX_HTTP_BAD_REQUEST, "token_in_query",
+                                 "tokens must not ride in the URL: send "
+                                 "Authorization: Bearer");
+    }
+
+    /* who calls, before a byte of the body is read */
+    rc = ngx_pty_auth_check(r, NULL, 0);
+    if (rc != NGX_OK) {
+        return ngx_pty_auth_api_refuse(r, rc);
     }
 
     if (r->method != NGX_HTTP_POST) {
@@ -170,6 +183,7 @@ ngx_pty_api_call(ngx_http_request_t *r, ngx_int_t tool, json_t *req)
 
     clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
+    call->request = r;
     call->pool = r->pool;
     call->log = r->connection->log;
     call->conf = ngx_http_get_module_loc_conf(r, ngx_pty_module);

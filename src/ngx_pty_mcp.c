@@ -26,6 +26,7 @@
 #include "ngx_pty_ws.h"
 #include "ngx_pty_http.h"
 #include "ngx_pty_util.h"
+#include "ngx_pty_auth.h"
 
 #include <ngx_sha1.h>
 
@@ -128,6 +129,18 @@ ngx_pty_mcp_handler(ngx_http_request_t *r)
         return ngx_pty_mcp_error(r, NGX_HTTP_FORBIDDEN, NULL,
                                  NGX_PTY_RPC_INVALID, "the Origin is not "
                                  "this server's");
+    }
+
+    if (ngx_pty_auth_token_in_query(r)) {
+        return ngx_pty_mcp_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                 NGX_PTY_RPC_INVALID, "tokens must not ride "
+                                 "in the URL: send Authorization: Bearer");
+    }
+
+    /* who calls, before a byte of the body is read: HTTP's 401 */
+    rc = ngx_pty_auth_check(r, NULL, 0);
+    if (rc != NGX_OK) {
+        return ngx_pty_auth_api_refuse(r, rc);
     }
 
     if (r->method != NGX_HTTP_POST) {
@@ -444,6 +457,7 @@ ngx_pty_mcp_tools_call(ngx_http_request_t *r, json_t *id, json_t *params)
     clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
     accept = ngx_pty_mcp_header(r, "accept");
 
+    ctx->call.request = r;
     ctx->call.pool = r->pool;
     ctx->call.log = r->connection->log;
     ctx->call.conf = ngx_http_get_module_loc_conf(r, ngx_pty_module);

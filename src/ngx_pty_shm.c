@@ -21,6 +21,7 @@ static ngx_pty_shm_reclaim_pt  ngx_pty_shm_reclaimer;
 
 static void ngx_pty_scroll_reserve(ngx_pty_session_sh_t *s, size_t scroll);
 static ngx_uint_t ngx_pty_shm_pressed(void);
+static ngx_pty_session_sh_t *ngx_pty_shm_find_by_name(ngx_uint_t name);
 static void ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool,
     ngx_pty_session_sh_t *s);
 
@@ -88,7 +89,6 @@ ngx_pty_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_rbtree_init(&sh->names, &sh->names_sentinel,
                     ngx_pty_shm_rbtree_insert);
     ngx_queue_init(&sh->sessions);
-    sh->next_name = 1;
     sh->next_client = 1;
 
     /* two nginx instances on one host must not ring each other's workers */
@@ -123,10 +123,12 @@ ngx_pty_shm_zone(void)
  */
 ngx_pty_session_sh_t *
 ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
-    ngx_uint_t cols, ngx_uint_t rows, size_t scroll_size, size_t inbox_max)
+    ngx_str_t *acl, ngx_uint_t cols, ngx_uint_t rows, size_t scroll_size,
+    size_t inbox_max)
 {
     u_char                *p, *ring, *sc;
     size_t                 scroll;
+    uint32_t               name;
     ngx_slab_pool_t       *shpool;
     ngx_pty_shm_t         *sh;
     ngx_pty_session_sh_t  *s;
@@ -136,13 +138,18 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
 
     scroll = ngx_min(scroll_size, NGX_PTY_SCROLL_INITIAL);
 
+    /* short names say nothing of how many sessions there are */
+    if (ngx_pty_random(&name, sizeof(name)) != NGX_OK) {
+        return NULL;
+    }
+
     for ( ;; ) {
         ngx_shmtx_lock(&shpool->mutex);
 
         s = ngx_slab_calloc_locked(shpool, sizeof(ngx_pty_session_sh_t));
         ring = ngx_slab_alloc_locked(shpool, NGX_PTY_RING_INITIAL);
         sc = ngx_slab_alloc_locked(shpool, scroll);
-        p = ngx_slab_alloc_locked(shpool, len + 1);
+        p = ngx_slab_alloc_locked(shpool, len + 1 + acl->len);
 
         if (s && ring && sc && p) {
             break;
@@ -191,8 +198,17 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
     ngx_memcpy(p, command, len);
     p[len] = '\0';
 
+    /* the access list is in place before any lookup can find the record */
+    s->acl = p + len + 1;
+    s->acl_len = acl->len;
+    ngx_memcpy(s->acl, acl->data, acl->len);
+
     ngx_pty_uuid7_text(s->id);
-    s->name = sh->next_name++;
+
+    for (s->name = name % NGX_PTY_NAME_MAX + 1;
+         ngx_pty_shm_find_by_name(s->name);
+         s->name = s->name % NGX_PTY_NAME_MAX + 1)
+    { /* void */ }
     s->state = NGX_PTY_STATE_STARTING;
     s->owner = ngx_pid;            /* before any worker can see it */
     s->refs = 1;
@@ -400,17 +416,22 @@ ngx_pty_shm_tomb_find(ngx_str_t *id, ngx_pty_tomb_t *tomb)
     if (id->len > 4 && ngx_strncmp(id->data, "pty-", 4) == 0) {
         n = ngx_atoi(id->data + 4, id->len - 4);
 
+        if (n <= 0) {
+            return NGX_ABORT;
+        }
+
     } else if (id->len != NGX_PTY_ID_LEN) {
         return NGX_ABORT;
     }
 
     ngx_shmtx_lock(&shpool->mutex);
 
-    rc = (n > 0 && (ngx_uint_t) n < ngx_pty_zone.sh->next_name)
-         ? NGX_DECLINED : NGX_ABORT;
+    rc = NGX_DECLINED;
 
-    for (i = 0; i < NGX_PTY_TOMBS; i++) {
-        t = &ngx_pty_zone.sh->tombs[i];
+    /* newest first: a name is given again once free */
+    for (i = 1; i <= NGX_PTY_TOMBS; i++) {
+        t = &ngx_pty_zone.sh->tombs[(ngx_pty_zone.sh->tomb_next - i)
+                                    % NGX_PTY_TOMBS];
 
         if (t->name != 0
             && ((n > 0 && t->name == (ngx_uint_t) n)
@@ -453,13 +474,12 @@ ngx_pty_shm_set_reclaim(ngx_pty_shm_reclaim_pt handler)
 ngx_uint_t
 ngx_pty_shm_reclaim(ngx_pty_session_sh_t *s)
 {
-    if (ngx_pty_shm_reclaimer == NULL
-        || (s && s->state >= NGX_PTY_STATE_CLOSED))
-    {
+    if (ngx_pty_shm_reclaimer == NULL) {
         return 0;
     }
 
-    return ngx_pty_shm_reclaimer();
+    return ngx_pty_shm_reclaimer((s && s->state >= NGX_PTY_STATE_CLOSED)
+                                 ? s->closed_at : (uint64_t) -1);
 }
 
 
@@ -479,7 +499,7 @@ ngx_pty_shm_alloc(ngx_pty_session_sh_t *s, size_t size)
 
 
 ngx_int_t
-ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh)
+ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh, uint64_t ended_before)
 {
     ngx_uint_t             name;
     ngx_queue_t           *q;
@@ -497,7 +517,7 @@ ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh)
     {
         s = ngx_queue_data(q, ngx_pty_session_sh_t, queue);
 
-        if (s->state == NGX_PTY_STATE_CLOSED
+        if (s->state == NGX_PTY_STATE_CLOSED && s->closed_at < ended_before
             && (old == NULL || s->closed_at < old->closed_at))
         {
             old = s;
@@ -867,7 +887,7 @@ ngx_pty_shm_member_remove(ngx_pty_session_sh_t *s, ngx_pty_member_t *m)
 
 
 /* frame footprint in the ring */
-static size_t
+size_t
 ngx_pty_ring_need(size_t len)
 {
     return sizeof(ngx_pty_frame_t) + ngx_align(len, NGX_PTY_RING_ALIGN);
@@ -1370,8 +1390,9 @@ ngx_pty_scroll_read(ngx_pty_scroll_t *sc, uint64_t *off, u_char *buf,
 
 /*
  * Where an ended session's ring starts to matter to a late reader: its
- * newest broadcast Keyframe (the final screen: the owner makes one before
- * Closed when the screen changed since the last), else its Closed, else
+ * newest Keyframe (the final screen: the owner makes one before Closed
+ * when the screen changed since the last; a late joiner's own is the same
+ * screen, and may be all a full zone left), else its Closed, else
  * nothing.  Caller holds the session lock.
  */
 static uint64_t
@@ -1394,12 +1415,12 @@ ngx_pty_ring_keep(ngx_pty_ring_t *ring)
         /* ring_read skipped pads: the record starts where it ends */
         at = off - ngx_pty_ring_need(f->len);
 
-        if (f->target != 0) {
-            continue;
-        }
-
+        /* a joiner's Keyframe is the same screen: the newest one is kept */
         if (f->kind == NGX_PTY_FRAME_KEYFRAME) {
             kf = at;
+
+        } else if (f->target != 0) {
+            continue;
 
         } else if (f->kind == NGX_PTY_FRAME_CLOSED && closed == ring->head) {
             closed = at;

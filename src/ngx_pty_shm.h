@@ -22,7 +22,8 @@ typedef enum {
     NGX_PTY_FRAME_MEMBERSHIP,
     NGX_PTY_FRAME_KEYFRAME,
     NGX_PTY_FRAME_CLOSED,
-    NGX_PTY_FRAME_ERROR
+    NGX_PTY_FRAME_ERROR,
+    NGX_PTY_FRAME_REVOKE         /* never sent: its target is revoked */
 } ngx_pty_frame_kind_e;
 
 
@@ -113,6 +114,8 @@ typedef struct {
     ngx_uint_t                 role;
     size_t                     label_len;
     u_char                     label[NGX_PTY_LABEL_MAX * 4];
+    size_t                     principal_len;   /* for revocation */
+    u_char                     principal[255];
 } ngx_pty_member_t;
 
 
@@ -226,6 +229,10 @@ struct ngx_pty_session_sh_s {
 
     size_t                     command_len;
     u_char                    *command;
+
+    /* who may reach it (ngx_pty_auth.c); set before it is linked */
+    size_t                     acl_len;
+    u_char                    *acl;
 };
 
 
@@ -269,13 +276,21 @@ typedef struct {
 } ngx_pty_tomb_t;
 
 
+/* a revocation: connections of that principal made before it end */
+#define NGX_PTY_REVOKED_MAX  64
+
+typedef struct {
+    ngx_atomic_t               hash;      /* crc32 of the principal */
+    ngx_atomic_t               at;        /* unix ms */
+} ngx_pty_revoked_t;
+
+
 struct ngx_pty_shm_s {
     ngx_rbtree_t               rbtree;
     ngx_rbtree_node_t          sentinel;
     ngx_rbtree_t               names;
     ngx_rbtree_node_t          names_sentinel;
     ngx_queue_t                sessions;
-    ngx_uint_t                 next_name;
     ngx_atomic_t               next_client;
     ngx_atomic_t               generation;    /* reloads into this zone */
     ngx_uint_t                 live;
@@ -284,6 +299,8 @@ struct ngx_pty_shm_s {
     ngx_uint_t                 tomb_next;
     ngx_pty_tomb_t             tombs[NGX_PTY_TOMBS];
     u_char                     mcp_secret[32];  /* signs MCP session ids */
+    ngx_atomic_t               revoked_next;
+    ngx_pty_revoked_t          revoked[NGX_PTY_REVOKED_MAX];
 };
 
 
@@ -312,8 +329,8 @@ void ngx_pty_shm_stat(ngx_pty_shm_stat_t *st);
 ngx_pty_zone_t *ngx_pty_shm_zone(void);
 
 ngx_pty_session_sh_t *ngx_pty_shm_session_create(ngx_log_t *log,
-    u_char *command, size_t len, ngx_uint_t cols, ngx_uint_t rows,
-    size_t scroll_size, size_t inbox_max);
+    u_char *command, size_t len, ngx_str_t *acl, ngx_uint_t cols,
+    ngx_uint_t rows, size_t scroll_size, size_t inbox_max);
 ngx_pty_session_sh_t *ngx_pty_shm_session_find(ngx_str_t *id);
 void ngx_pty_shm_session_retain(ngx_pty_session_sh_t *s);
 void ngx_pty_shm_session_release(ngx_pty_session_sh_t *s);
@@ -321,18 +338,19 @@ void ngx_pty_shm_session_unlink(ngx_pty_session_sh_t *s);
 
 /*
  * A session no longer in the table, by pty-N or UUID: NGX_OK with what
- * is left of it; NGX_DECLINED: it existed (pty-N was given) but is
- * forgotten; NGX_ABORT: never heard of.
+ * is left of it (of the last NGX_PTY_TOMBS forgotten); NGX_DECLINED:
+ * none of those; NGX_ABORT: not a session id at all.
  */
 ngx_int_t ngx_pty_shm_tomb_find(ngx_str_t *id, ngx_pty_tomb_t *tomb);
 
 /*
  * Zone memory for a session, or for a new one (s NULL).  When the zone is
- * full and the session is live, ended sessions give way: the reclaim
- * handler (set by the session layer) forgets the one that ended first,
- * and the allocation is tried again, until it succeeds or none is left.
+ * full, ended sessions give way: the reclaim handler (set by the session
+ * layer) forgets the one that ended first, and the allocation is tried
+ * again, until it succeeds or none is left.  For an ended session only
+ * those that ended before it give way (its late joiners need a little).
  */
-typedef ngx_uint_t (*ngx_pty_shm_reclaim_pt)(void);
+typedef ngx_uint_t (*ngx_pty_shm_reclaim_pt)(uint64_t ended_before);
 
 void ngx_pty_shm_set_reclaim(ngx_pty_shm_reclaim_pt handler);
 void *ngx_pty_shm_alloc(ngx_pty_session_sh_t *s, size_t size);
@@ -343,7 +361,8 @@ ngx_uint_t ngx_pty_shm_reclaim(ngx_pty_session_sh_t *s);
  * is over.  NGX_DECLINED: there is none.  Otherwise *sh is NULL when it
  * was freed at once, or the record, retained, when views of it remain.
  */
-ngx_int_t ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh);
+ngx_int_t ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh,
+    uint64_t ended_before);
 /* gives a forgotten session's rings and inbox back to the zone */
 void ngx_pty_shm_session_strip(ngx_pty_session_sh_t *s);
 /* cuts an ended session's rings down to what a late reader gets */
@@ -391,12 +410,16 @@ size_t ngx_pty_ring_reach(ngx_pty_ring_t *ring);
 void ngx_pty_ring_reserve(ngx_pty_session_sh_t *s, size_t len,
     size_t scroll);
 ngx_pty_frame_t *ngx_pty_ring_read(ngx_pty_ring_t *ring, uint64_t *off);
+size_t ngx_pty_ring_need(size_t len);
 uint64_t ngx_pty_ring_find(ngx_pty_ring_t *ring, uint64_t after_seq);
 uint64_t ngx_pty_ring_first_seq(ngx_pty_ring_t *ring);
 
 void ngx_pty_scroll_append(ngx_pty_scroll_t *sc, u_char *p, size_t len);
 size_t ngx_pty_scroll_read(ngx_pty_scroll_t *sc, uint64_t *off, u_char *buf,
     size_t max, uint64_t *missed);
+
+/* pty-N: N is random in 1..NGX_PTY_NAME_MAX, unique in the zone */
+#define NGX_PTY_NAME_MAX  999999
 
 #define ngx_pty_frame_data(f)  ((u_char *) (f) + sizeof(ngx_pty_frame_t))
 
