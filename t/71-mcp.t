@@ -33,8 +33,24 @@ my $t = pty_nginx(extra_http => '
         location /mcp {
             pty_mcp;
         }
+    }
+
+    map $pty_bearer_token $mcp_who {
+        "tok-alice"  alice;
+        "tok-bob"    bob;
+        default      "";
+    }
+
+    server {
+        listen 127.0.0.1:%%PORT_8082%%;
+        client_body_buffer_size 1m;
+        location /mcp {
+            pty_auth on;
+            pty_principal $mcp_who;
+            pty_mcp;
+        }
     }');
-$t->plan(37)->run();
+$t->plan(42)->run();
 
 my $port = $t->port(8081);
 my $url = "http://127.0.0.1:$port/mcp";
@@ -137,3 +153,41 @@ is($st, 403, 'an Origin that is not the server: 403');
 ($st) = api_request($port, 'GET', '/mcp', undef, no_body => 1,
     headers => { Accept => 'text/event-stream', 'Mcp-Session-Id' => $sid });
 is($st, 405, 'GET (no server stream): 405');
+
+# --- with principals: the auth issue's rules hold here too -----------------
+
+my $aport = $t->port(8082);
+
+sub arpc {
+    my ($who, $sid, $body) = @_;
+    my ($st, $j, $raw, $hd) = api_call($aport, '/mcp', $body, headers => {
+        %accept, $who ? (Authorization => "Bearer tok-$who") : (),
+        $sid ? ('Mcp-Session-Id' => $sid) : () });
+    return ($st, $j, $hd);
+}
+
+my $init = { jsonrpc => '2.0', id => 1, method => 'initialize',
+    params => { protocolVersion => '2025-11-25', capabilities => {},
+        clientInfo => { name => 'raw', version => '0' } } };
+($st, $j, $h) = arpc(undef, undef, $init);
+is($st, 401, 'no token: 401 before any JSON-RPC');
+like($h->{'www-authenticate'} // '', qr/^Bearer/, 'with WWW-Authenticate');
+
+my ($asid) = (arpc('alice', undef, $init))[2]{'mcp-session-id'};
+($st, $j) = arpc('alice', $asid, { jsonrpc => '2.0', id => 2,
+    method => 'tools/call', params => { name => 'pty_start',
+        arguments => { command => 'sleep 30', wait_ms => 0 } } });
+my $aid = $j->{result}{structuredContent}{id} // '';
+ok($aid, 'alice starts a session over MCP');
+
+my ($bsid) = (arpc('bob', undef, $init))[2]{'mcp-session-id'};
+($st, $j) = arpc('bob', $bsid, { jsonrpc => '2.0', id => 3,
+    method => 'tools/call', params => { name => 'pty_read',
+        arguments => { id => $aid } } });
+ok($j->{result}{isError} && $j->{result}{content}[0]{text}
+    =~ /unknown_session/, 'bob cannot see it: unknown_session');
+($st, $j) = arpc('bob', $bsid, { jsonrpc => '2.0', id => 4,
+    method => 'tools/call', params => { name => 'pty_list',
+        arguments => {} } });
+ok(!grep({ $_->{id} eq $aid } @{$j->{result}{structuredContent}{sessions}
+    // []}), 'nor list it');
