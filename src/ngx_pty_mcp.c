@@ -70,8 +70,6 @@ static void ngx_pty_mcp_ctx_cleanup(void *data);
 static ngx_int_t ngx_pty_mcp_session_check(ngx_http_request_t *r);
 static void ngx_pty_mcp_session_mac(u_char *random, u_char *mac);
 static ngx_int_t ngx_pty_mcp_origin(ngx_http_request_t *r);
-static ngx_table_elt_t *ngx_pty_mcp_header(ngx_http_request_t *r,
-    const char *name);
 static ngx_int_t ngx_pty_mcp_add_header(ngx_http_request_t *r,
     const char *name, u_char *value, size_t len);
 static ngx_uint_t ngx_pty_mcp_version(const char *v, size_t len);
@@ -112,7 +110,6 @@ ngx_int_t
 ngx_pty_mcp_handler(ngx_http_request_t *r)
 {
     ngx_int_t            rc;
-    ngx_table_elt_t     *h;
     ngx_pty_loc_conf_t  *plcf;
 
     plcf = ngx_http_get_module_loc_conf(r, ngx_pty_module);
@@ -145,14 +142,9 @@ ngx_pty_mcp_handler(ngx_http_request_t *r)
 
     if (r->method != NGX_HTTP_POST) {
         /* no stream of the server's own, no sessions to end (DELETE) */
-        h = ngx_list_push(&r->headers_out.headers);
-        if (h == NULL) {
+        if (ngx_pty_ws_add_header(r, "Allow", "POST", 4) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
-
-        h->hash = 1;
-        ngx_str_set(&h->key, "Allow");
-        ngx_str_set(&h->value, "POST");
 
         return ngx_pty_mcp_error(r, NGX_HTTP_NOT_ALLOWED, NULL,
                                  NGX_PTY_RPC_INVALID, "this MCP endpoint "
@@ -243,7 +235,7 @@ ngx_pty_mcp_message(ngx_http_request_t *r, json_t *msg)
                                  "is an object");
     }
 
-    h = ngx_pty_mcp_header(r, "mcp-protocol-version");
+    h = ngx_pty_ws_header(r, "mcp-protocol-version");
 
     if (h && !ngx_pty_mcp_version((char *) h->value.data, h->value.len)) {
         return ngx_pty_mcp_error(r, NGX_HTTP_BAD_REQUEST, NULL,
@@ -455,7 +447,7 @@ ngx_pty_mcp_tools_call(ngx_http_request_t *r, json_t *id, json_t *params)
     cln->data = ctx;
 
     clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
-    accept = ngx_pty_mcp_header(r, "accept");
+    accept = ngx_pty_ws_header(r, "accept");
 
     ctx->call.request = r;
     ctx->call.pool = r->pool;
@@ -620,7 +612,7 @@ ngx_pty_mcp_session_check(ngx_http_request_t *r)
     ngx_uint_t        i;
     ngx_table_elt_t  *h;
 
-    h = ngx_pty_mcp_header(r, "mcp-session-id");
+    h = ngx_pty_ws_header(r, "mcp-session-id");
 
     if (h == NULL) {
         return NGX_DECLINED;
@@ -674,7 +666,7 @@ ngx_pty_mcp_origin(ngx_http_request_t *r)
     u_char           *p, *last, *host;
     ngx_table_elt_t  *origin;
 
-    origin = ngx_pty_mcp_header(r, "origin");
+    origin = ngx_pty_ws_header(r, "origin");
 
     if (origin == NULL) {
         return NGX_OK;
@@ -712,62 +704,21 @@ ngx_pty_mcp_origin(ngx_http_request_t *r)
 }
 
 
-static ngx_table_elt_t *
-ngx_pty_mcp_header(ngx_http_request_t *r, const char *name)
-{
-    size_t            len;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    len = ngx_strlen(name);
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NULL;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == len
-            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
-        {
-            return &h[i];
-        }
-    }
-}
-
-
+/* a response header whose value is copied to the pool */
 static ngx_int_t
 ngx_pty_mcp_add_header(ngx_http_request_t *r, const char *name,
     u_char *value, size_t len)
 {
-    u_char           *p;
-    ngx_table_elt_t  *h;
+    u_char  *p;
 
-    h = ngx_list_push(&r->headers_out.headers);
     p = ngx_pnalloc(r->pool, len);
-
-    if (h == NULL || p == NULL) {
+    if (p == NULL) {
         return NGX_ERROR;
     }
 
     ngx_memcpy(p, value, len);
 
-    h->hash = 1;
-    h->key.data = (u_char *) name;
-    h->key.len = ngx_strlen(name);
-    h->value.data = p;
-    h->value.len = len;
-
-    return NGX_OK;
+    return ngx_pty_ws_add_header(r, name, (char *) p, len);
 }
 
 
@@ -848,10 +799,8 @@ ngx_pty_mcp_sse_start(ngx_http_request_t *r)
     ngx_str_set(&r->headers_out.content_type, "text/event-stream");
     r->headers_out.content_type_len = r->headers_out.content_type.len;
 
-    if (ngx_pty_mcp_add_header(r, "Cache-Control", (u_char *) "no-cache",
-                               8) != NGX_OK
-        || ngx_pty_mcp_add_header(r, "X-Accel-Buffering", (u_char *) "no", 2)
-           != NGX_OK
+    if (ngx_pty_ws_add_header(r, "Cache-Control", "no-cache", 8) != NGX_OK
+        || ngx_pty_ws_add_header(r, "X-Accel-Buffering", "no", 2) != NGX_OK
         || ngx_pty_worker_header(r) != NGX_OK)
     {
         return NGX_ERROR;
