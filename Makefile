@@ -172,7 +172,7 @@ FUZZ_WRAP_SESSION := $(addprefix -Wl$(comma)--wrap=ngx_pty_session_,input \
                resize request_keyframe notify kill unlisten)
 FUZZ_WRAP_binding := $(FUZZ_WRAP_SESSION)
 FUZZ_WRAP_api := $(addprefix -Wl$(comma)--wrap=ngx_pty_session_,input kill \
-               get put listen unlisten start screen_text) \
+               get put listen unlisten start screen_apply settle) \
                -Wl,--wrap=ngx_pty_sessions_stat -Wl,--wrap=ngx_http_send_header
 FUZZ_INCS   := $(addprefix -I$(FUZZ_TREE)/,src/core src/event \
                src/event/modules src/os/unix objs src/http src/http/modules)

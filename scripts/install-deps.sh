@@ -3,9 +3,12 @@
 # Only what is missing is installed, and only when run as root; otherwise the
 # apt-get command to run is printed and the script fails.
 #
-#   install-deps.sh          what the build and the tests need (npm brings
-#                            @xterm/headless for the differential test)
-#   install-deps.sh demo     the same (npm also fetches xterm.js for the demo)
+#   install-deps.sh          what the build and the tests need, and the npm
+#                            packages of t/mcp (the MCP SDK, npm ci); make
+#                            xterm brings @xterm/headless for the
+#                            differential test
+#   install-deps.sh demo     the same (npm also fetches xterm.js for the
+#                            demo page)
 #   install-deps.sh fuzz     also clang (libFuzzer) and dpkg-dev (apt-get
 #                            source brings nginx's own sources), for make fuzz
 set -eu
@@ -17,7 +20,9 @@ PKGS="make gcc perl nginx nginx-dev libvterm-dev libjansson-dev libpcre2-dev
 
 missing=""
 
-# by command: a node from elsewhere (with its own npm) will do
+# node and npm, by command: the MCP tests' client (the official SDK,
+# t/mcp), the differential test's xterm.js and the demo's; a node from
+# elsewhere (NodeSource) will do
 if ! command -v node >/dev/null 2>&1; then
     missing="nodejs"
 fi
@@ -36,7 +41,18 @@ for p in $PKGS; do
     fi
 done
 
-[ -z "$missing" ] && exit 0
+# the npm packages the tests use, as locked in t/mcp/package-lock.json
+npm_deps() {
+    dir=$(cd "$(dirname "$0")/.." && pwd)/t/mcp
+    [ -d "$dir/node_modules/@modelcontextprotocol/sdk" ] && return 0
+    echo "installing the npm packages of t/mcp"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+}
+
+if [ -z "$missing" ]; then
+    npm_deps
+    exit 0
+fi
 
 if [ "$(id -u)" != 0 ]; then
     echo "missing packages:$missing" >&2
@@ -49,3 +65,5 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing
+
+npm_deps

@@ -22,8 +22,18 @@ if [ ! -f "$xterm/xterm.js" ]; then
     rm -rf "$tmp"
 fi
 # a uid per session needs root; otherwise programs run as whoever runs this
+# (with that user's HOME).  A uid of the range has no home: each session
+# gets a private, writable one, a tmpfs of its own in a sandbox, where
+# node, python3 and shells keep their history
 if [ "$(id -u)" = 0 ]; then
     users="pty_user_range 3100000 3165535;"
+    if [ -x /usr/bin/bwrap ]; then
+        users="$users
+    pty_env HOME=/tmp;
+    pty_sandbox /usr/bin/bwrap --unshare-pid --unshare-ipc --unshare-uts
+                --die-with-parent --new-session --ro-bind / / --proc /proc
+                --dev /dev --tmpfs /tmp --chdir /tmp --;"
+    fi
 else
     users="# pty_user_range: only when nginx starts as root"
 fi
@@ -31,11 +41,9 @@ fi
 # the demo's one token: nginx itself checks it (conf/demo.conf)
 token=$(head -c 24 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
 
-sed -e "s|%%MODULE%%|$root/build/ngx_pty_module.so|" \
-    -e "s|%%TOKEN%%|$token|" \
-    -e "s|%%USERS%%|$users|" \
-    -e "s|%%PREFIX%%|$prefix|g" -e "s|%%PORT%%|$port|g" \
-    -e "s|%%ROOT%%|$root|g" \
+USERS=$users perl -pe "s|%%MODULE%%|$root/build/ngx_pty_module.so|;
+    s|%%TOKEN%%|$token|; s|%%USERS%%|\$ENV{USERS}|; s|%%PREFIX%%|$prefix|g;
+    s|%%PORT%%|$port|g; s|%%ROOT%%|$root|g" \
     "$root/conf/demo.conf" > "$prefix/conf/nginx.conf"
 
 "$nginx_bin" -t -q -p "$prefix" -c "$prefix/conf/nginx.conf" -e "$prefix/logs/error.log"
@@ -62,6 +70,9 @@ The AgentCard:
   curl -s http://127.0.0.1:$port/.well-known/agent-card.json
 Stop a session:
   curl -s -H "\$T" -X POST http://127.0.0.1:$port/pty/kill -d '{"id":"pty-N"}'
+The same tools for MCP clients (Streamable HTTP, docs/MCP.md), with the
+same token (Authorization: Bearer):
+  http://127.0.0.1:$port/mcp
 MSG
 
 exec "$nginx_bin" -p "$prefix" -c "$prefix/conf/nginx.conf" -e "$prefix/logs/error.log"

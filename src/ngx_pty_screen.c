@@ -5576,3 +5576,112 @@ ngx_pty_screen_text(ngx_pty_screen_t *s, size_t *len)
 
     return buf;
 }
+
+
+void
+ngx_pty_screen_cursor(ngx_pty_screen_t *s, unsigned *row, unsigned *col,
+    unsigned *visible)
+{
+    VTermPos  pos;
+
+    pos = ngx_pty_cursor(s);
+
+    *row = (unsigned) pos.row;
+    *col = (unsigned) pos.col;
+    *visible = s->visible;
+}
+
+
+static int
+ngx_pty_cell_highlighted(ngx_pty_screen_t *s, const ngx_pty_cell_t *c)
+{
+    return (c->pen.attr & NGX_PTY_A_REVERSE)
+           || !ngx_pty_color_eq(&c->pen.bg, &s->default_pen.bg);
+}
+
+
+size_t
+ngx_pty_screen_highlights(ngx_pty_screen_t *s, ngx_pty_screen_span_t *spans,
+    size_t max)
+{
+    size_t                 n;
+    unsigned               r, col, from;
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_row_t   *row;
+    const ngx_pty_cell_t  *c;
+
+    n = 0;
+
+    for (r = 0; r < s->rows; r++) {
+        row = s->cur->rows[r];
+        from = s->cols;
+
+        for (col = 0; col <= s->cols; col++) {
+            c = (col < s->cols) ? ngx_pty_row_cell(row, col, &tmp) : NULL;
+
+            if (c && ngx_pty_cell_highlighted(s, c)) {
+                if (from == s->cols) {
+                    from = col;
+                }
+
+                continue;
+            }
+
+            if (from < s->cols) {
+                if (n < max) {
+                    spans[n].row = r;
+                    spans[n].col = from;
+                    spans[n].cols = col - from;
+                }
+
+                n++;
+                from = s->cols;
+            }
+        }
+    }
+
+    return n;
+}
+
+
+size_t
+ngx_pty_screen_span_text(ngx_pty_screen_t *s, ngx_pty_screen_span_t *span,
+    u_char *buf)
+{
+    u_char                *p;
+    unsigned               col, i;
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_row_t   *row;
+    const ngx_pty_cell_t  *c;
+
+    p = buf;
+
+    if (span->row >= s->rows) {
+        return 0;
+    }
+
+    row = s->cur->rows[span->row];
+
+    for (col = span->col; col < span->col + span->cols && col < s->cols;
+         col++)
+    {
+        c = ngx_pty_row_cell(row, col, &tmp);
+
+        if (c->ch == NGX_PTY_CONT) {
+            continue;
+        }
+
+        if (c->ch == 0) {
+            *p++ = ' ';
+            continue;
+        }
+
+        p += ngx_pty_utf8_put(p, c->ch);
+
+        for (i = 0; i < c->ncomb && row->comb; i++) {
+            p += ngx_pty_utf8_put(p, row->comb[col * NGX_PTY_MAX_COMB + i]);
+        }
+    }
+
+    return p - buf;
+}

@@ -13,6 +13,7 @@
 #include "ngx_pty_policy.h"
 
 #include <sys/ioctl.h>
+#include <termios.h>
 
 
 #define NGX_PTY_READ_BUDGET     4           /* chunks per turn, then yield */
@@ -84,9 +85,12 @@ static void ngx_pty_session_replay_start(ngx_pty_ring_t *ring, uint64_t *kf,
     uint64_t *base, uint64_t *from);
 static u_char *ngx_pty_session_screen_rebuild(ngx_pty_session_t *s,
     size_t *len);
+static ngx_pty_screen_t *ngx_pty_session_screen_replay(ngx_pty_session_t *s,
+    uint64_t *anchor);
 static ngx_int_t ngx_pty_session_keyframe_replayed(ngx_pty_session_t *s,
     uint32_t target);
 static void ngx_pty_session_spawned(ngx_pty_keeper_req_t *req);
+static void ngx_pty_session_tty_mode(ngx_pty_session_t *s);
 static void ngx_pty_session_log_command(ngx_pty_session_t *s,
     ngx_uint_t level, ngx_err_t err, const char *what, ngx_pid_t pid);
 static void ngx_pty_session_store(ngx_pty_session_t *s, u_char *buf,
@@ -559,6 +563,21 @@ ngx_pty_session_get(ngx_pty_session_sh_t *sh)
     }
 
     return s;
+}
+
+
+/*
+ * Whether what is typed now will be echoed (not while a program reads a
+ * password: canonical input without echo), for the agent API's wait_for
+ */
+static void
+ngx_pty_session_tty_mode(ngx_pty_session_t *s)
+{
+    struct termios  tio;
+
+    if (tcgetattr(s->pty->fd, &tio) == 0) {
+        s->sh->tty_noecho = (tio.c_lflag & ICANON) && !(tio.c_lflag & ECHO);
+    }
 }
 
 
@@ -1243,6 +1262,8 @@ ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
 
     /* before the terminal arrives from the keeper, input waits in order */
     if (s->input_len == 0 && s->pty) {
+        ngx_pty_session_tty_mode(s);
+
         n = write(s->pty->fd, data, len);
 
         if (n == (ssize_t) len) {
@@ -2109,6 +2130,31 @@ ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len)
     ngx_pty_session_fold(s, (size_t) -1);
 
     return ngx_pty_screen_text(s->screen, len);
+}
+
+
+ngx_int_t
+ngx_pty_session_screen_apply(ngx_pty_session_t *s,
+    ngx_pty_screen_handler_pt handler, void *data)
+{
+    uint64_t           anchor;
+    ngx_pty_screen_t  *screen;
+
+    if (s->owner && s->screen) {
+        ngx_pty_session_fold(s, (size_t) -1);
+        handler(s->screen, data);
+        return NGX_OK;
+    }
+
+    screen = ngx_pty_session_screen_replay(s, &anchor);
+    if (screen == NULL) {
+        return NGX_ERROR;
+    }
+
+    handler(screen, data);
+    ngx_pty_screen_destroy(screen);
+
+    return NGX_OK;
 }
 
 

@@ -62,7 +62,7 @@ $r = at('policy', 'start', { command => 'echo allowed', wait_for => 'allowed' })
 ok($r->{_status} == 200 && $r->{matched}, 'an allowed command runs');
 
 $r = at('fixed', 'start', {});
-like($r->{screen}, qr/fixed-command/, 'pty_command runs without "command"');
+like($r->{output}, qr/fixed-command/, 'pty_command runs without "command"');
 at('fixed', 'kill', { id => $r->{id} });
 $r = at('fixed', 'start', { command => 'id' });
 is($r->{error}{code}, 'command_fixed', 'another command: 403 command_fixed');
