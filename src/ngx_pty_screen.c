@@ -172,6 +172,9 @@ struct ngx_pty_screen_s {
     VTermPos                      saved_pos;
     ngx_pty_pen_t                 saved_pen;
 
+    /* xterm.js's way taken where libvterm 0.1.4 goes another (tests) */
+    unsigned long                 diverged;
+
     int                           cursor_style; /* DECSCUSR's, -1: unset */
     int                           blink12;      /* ?12 after it, -1: unset */
     unsigned                      mouse;      /* 0, 1000, 1002, 1003 */
@@ -1753,6 +1756,7 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     s->right = -1;
     s->phantom = 0;
     s->cursor_style = -1;
+    s->saved_valid = 0;     /* xterm.js's RIS forgets the saved cursor */
     s->blink12 = -1;
     s->pen.attr &= ~NGX_PTY_A_CONCEAL;
 
@@ -1873,6 +1877,9 @@ ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
     if (esc != NGX_PTY_NO_ESC && esc >= *start) {
         ngx_pty_flush(s, p, start, esc);
+
+        /* an ESC libvterm read last (ESC ESC [ m) would take what follows */
+        vterm_input_write(s->vt, "\x18", 1);
 
         for (k = esc + 1; k < i; k++) {
             if (p[k] < 0x20) {
@@ -2006,6 +2013,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             && esc >= *start)
         {
             /* xterm.js has the cursor past the edge: nothing to erase */
+            s->diverged++;
             ngx_pty_flush(s, p, start, esc);
             *start = i + 1;
             break;
@@ -2027,13 +2035,27 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
         break;
 
+    case 'L':
+    case 'M':
+        /* xterm.js: IL and DL in the scroll region go to the first column */
+        ngx_pty_feed_final(s, p, start, i);
+        pos = ngx_pty_cursor(s);
+        end = (s->bottom < 0) ? (long) s->rows : s->bottom;
+
+        if (pos.row >= s->top && pos.row < end && (pos.col || s->phantom)) {
+            pos.col = 0;
+            ngx_pty_vt_cup(s, pos);
+            s->phantom = 0;
+        }
+
+        break;
+
     case 'X':
     case '@':
     case 'P':
-    case 'L':
-    case 'M':
         if (s->phantom) {
             /* xterm.js puts the cursor back on the edge first */
+            s->diverged++;
             ngx_pty_feed_final(s, p, start, i);
             pos = ngx_pty_cursor(s);
             ngx_pty_vt_cup(s, pos);
@@ -2056,6 +2078,8 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         break;
 
     case 's':
+        /* xterm.js has no left and right margins (DECSLRM) */
+        s->diverged += s->lrmm;
         ngx_pty_margins(s, &s->left, &s->right, s->cols, 0);
         break;
 
@@ -2728,10 +2752,38 @@ ngx_pty_sgr_color_arg(const unsigned long *args, int k, int argc,
 }
 
 
+/*
+ * Whether libvterm 0.1.4 reads the colour of SGR 38 or 48 at args[k] as
+ * xterm.js does: "5;N", "2;R;G;B" and "5:N", complete, each below 256
+ */
+static int
+ngx_pty_sgr_color_same(const unsigned long *args, int k, int argc)
+{
+    int  j, n;
+
+    n = (k + 1 < argc) ? (int) NGX_PTY_ARG(args[k + 1]) : 0;
+    n = (n == 5) ? 1 : (n == 2 && !(args[k] & NGX_PTY_ARG_MORE)) ? 3 : 0;
+
+    if (n == 0 || k + 1 + n >= argc) {
+        return 0;
+    }
+
+    for (j = k + 2; j <= k + 1 + n; j++) {
+        if (NGX_PTY_ARG(args[j]) > 255
+            || ((args[j - 1] & NGX_PTY_ARG_MORE) != (args[k] & NGX_PTY_ARG_MORE)))
+        {
+            return 0;
+        }
+    }
+
+    return !(args[k + 1 + n] & NGX_PTY_ARG_MORE);
+}
+
+
 /* the underline style of SGR 4 (with sub-parameter), 21 or 24 */
 static void
-ngx_pty_sgr_underline(ngx_pty_pen_t *pen, const unsigned long *args, int k,
-    int argc)
+ngx_pty_sgr_underline(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
+    const unsigned long *args, int k, int argc)
 {
     unsigned long  arg, ul, x;
 
@@ -2750,6 +2802,7 @@ ngx_pty_sgr_underline(ngx_pty_pen_t *pen, const unsigned long *args, int k,
 
         } else if (ul > 5) {
             /* xterm.js keeps the style it had */
+            s->diverged++;
             return;
         }
     }
@@ -2825,10 +2878,16 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
         break;
 
     case 4: case 21: case 24:
-        ngx_pty_sgr_underline(pen, args, k, argc);
+        ngx_pty_sgr_underline(s, pen, args, k, argc);
         break;
 
     case 38: case 48: case 58:
+        if (arg == 58 ? !(args[k] & NGX_PTY_ARG_MORE)
+                      : !ngx_pty_sgr_color_same(args, k, argc))
+        {
+            s->diverged++;
+        }
+
         c = (arg == 38) ? pen->fg : (arg == 48) ? pen->bg : pen->ul;
         *argi = ngx_pty_sgr_color_arg(args, k, argc, &c);
         c = ngx_pty_color(&c);
@@ -2976,6 +3035,7 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
 
     if (s->phantom && v == 0) {
         /* xterm.js has the cursor past the edge: nothing to its right */
+        s->diverged++;
         rect.start_col = s->cols;
     }
 
@@ -3436,7 +3496,7 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
  * a mark there, adds it only to the glyph it printed last, and counts
  * U+3099, U+309A and U+302A-302F two columns wide.
  */
-static void
+static int
 ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp)
 {
     int              col;
@@ -3450,6 +3510,7 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp)
     row = s->cur->rows[pos.row];
 
     if (col < 0) {
+        s->diverged++;
         ngx_pty_row_materialize(row, 1);
         c = &row->cells[0];
         c->ch = cp;
@@ -3464,7 +3525,7 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp)
             ngx_pty_vt_cup(s, pos);
         }
 
-        return;
+        return 1;
     }
 
     ngx_pty_row_materialize(row, col + 1);
@@ -3472,22 +3533,40 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp)
 
     if (c->ch == NGX_PTY_CONT || (c->width == 0 && c->ch)) {
         if (col == 0) {
-            return;
+            s->diverged++;
+            return 1;
         }
 
         c--;
         col--;
     }
 
+    /*
+     * libvterm adds a mark only right after the glyph it printed last,
+     * and prints the glyph again in the current pen: the model does it
+     * where they part (returns 1)
+     */
+    if (!s->phantom && c->ch != 0 && pos.row == s->edge_pos.row
+        && col == s->edge_pos.col && pos.col == col + (c->width ? c->width : 1)
+        && ngx_pty_pen_eq(&c->pen, &s->pen, NGX_PTY_A_SGR))
+    {
+        /* the same in libvterm, which then repeats it whole (REP) */
+        return 0;
+    }
+
+    s->diverged++;
+
     if (c->ch == 0) {
         c->ch = cp;
         c->width = 1;
-        return;
+        return 1;
     }
 
     if (c->ncomb < NGX_PTY_MAX_COMB && (comb = ngx_pty_row_comb(s, row))) {
         comb[col * NGX_PTY_MAX_COMB + c->ncomb++] = cp;
     }
+
+    return 1;
 }
 
 
@@ -3539,12 +3618,18 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
     cp = ngx_pty_utf8_cp(p + i, len);
 
-    if (cp >= 0x300 && !s->vt_text && !s->charset[s->gl]
-        && ngx_pty_is_combining(cp))
-    {
+    if (cp >= 0x300 && ngx_pty_is_combining(cp)) {
+        if (s->vt_text || s->charset[s->gl]) {
+            /* libvterm places it (after SS2, SS3, in another set) */
+            s->diverged++;
+            return k;
+        }
+
         ngx_pty_flush(s, p, start, i);
-        ngx_pty_combine(s, cp);
-        *start = i + len;
+
+        if (ngx_pty_combine(s, cp)) {
+            *start = i + len;
+        }
     }
 
     return k;
@@ -4769,6 +4854,13 @@ ngx_pty_emit_glyph_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
     ngx_pty_emit_protect(e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
 
+    if (c->width == 0 && at == 0) {
+        /* a lone mark in the first column: xterm.js gives it the cell */
+        ngx_pty_emit_chars(e, row, col, c);
+        e->col = (s->cols > 1) ? 1 : -1;
+        return;
+    }
+
     if (c->width == 0) {
         /* a lone mark: put a space first so it cannot combine leftwards */
         ngx_pty_emit(e, " ", 1);
@@ -5035,7 +5127,7 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
         ngx_pty_emit_glyph(e, s, row, r, col, c);
 
         if (c->width == 0) {
-            e->col = col;
+            e->col = (col == 0 && w > 1) ? 1 : (int) col;
 
         } else if (col + c->width < w) {
             e->col = col + c->width;    /* else a pending wrap: unknown */
@@ -5684,4 +5776,11 @@ ngx_pty_screen_span_text(ngx_pty_screen_t *s, ngx_pty_screen_span_t *span,
     }
 
     return p - buf;
+}
+
+
+unsigned long
+ngx_pty_screen_diverged(ngx_pty_screen_t *s)
+{
+    return s->diverged;
 }

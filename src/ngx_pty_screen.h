@@ -93,5 +93,13 @@ size_t ngx_pty_screen_span_text(ngx_pty_screen_t *s,
 /* bytes held (grids, libvterm's own allocations), for the memory budget */
 size_t ngx_pty_screen_memory(ngx_pty_screen_t *s);
 
+/*
+ * How often the model followed xterm.js where libvterm 0.1.4 would not
+ * (EL, ED, ECH, ICH, DCH, IL, DL at a pending wrap, combining marks
+ * libvterm drops or places elsewhere, SGR colours and 58 it reads another
+ * way): the tests compare with libvterm where this is 0 (docs/SNAPSHOT.md)
+ */
+unsigned long ngx_pty_screen_diverged(ngx_pty_screen_t *s);
+
 
 #endif /* _NGX_PTY_SCREEN_H_INCLUDED_ */

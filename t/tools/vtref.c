@@ -10,6 +10,9 @@
 #include "vtref.h"
 
 
+static int  vtref_erase_bg;
+
+
 struct vtref_s {
     VTerm        *vt;
     VTermScreen  *screen;
@@ -17,6 +20,15 @@ struct vtref_s {
     int           rows;
     int           alt;
     int           visible;
+    int           saved;      /* DECSC, ?1048h, ?1049h since a reset */
+    int           esc;        /* xterm mode: 1 after ESC, 2 in a CSI */
+    int           vis_esc;    /* the cursor's visibility at that ESC */
+    unsigned      csi_arg;
+    unsigned      csi_arg1;   /* the first of two */
+    int           csi_argn;
+    char          csi_lead;
+    int           top;        /* the scroll region, as libvterm sets it */
+    int           bottom;
     char          out[1024];
     size_t        outlen;
 };
@@ -67,6 +79,7 @@ vtref_new(int cols, int rows)
     r->cols = cols;
     r->rows = rows;
     r->visible = 1;
+    r->bottom = -1;
     r->vt = vterm_new(rows, cols);
 
     if (r->vt == NULL) {
@@ -95,10 +108,20 @@ vtref_free(vtref_t *r)
 }
 
 
+
+
+static void vtref_feed_xterm(vtref_t *r, const unsigned char *p, size_t n);
+
+
 void
 vtref_feed(vtref_t *r, const unsigned char *p, size_t n)
 {
     size_t  k;
+
+    if (vtref_erase_bg) {
+        vtref_feed_xterm(r, p, n);
+        return;
+    }
 
     while (n) {
         k = n < 65536 ? n : 65536;
@@ -115,12 +138,244 @@ vtref_feed(vtref_t *r, const unsigned char *p, size_t n)
 }
 
 
+/* the pen's background to the default, for xterm.js's blank lines */
+static void
+vtref_bg_default(vtref_t *r, VTermColor *bg)
+{
+    VTermValue  val;
+
+    vterm_state_get_penattr(vterm_obtain_state(r->vt),
+                            VTERM_ATTR_BACKGROUND, &val);
+    *bg = val.color;
+    vterm_input_write(r->vt, "\x1b[49m", 5);
+}
+
+
+static void
+vtref_bg_restore(vtref_t *r, const VTermColor *c)
+{
+    char  buf[48];
+
+    if (VTERM_COLOR_IS_DEFAULT_BG(c)) {
+        return;
+    }
+
+    if (VTERM_COLOR_IS_INDEXED(c)) {
+        snprintf(buf, sizeof(buf), "\x1b[48;5;%um", c->indexed.idx);
+    } else {
+        snprintf(buf, sizeof(buf), "\x1b[48;2;%u;%u;%um", c->rgb.red,
+                 c->rgb.green, c->rgb.blue);
+    }
+
+    vterm_input_write(r->vt, buf, strlen(buf));
+}
+
+
+static void
+vtref_write(vtref_t *r, const unsigned char *p, size_t n)
+{
+    size_t  k;
+
+    while (n) {
+        k = n < 65536 ? n : 65536;
+
+        while (k < n && p[k] >= 0x20 && k < 1024 * 1024) {
+            k++;
+        }
+
+        vterm_input_write(r->vt, (const char *) p, k);
+        p += k;
+        n -= k;
+    }
+}
+
+
+/*
+ * libvterm with xterm.js's cursor restore: DECRC (ESC 8, ?1048l, ?1049l)
+ * leaves the cursor's visibility as it was, and with nothing saved
+ * restores the default pen (libvterm restores a zeroed one)
+ */
+static void
+vtref_restored(vtref_t *r)
+{
+    if (r->visible != r->vis_esc) {
+        vterm_input_write(r->vt, r->vis_esc ? "\x1b[?25h" : "\x1b[?25l", 6);
+    }
+
+    if (!r->saved) {
+        vterm_input_write(r->vt, "\x1b[m", 3);
+    }
+}
+
+
+/* DECSTBM as libvterm 0.1.4 takes it */
+static void
+vtref_margins(vtref_t *r)
+{
+    int  top, bottom;
+
+    top = (r->csi_argn ? r->csi_arg1 : r->csi_arg);
+    top = top ? top - 1 : 0;
+    bottom = r->csi_argn && r->csi_arg ? (int) r->csi_arg : -1;
+    top = top > r->rows ? r->rows : top;
+
+    if (top == 0 && bottom == r->rows) {
+        bottom = -1;
+    } else if (bottom > r->rows) {
+        bottom = r->rows;
+    }
+
+    if ((bottom < 0 ? r->rows : bottom) <= top) {
+        top = 0;
+        bottom = -1;
+    }
+
+    r->top = top;
+    r->bottom = bottom;
+}
+
+
+static void
+vtref_first_column(vtref_t *r)
+{
+    VTermPos  pos;
+
+    vterm_state_get_cursorpos(vterm_obtain_state(r->vt), &pos);
+
+    if (pos.row >= r->top && pos.row < (r->bottom < 0 ? r->rows : r->bottom))
+    {
+        vterm_input_write(r->vt, "\r", 1);
+    }
+}
+
+
+static void
+vtref_feed_xterm(vtref_t *r, const unsigned char *p, size_t n)
+{
+    int            restore, save;
+    size_t         i, start;
+    VTermColor     bg;
+    unsigned char  c;
+
+    for (i = 0, start = 0; i < n; i++) {
+        c = p[i];
+        restore = 0;
+        save = 0;
+
+        if (c == 0x1b) {
+            vtref_write(r, p + start, i - start);
+            start = i;
+            r->esc = 1;
+            r->vis_esc = r->visible;
+            continue;
+        }
+
+        if (r->esc == 1) {
+            r->esc = 0;
+
+            if (c == '[') {
+                r->esc = 2;
+                r->csi_arg = 0;
+                r->csi_argn = 0;
+                r->csi_lead = 0;
+            }
+
+            save = (c == '7');
+            restore = (c == '8');
+
+            if (c == 'c') {
+                vtref_write(r, p + start, i + 1 - start);
+                start = i + 1;
+                r->saved = 0;
+                r->top = 0;
+                r->bottom = -1;
+            }
+
+        } else if (r->esc == 2) {
+            if (c == '?' && r->csi_arg == 0) {
+                r->csi_lead = '?';
+
+            } else if (c >= '0' && c <= '9') {
+                r->csi_arg = r->csi_arg < 100000 ? r->csi_arg * 10 + c - '0'
+                                                 : r->csi_arg;
+
+            } else if (c == ';' && r->csi_argn == 0) {
+                r->csi_arg1 = r->csi_arg;
+                r->csi_arg = 0;
+                r->csi_argn = 1;
+
+            } else if (c >= 0x40 && c <= 0x7e) {
+                r->esc = 0;
+
+                if (r->csi_lead == 0 && c == 'r') {
+                    vtref_margins(r);
+                }
+
+                if (r->csi_lead == 0 && c == 'p' && i > 0 && p[i - 1] == '!') {
+                    r->top = 0;
+                    r->bottom = -1;
+                }
+
+                if (r->csi_lead == 0 && (c == 'L' || c == 'M')) {
+                    /* xterm.js: IL, DL in the scroll region go to column 0 */
+                    vtref_write(r, p + start, i + 1 - start);
+                    start = i + 1;
+                    vtref_first_column(r);
+                }
+
+                if (r->csi_lead == '?'
+                    && (r->csi_arg == 1048 || r->csi_arg == 1049))
+                {
+                    save = (c == 'h');
+                    restore = (c == 'l');
+                }
+
+                if (r->csi_lead == 0 && c == 'T') {
+                    /* SD: xterm.js brings in lines in the default pen */
+                    vtref_bg_default(r, &bg);
+                    vtref_write(r, p + start, i + 1 - start);
+                    vtref_bg_restore(r, &bg);
+                    start = i + 1;
+                }
+
+            } else if (c != ';' && c != ':' && (c < 0x20 || c > 0x2f)) {
+                r->esc = 0;
+            }
+        }
+
+        if (save || restore) {
+            vtref_write(r, p + start, i + 1 - start);
+            start = i + 1;
+
+            if (restore) {
+                vtref_restored(r);
+            }
+
+            r->saved |= save;
+        }
+    }
+
+    vtref_write(r, p + start, n - start);
+}
+
+
 void
 vtref_resize(vtref_t *r, int cols, int rows)
 {
+    VTermColor  bg;
+
     r->cols = cols;
     r->rows = rows;
+
+    if (!vtref_erase_bg) {
+        vterm_set_size(r->vt, rows, cols);
+        return;
+    }
+
+    /* xterm.js: the cells a resize adds are blank in the default colours */
+    vtref_bg_default(r, &bg);
     vterm_set_size(r->vt, rows, cols);
+    vtref_bg_restore(r, &bg);
 }
 
 
@@ -282,6 +537,13 @@ vtref_describe(char *buf, size_t size, const VTermScreenCell *c)
 }
 
 
+void
+vtref_xterm_erase(int on)
+{
+    vtref_erase_bg = on;
+}
+
+
 static int
 vtref_cell_eq(const VTermScreenCell *a, const VTermScreenCell *b)
 {
@@ -289,6 +551,11 @@ vtref_cell_eq(const VTermScreenCell *a, const VTermScreenCell *b)
 
     if (a->chars[0] == (uint32_t) -1 || b->chars[0] == (uint32_t) -1) {
         return a->chars[0] == b->chars[0];
+    }
+
+    if (vtref_erase_bg && a->chars[0] == 0 && b->chars[0] == 0) {
+        /* xterm.js erases with the background colour alone */
+        return a->width == b->width && vtref_color_eq(&a->bg, &b->bg);
     }
 
     for (i = 0; i < VTERM_MAX_CHARS_PER_CELL; i++) {

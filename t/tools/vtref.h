@@ -40,6 +40,14 @@ char *vtref_text(vtref_t *r, size_t *len);
  * only).  Writes at most max_diffs readable differences to out (may be
  * NULL).  Returns the number of differences, 0 when identical.
  */
+/*
+ * With "on", vtref_compare() takes two erased cells as equal when their
+ * background colours are: libvterm erases with the whole pen (attributes
+ * and foreground too), xterm.js, which the model follows, with the
+ * background colour alone (docs/SNAPSHOT.md).
+ */
+void vtref_xterm_erase(int on);
+
 int vtref_compare(vtref_t *want, vtref_t *got, FILE *out, int max_diffs,
     int strict_modes);
 

