@@ -2882,6 +2882,18 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
         break;
 
     case 38: case 48: case 58:
+        if (arg != 58 && k + 2 < argc && NGX_PTY_ARG(args[k + 1]) == 5
+            && NGX_PTY_ARG(args[k + 2]) < 256
+            && !((args[k] | args[k + 1] | args[k + 2]) & NGX_PTY_ARG_MORE))
+        {
+            /* the common form, "5;N" */
+            vterm_color_indexed(&c, (uint8_t) NGX_PTY_ARG(args[k + 2]));
+            c = ngx_pty_color(&c);
+            *(arg == 38 ? &pen->fg : &pen->bg) = c;
+            *argi = k + 3;
+            return;
+        }
+
         if (arg == 58 ? !(args[k] & NGX_PTY_ARG_MORE)
                       : !ngx_pty_sgr_color_same(args, k, argc))
         {
@@ -3607,13 +3619,13 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         return k;
     }
 
-    /* CJK, Hangul, emoji: not combining, no search */
-    if (len == 2 || (len == 3 && p[i] >= 0xe3 && p[i] <= 0xee
-                     && (p[i] != 0xe3 || p[i + 1] >= 0x84)))
+    /* below U+0300, CJK, Hangul, emoji: not combining, no search */
+    if ((len == 2 && p[i] < 0xcc)
+        || (len == 3 && p[i] >= 0xe3 && p[i] <= 0xee
+            && (p[i] != 0xe3 || p[i + 1] >= 0x84))
+        || (len == 4 && p[i] == 0xf0 && p[i + 1] == 0x9f))
     {
-        if (len == 3) {
-            return k;
-        }
+        return k;
     }
 
     cp = ngx_pty_utf8_cp(p + i, len);

@@ -15,7 +15,8 @@
  * 1006, 1015 and 2004 (see vtref.h); --max-diffs N (default 20);
  * --then FILE feeds FILE to both terminals before comparing, which checks
  * the state the snapshot leaves (pending wrap, modes, saved cursor...).
- * Exit 2 on usage or I/O errors.
+ * The reference is libvterm with xterm.js's erase, DECRC, SD, resize and
+ * IL/DL rules (vtref_xterm_erase()).  Exit 2 on usage or I/O errors.
  */
 
 
@@ -202,6 +203,8 @@ main(int argc, char **argv)
         return 2;
     }
 
+    /* the reference read as xterm.js, which the model follows, reads */
+    vtref_xterm_erase(1);
     want = vtref_new(cols, rows);
     got = vtref_new(cols, rows);
 

@@ -1709,7 +1709,7 @@ test_fast_csi(void)
         }
     }
 
-    ok(bad == 0 && quiet_xterm < 600,
+    ok(bad == 0 && quiet_xterm < 640,
        "400 random CSI-dense streams round-trip (%d bad; %d where xterm.js and libvterm part)",
        bad, quiet_xterm);
     free(b.p);
