@@ -26,6 +26,7 @@
 
 
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <stdio.h>
 
@@ -432,15 +433,26 @@ ngx_pty_color_eq(const VTermColor *a, const VTermColor *b)
 }
 
 
-static int
+/* the snapshot compares every cell's pen: inline, the colours at once */
+static ngx_inline int
 ngx_pty_pen_eq(const ngx_pty_pen_t *a, const ngx_pty_pen_t *b, unsigned mask)
 {
-    return ((a->attr ^ b->attr) & mask) == 0
-           && a->xattr == b->xattr
-           && ngx_pty_color_eq(&a->fg, &b->fg)
-           && ngx_pty_color_eq(&a->bg, &b->bg)
-           && ngx_pty_color_eq(&a->ul, &b->ul);
+    uint64_t  x, y;
+    uint32_t  u, v;
+
+    memcpy(&x, &a->fg, 8);
+    memcpy(&y, &b->fg, 8);
+    memcpy(&u, &a->ul, 4);
+    memcpy(&v, &b->ul, 4);
+
+    return ((a->attr ^ b->attr) & mask) == 0 && a->xattr == b->xattr
+           && x == y && u == v;
 }
+
+
+/* fg and bg side by side, as ngx_pty_pen_eq() reads them */
+typedef char ngx_pty_pen_colors_adjacent[
+    offsetof(ngx_pty_pen_t, bg) == offsetof(ngx_pty_pen_t, fg) + 4 ? 1 : -1];
 
 
 /* ";" and a number, without printf: a snapshot writes many */
@@ -1732,16 +1744,14 @@ ngx_pty_xterm_col(ngx_pty_screen_t *s)
 }
 
 
+/* DECSTR: what libvterm 0.1.4's soft reset resets of what the model tracks */
 static void
-ngx_pty_hard_reset(ngx_pty_screen_t *s)
+ngx_pty_soft_reset(ngx_pty_screen_t *s)
 {
-    unsigned  k, r;
-
     s->keypad = 0;
     s->ckm = 0;
     s->paste = 0;
     s->focus = 0;
-    s->sync = 0;
     s->origin = 0;
     s->autowrap = 1;
     s->insert = 0;
@@ -1755,10 +1765,25 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     s->left = 0;
     s->right = -1;
     s->phantom = 0;
+
+    /* libvterm resets its pen (and tells the model), but for these */
+    s->pen.attr &= ~NGX_PTY_A_CONCEAL;
+    s->pen.xattr = 0;
+    s->pen.ul = s->default_pen.ul;
+}
+
+
+/* RIS, as libvterm and xterm.js reset */
+static void
+ngx_pty_hard_reset(ngx_pty_screen_t *s)
+{
+    unsigned  k, r;
+
+    ngx_pty_soft_reset(s);
+    s->sync = 0;
     s->cursor_style = -1;
     s->saved_valid = 0;     /* xterm.js's RIS forgets the saved cursor */
     s->blink12 = -1;
-    s->pen.attr &= ~NGX_PTY_A_CONCEAL;
 
     for (k = 0; k < 2; k++) {
         for (r = 0; s->grid[k].rows && r < s->grid[k].nrows; r++) {
@@ -1959,6 +1984,18 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             s->protect = 1;
         }
 
+        return;
+    }
+
+    if (inter == '!' && c == 'p' && !leader) {
+        /* DECSTR: libvterm and xterm.js drop the margins and the pen */
+        ngx_pty_feed_final(s, p, start, i);
+        s->top = 0;
+        s->bottom = -1;
+        s->left = 0;
+        s->right = -1;
+        s->pen.xattr = 0;
+        s->pen.ul = s->default_pen.ul;
         return;
     }
 

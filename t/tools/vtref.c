@@ -111,30 +111,18 @@ vtref_free(vtref_t *r)
 
 
 static void vtref_feed_xterm(vtref_t *r, const unsigned char *p, size_t n);
+static void vtref_write(vtref_t *r, const unsigned char *p, size_t n);
 
 
 void
 vtref_feed(vtref_t *r, const unsigned char *p, size_t n)
 {
-    size_t  k;
-
     if (vtref_erase_bg) {
         vtref_feed_xterm(r, p, n);
         return;
     }
 
-    while (n) {
-        k = n < 65536 ? n : 65536;
-
-        /* extend to the next control byte, so no text run is split */
-        while (k < n && p[k] >= 0x20 && k < 1024 * 1024) {
-            k++;
-        }
-
-        vterm_input_write(r->vt, (const char *) p, k);
-        p += k;
-        n -= k;
-    }
+    vtref_write(r, p, n);
 }
 
 
@@ -179,6 +167,7 @@ vtref_write(vtref_t *r, const unsigned char *p, size_t n)
     while (n) {
         k = n < 65536 ? n : 65536;
 
+        /* extend to the next control byte, so no text run is split */
         while (k < n && p[k] >= 0x20 && k < 1024 * 1024) {
             k++;
         }
