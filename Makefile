@@ -3,6 +3,10 @@
 #   make            build build/ngx_pty_module.so against Debian's nginx-dev
 #   make run        start the demo nginx on 127.0.0.1:$(PORT) in the foreground
 #   make test       build, then run the whole test suite (prove -r t/)
+#   make web        the client library's npm dependencies (src/web:
+#                   xterm.js for the demo page, ws, typescript, playwright-core)
+#   make deb        the Debian package libnginx-mod-http-pty_<version>_<arch>.deb
+#                   in build/deb/ (dpkg-buildpackage, dh-sequence-nginx)
 #   make bench      run the benchmarks in t/bench (the last: make idle)
 #   make idle       10,000 idle sessions: memory per session, all usable
 #                   (IDLE_SESSIONS to change the number)
@@ -36,14 +40,33 @@ TOOL_BINS := $(BUILD)/vtcompare $(BUILD)/screenbench
 BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench $(BUILD)/wsload $(BUILD)/wsfanout \
               $(BUILD)/ptylat $(BUILD)/turns.so $(BUILD)/wssoak
 TOOL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Isrc
+# what make builds; a second make with nothing changed leaves them alone
+# (t/01-build-incremental.t)
+BUILT := $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
+WEB := src/web
+WEB_STAMP := $(WEB)/node_modules/.package-lock.json
 
 .PHONY: all deps run test unit bench idle load soak clean distclean \
-        test-asan fuzz fuzz-build
+        test-asan fuzz fuzz-build web test-deps built deb
 
-all: deps $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
+all: deps $(BUILT)
 
 deps:
 	@scripts/install-deps.sh
+
+test-deps:
+	@scripts/install-deps.sh test
+
+built:
+	@echo $(BUILT)
+
+# npm ci: exactly the versions of package-lock.json
+web: $(WEB_STAMP)
+
+$(WEB_STAMP): $(WEB)/package.json $(WEB)/package-lock.json
+	@scripts/install-deps.sh web
+	cd $(WEB) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 $(TREE)/objs/Makefile: config
 	@scripts/configure-nginx.sh "$(NGINX_SRC)" "$(TREE)" "$(CURDIR)" \
@@ -90,11 +113,10 @@ $(BUILD)/wssoak: t/bench/wssoak.c t/bench/bench.h
 $(BUILD)/wsfanout: t/bench/wsfanout.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
-run: all
-	@scripts/install-deps.sh demo
+run: all web
 	@scripts/run-demo.sh "$(NGINX_BIN)" "$(PORT)"
 
-test: all
+test: all test-deps web
 	prove -r t/
 
 bench: all $(BENCH_BINS)
@@ -224,4 +246,4 @@ clean:
 	    $(TREE)/objs/addon $(ASAN_MODULE) $(FUZZ_BINS)
 
 distclean:
-	rm -rf $(BUILD) demo
+	rm -rf $(BUILD) demo $(WEB)/node_modules $(WEB)/types

@@ -4,7 +4,11 @@
 # apt-get command to run is printed and the script fails.
 #
 #   install-deps.sh          what the build and the tests need
-#   install-deps.sh demo     also npm, which fetches xterm.js for the demo page
+#   install-deps.sh web      also npm, which installs the client library's
+#                            dependencies (xterm.js for the demo page)
+#   install-deps.sh test     also npm and chromium (the browser tests drive
+#                            Debian's chromium with playwright-core)
+#   install-deps.sh deb      also what make deb builds the package with
 #   install-deps.sh fuzz     also clang (libFuzzer) and dpkg-dev (apt-get
 #                            source brings nginx's own sources), for make fuzz
 set -eu
@@ -16,9 +20,13 @@ PKGS="make gcc perl nginx nginx-dev libvterm-dev libjansson-dev libpcre2-dev
 
 missing=""
 
-if [ "${1:-}" = demo ] && ! command -v npm >/dev/null 2>&1; then
-    missing="npm"
-fi
+case "${1:-}" in
+web|test)
+    # any node >= 18 with its npm will do (Debian's, or one already there)
+    command -v npm >/dev/null 2>&1 || missing="npm"
+    [ "$1" = test ] && PKGS="$PKGS chromium" ;;
+deb)  PKGS="$PKGS dpkg-dev debhelper fakeroot" ;;
+esac
 
 if [ "${1:-}" = fuzz ]; then
     PKGS="$PKGS clang dpkg-dev"

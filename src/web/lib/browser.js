@@ -127,7 +127,18 @@ export function mountTerminal(element, options) {
     // Ctrl+Shift+C / Ctrl+Shift+V: copy and paste without taking Ctrl+C
     // from the program
     terminal.attachCustomKeyEventHandler((ev) => {
-        if (ev.type !== 'keydown' || !ev.ctrlKey || !ev.shiftKey) {
+        if (ev.type !== 'keydown') {
+            return true;
+        }
+        if (client.role === 'observer' && !ev.ctrlKey && !ev.metaKey
+            && !ev.altKey && (ev.key.length === 1 || ev.key === 'Enter'))
+        {
+            // stdin is off for observers (so xterm.js answers no query
+            // either); a keystroke gets the client's read-only error event
+            client.input(ev.key);
+            return false;
+        }
+        if (!ev.ctrlKey || !ev.shiftKey) {
             return true;
         }
         if (ev.code === 'KeyC') {

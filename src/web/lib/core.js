@@ -880,7 +880,7 @@ export class PtyApi {
 
 /**
  * The terminal's visible screen as text, one string per row with trailing
- * blanks trimmed (xterm.js and @xterm/headless alike).
+ * spaces trimmed (xterm.js and @xterm/headless alike).
  * @param {{rows: number, buffer: {active: {viewportY: number,
  *     getLine(y: number): ({translateToString(trim?: boolean): string}
  *     | undefined)}}}} terminal
@@ -891,7 +891,8 @@ export function screenLines(terminal) {
     const lines = [];
     for (let y = 0; y < terminal.rows; y++) {
         const line = b.getLine(b.viewportY + y);
-        lines.push(line ? line.translateToString(true) : '');
+        // blanks a program wrote and blanks never written look the same
+        lines.push(line ? line.translateToString(true).replace(/ +$/, '') : '');
     }
     return lines;
 }

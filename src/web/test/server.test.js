@@ -11,7 +11,7 @@ import { attach, PtyApi, bearerProtocol } from 'ngx-pty-client/node';
 const base = process.env.PTY_TEST_BASE;
 const skip = base ? false : 'PTY_TEST_BASE is not set (no server to attach to)';
 const api = new PtyApi({ base: (base || '') + '/pty/' });
-const PROMPT = 'ready$ ';
+const PROMPT = /^ready\$$/m;
 const SHELL = 'PS1="ready\\$ " exec bash --norc --noprofile -i';
 
 /** @param {string} path */
