@@ -60,6 +60,10 @@ test-deps:
 built:
 	@echo $(BUILT)
 
+deb:
+	@scripts/install-deps.sh deb
+	@scripts/build-deb.sh
+
 # npm ci: exactly the versions of package-lock.json
 web: $(WEB_STAMP)
 

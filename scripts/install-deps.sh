@@ -6,8 +6,9 @@
 #   install-deps.sh          what the build and the tests need
 #   install-deps.sh web      also npm, which installs the client library's
 #                            dependencies (xterm.js for the demo page)
-#   install-deps.sh test     also npm and chromium (the browser tests drive
-#                            Debian's chromium with playwright-core)
+#   install-deps.sh test     also npm, chromium (the browser tests drive
+#                            Debian's chromium with playwright-core) and
+#                            what make deb needs (t/72-deb.t)
 #   install-deps.sh deb      also what make deb builds the package with
 #   install-deps.sh fuzz     also clang (libFuzzer) and dpkg-dev (apt-get
 #                            source brings nginx's own sources), for make fuzz
@@ -24,7 +25,7 @@ case "${1:-}" in
 web|test)
     # any node >= 18 with its npm will do (Debian's, or one already there)
     command -v npm >/dev/null 2>&1 || missing="npm"
-    [ "$1" = test ] && PKGS="$PKGS chromium" ;;
+    [ "$1" = test ] && PKGS="$PKGS chromium dpkg-dev debhelper fakeroot" ;;
 deb)  PKGS="$PKGS dpkg-dev debhelper fakeroot" ;;
 esac
 
