@@ -8,7 +8,7 @@
 #                            dependencies (xterm.js for the demo page)
 #   install-deps.sh test     also npm, chromium (the browser tests drive
 #                            Debian's chromium with playwright-core) and
-#                            what make deb needs (t/72-deb.t)
+#                            what make deb needs (t/77-deb.t)
 #   install-deps.sh deb      also what make deb builds the package with
 #   install-deps.sh fuzz     also clang (libFuzzer) and dpkg-dev (apt-get
 #                            source brings nginx's own sources), for make fuzz

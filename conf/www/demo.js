@@ -132,6 +132,8 @@ function attach(s, role) {
     c.on('error', (e) => {
         if (e.code === 'PERMISSION_DENIED' && c.role === 'observer') {
             notice('read-only: you are observing (Take control to type)', false);
+        } else if (e.code === 'UNAUTHENTICATED') {
+            notice('not authenticated: open the URL make run printed, with its #token=', true);
         } else {
             notice(e.code + ': ' + e.message, e.fatal || e.code !== 'REPLAY_OUT_OF_RANGE');
         }

@@ -1,5 +1,5 @@
 // The demo page in Debian's chromium, driven by playwright-core (never a
-// downloaded browser), against the demo config (t/71-browser.t starts it).
+// downloaded browser), against the demo config (t/76-browser.t starts it).
 //
 //   PTY_BASE        http://127.0.0.1:port of the demo nginx
 //   PTY_NGINX_PID   its master (SIGHUP: the reload that closes the sockets)

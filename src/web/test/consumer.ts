@@ -1,4 +1,4 @@
-// A TypeScript consumer of the packed types: compiled by t/70-web-client.t
+// A TypeScript consumer of the packed types: compiled by t/75-web-client.t
 // with tsc --noEmit, never run.
 import { PtyClient, PtyApi, type ClientEvents, type Role } from 'ngx-pty-client';
 import { attach } from 'ngx-pty-client/node';

@@ -1,5 +1,5 @@
 // The Node entry against a real nginx with ngx_pty_module.  PTY_TEST_BASE
-// is its http://host:port (t/70-web-client.t starts one); without it these
+// is its http://host:port (t/75-web-client.t starts one); without it these
 // tests are skipped.  PTY_TEST_ACCESS_LOG, when set, is a log whose lines
 // end with the request's Sec-WebSocket-Protocol header.
 
@@ -134,7 +134,7 @@ test('replay out of range: the Keyframe repaints', { skip }, async () => {
 
     /** @type {any} */ (b.client)._ws.close();
     await b.waitForState('reconnecting');
-    // more than the ring keeps (t/70-web-client.t: 64k)
+    // more than the ring keeps (t/75-web-client.t: 64k)
     a.client.input('for i in $(seq 1 4000); do echo line-$i-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx;'
         + ' done; echo done-$((40+2))\r');
     await a.waitForScreen(/^done-42$/m, 20000);

@@ -48,6 +48,10 @@ sub demo_nginx {
     $conf =~ s/%%PREFIX%%/$dir/g;
     $conf =~ s/%%ROOT%%/$root/g;
     $conf =~ s/%%PORT%%/%%PORT_8080%%/g;
+    # the token make run would print (t->{demo_token}, for the page's URL)
+    my $token = join '', map { ('a' .. 'z', 'A' .. 'Z', 0 .. 9)[rand 62] } 1 .. 32;
+    $t->{demo_token} = $token;
+    $conf =~ s/%%TOKEN%%/$token/g;
     die "conf/demo.conf: a placeholder this harness does not fill: $1\n"
         if $conf =~ /%%(?!TEST_GLOBALS|PORT_8080)(\w+)%%/;
     $t->write_file_expand('nginx.conf', $conf);

@@ -29,7 +29,8 @@ my $dir = $t->testdir;
 my $env = join ' ',
     'PTY_BASE=http://127.0.0.1:' . port(8080),
     'PTY_NGINX_PID=' . $t->master_pid,
-    "PTY_SHOTS=$dir";
+    "PTY_SHOTS=$dir",
+    "PTY_TOKEN=$t->{demo_token}";
 my ($rc, $out) = run_cmd("$env node --test --test-reporter=tap"
     . " $FindBin::Bin/web/browser.test.mjs");
 node_tap($out);
