@@ -76,6 +76,8 @@ static ngx_int_t ngx_pty_session_forward(ngx_pty_session_t *s,
     ngx_pty_inbox_t *rec, u_char *data);
 static void ngx_pty_session_drain_inbox(ngx_pty_session_t *s);
 static void ngx_pty_session_sweep_members(ngx_pty_session_t *s);
+static void ngx_pty_session_replay_start(ngx_pty_ring_t *ring, uint64_t *kf,
+    uint64_t *base, uint64_t *from);
 static u_char *ngx_pty_session_screen_rebuild(ngx_pty_session_t *s,
     size_t *len);
 static ngx_int_t ngx_pty_session_keyframe_replayed(ngx_pty_session_t *s,
@@ -88,7 +90,7 @@ static void ngx_pty_session_store(ngx_pty_session_t *s, u_char *buf,
 static void ngx_pty_session_stored(ngx_pty_session_t *s, size_t got,
     ngx_uint_t urgent);
 static ngx_pty_session_t *ngx_pty_session_lookup(ngx_pty_session_sh_t *sh);
-static ngx_uint_t ngx_pty_sessions_reclaim(void);
+static ngx_uint_t ngx_pty_sessions_reclaim(uint64_t ended_before);
 static void ngx_pty_session_hand_over(ngx_pty_session_t *s);
 
 
@@ -2102,16 +2104,18 @@ ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len)
 /*
  * The screen in a worker that does not own the terminal: a screen model
  * made for the occasion from the newest Keyframe in the ring and the
- * Output and Resize frames after it; *anchor is the last of those.  The
- * frames are copied out under the lock and folded after it, so the lock
- * is held only for a memory copy (at most the ring).
+ * Output and Resize frames after its anchor; *anchor is the last of those.
+ * A Keyframe made for one joiner is as good a start as a broadcast one:
+ * in a small ring (a full zone, an ended session) it may be all that is
+ * left.  The frames are copied out under the lock and folded after it, so
+ * the lock is held only for a memory copy (at most the ring).
  */
 static ngx_pty_screen_t *
 ngx_pty_session_screen_replay(ngx_pty_session_t *s, uint64_t *anchor)
 {
     u_char                *copy, *p, *last;
     size_t                 size;
-    uint64_t               off, from;
+    uint64_t               off, from, kf, base;
     ngx_pty_frame_t       *f;
     ngx_pty_screen_t      *screen;
     ngx_pty_session_sh_t  *sh;
@@ -2121,23 +2125,25 @@ ngx_pty_session_screen_replay(ngx_pty_session_t *s, uint64_t *anchor)
 
     ngx_pty_shm_lock(sh);
 
-    from = sh->ring->tail;
-    off = from;
-
-    while ((f = ngx_pty_ring_read(sh->ring, &off)) != NULL) {
-        if (f->kind == NGX_PTY_FRAME_KEYFRAME && f->target == 0) {
-            from = off - sizeof(ngx_pty_frame_t) - ngx_align(f->len, 64);
-        }
-    }
+    ngx_pty_session_replay_start(sh->ring, &kf, &base, &from);
 
     size = sh->ring->head - from;
     copy = ngx_alloc(size + 1, s->log);
 
     p = copy;
 
+    /* the Keyframe first: frames after its anchor may precede it */
+    if (copy && kf != sh->ring->head) {
+        off = kf;
+        f = ngx_pty_ring_read(sh->ring, &off);
+        ngx_memcpy(p, f, sizeof(ngx_pty_frame_t) + f->len);
+        p += ngx_align(sizeof(ngx_pty_frame_t) + f->len, 8);
+    }
+
     for (off = from; copy && (f = ngx_pty_ring_read(sh->ring, &off)); ) {
-        if (f->kind == NGX_PTY_FRAME_OUTPUT || f->kind == NGX_PTY_FRAME_RESIZE
-            || (f->kind == NGX_PTY_FRAME_KEYFRAME && f->target == 0))
+        if ((f->kind == NGX_PTY_FRAME_OUTPUT
+             || f->kind == NGX_PTY_FRAME_RESIZE)
+            && f->seq > base)
         {
             /* 8-aligned for the header; the ring's records have room */
             ngx_memcpy(p, f, sizeof(ngx_pty_frame_t) + f->len);
@@ -2192,6 +2198,47 @@ ngx_pty_session_screen_replay(ngx_pty_session_t *s, uint64_t *anchor)
     ngx_free(copy);
 
     return screen;
+}
+
+
+/*
+ * Where a replay of the screen starts, under the lock: *kf the newest
+ * Keyframe (ring->head: none), *base its anchor (0: none), *from the
+ * first Output or Resize after that anchor, or the Keyframe if earlier.
+ */
+static void
+ngx_pty_session_replay_start(ngx_pty_ring_t *ring, uint64_t *kf,
+    uint64_t *base, uint64_t *from)
+{
+    uint64_t          off, at;
+    ngx_pty_frame_t  *f;
+
+    *kf = ring->head;
+    *base = 0;
+    *from = ring->head;
+
+    for (off = ring->tail; (f = ngx_pty_ring_read(ring, &off)); ) {
+        if (f->kind == NGX_PTY_FRAME_KEYFRAME) {
+            *kf = off - ngx_pty_ring_need(f->len);
+            *base = f->anchor;
+        }
+    }
+
+    for (off = ring->tail; (f = ngx_pty_ring_read(ring, &off)); ) {
+        at = off - ngx_pty_ring_need(f->len);
+
+        if ((f->kind == NGX_PTY_FRAME_OUTPUT
+             || f->kind == NGX_PTY_FRAME_RESIZE)
+            && f->seq > *base)
+        {
+            *from = at;
+            break;
+        }
+    }
+
+    if (*kf < *from) {
+        *from = *kf;
+    }
 }
 
 
@@ -2554,19 +2601,19 @@ ngx_pty_sessions_wake(ngx_int_t slot)
 
 
 /*
- * The zone is too full for a live session: the ended session that ended
- * first is forgotten (ngx_pty_shm_forget_oldest), its rings given back at
+ * The zone is too full for a live session, or for one that ended after
+ * ended_before: the ended session that ended first is forgotten (ngx_pty_shm_forget_oldest), its rings given back at
  * once, and the view that holds its record, the owner's, dropped: here,
  * or by the owner when its doorbell rings.  1: something was given back.
  */
 static ngx_uint_t
-ngx_pty_sessions_reclaim(void)
+ngx_pty_sessions_reclaim(uint64_t ended_before)
 {
     ngx_pid_t              owner;
     ngx_pty_session_t     *s;
     ngx_pty_session_sh_t  *sh;
 
-    if (ngx_pty_shm_forget_oldest(&sh) != NGX_OK) {
+    if (ngx_pty_shm_forget_oldest(&sh, ended_before) != NGX_OK) {
         return 0;
     }
 

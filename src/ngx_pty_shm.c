@@ -393,13 +393,12 @@ ngx_pty_shm_set_reclaim(ngx_pty_shm_reclaim_pt handler)
 ngx_uint_t
 ngx_pty_shm_reclaim(ngx_pty_session_sh_t *s)
 {
-    if (ngx_pty_shm_reclaimer == NULL
-        || (s && s->state >= NGX_PTY_STATE_CLOSED))
-    {
+    if (ngx_pty_shm_reclaimer == NULL) {
         return 0;
     }
 
-    return ngx_pty_shm_reclaimer();
+    return ngx_pty_shm_reclaimer((s && s->state >= NGX_PTY_STATE_CLOSED)
+                                 ? s->closed_at : (uint64_t) -1);
 }
 
 
@@ -419,7 +418,7 @@ ngx_pty_shm_alloc(ngx_pty_session_sh_t *s, size_t size)
 
 
 ngx_int_t
-ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh)
+ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh, uint64_t ended_before)
 {
     ngx_uint_t             name;
     ngx_queue_t           *q;
@@ -437,7 +436,7 @@ ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh)
     {
         s = ngx_queue_data(q, ngx_pty_session_sh_t, queue);
 
-        if (s->state == NGX_PTY_STATE_CLOSED
+        if (s->state == NGX_PTY_STATE_CLOSED && s->closed_at < ended_before
             && (old == NULL || s->closed_at < old->closed_at))
         {
             old = s;
@@ -807,7 +806,7 @@ ngx_pty_shm_member_remove(ngx_pty_session_sh_t *s, ngx_pty_member_t *m)
 
 
 /* frame footprint in the ring */
-static size_t
+size_t
 ngx_pty_ring_need(size_t len)
 {
     return sizeof(ngx_pty_frame_t) + ngx_align(len, NGX_PTY_RING_ALIGN);
@@ -1310,8 +1309,9 @@ ngx_pty_scroll_read(ngx_pty_scroll_t *sc, uint64_t *off, u_char *buf,
 
 /*
  * Where an ended session's ring starts to matter to a late reader: its
- * newest broadcast Keyframe (the final screen: the owner makes one before
- * Closed when the screen changed since the last), else its Closed, else
+ * newest Keyframe (the final screen: the owner makes one before Closed
+ * when the screen changed since the last; a late joiner's own is the same
+ * screen, and may be all a full zone left), else its Closed, else
  * nothing.  Caller holds the session lock.
  */
 static uint64_t
@@ -1334,12 +1334,12 @@ ngx_pty_ring_keep(ngx_pty_ring_t *ring)
         /* ring_read skipped pads: the record starts where it ends */
         at = off - ngx_pty_ring_need(f->len);
 
-        if (f->target != 0) {
-            continue;
-        }
-
+        /* a joiner's Keyframe is the same screen: the newest one is kept */
         if (f->kind == NGX_PTY_FRAME_KEYFRAME) {
             kf = at;
+
+        } else if (f->target != 0) {
+            continue;
 
         } else if (f->kind == NGX_PTY_FRAME_CLOSED && closed == ring->head) {
             closed = at;

@@ -298,11 +298,12 @@ void ngx_pty_shm_session_unlink(ngx_pty_session_sh_t *s);
 
 /*
  * Zone memory for a session, or for a new one (s NULL).  When the zone is
- * full and the session is live, ended sessions give way: the reclaim
- * handler (set by the session layer) forgets the one that ended first,
- * and the allocation is tried again, until it succeeds or none is left.
+ * full, ended sessions give way: the reclaim handler (set by the session
+ * layer) forgets the one that ended first, and the allocation is tried
+ * again, until it succeeds or none is left.  For an ended session only
+ * those that ended before it give way (its late joiners need a little).
  */
-typedef ngx_uint_t (*ngx_pty_shm_reclaim_pt)(void);
+typedef ngx_uint_t (*ngx_pty_shm_reclaim_pt)(uint64_t ended_before);
 
 void ngx_pty_shm_set_reclaim(ngx_pty_shm_reclaim_pt handler);
 void *ngx_pty_shm_alloc(ngx_pty_session_sh_t *s, size_t size);
@@ -313,7 +314,8 @@ ngx_uint_t ngx_pty_shm_reclaim(ngx_pty_session_sh_t *s);
  * is over.  NGX_DECLINED: there is none.  Otherwise *sh is NULL when it
  * was freed at once, or the record, retained, when views of it remain.
  */
-ngx_int_t ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh);
+ngx_int_t ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh,
+    uint64_t ended_before);
 /* gives a forgotten session's rings and inbox back to the zone */
 void ngx_pty_shm_session_strip(ngx_pty_session_sh_t *s);
 /* cuts an ended session's rings down to what a late reader gets */
@@ -361,6 +363,7 @@ size_t ngx_pty_ring_reach(ngx_pty_ring_t *ring);
 void ngx_pty_ring_reserve(ngx_pty_session_sh_t *s, size_t len,
     size_t scroll);
 ngx_pty_frame_t *ngx_pty_ring_read(ngx_pty_ring_t *ring, uint64_t *off);
+size_t ngx_pty_ring_need(size_t len);
 uint64_t ngx_pty_ring_find(ngx_pty_ring_t *ring, uint64_t after_seq);
 uint64_t ngx_pty_ring_first_seq(ngx_pty_ring_t *ring);
 
