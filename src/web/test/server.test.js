@@ -3,13 +3,15 @@
 // tests are skipped.  PTY_TEST_ACCESS_LOG, when set, is a log whose lines
 // end with the request's Sec-WebSocket-Protocol header.
 
-import { test } from 'node:test';
+import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { attach, PtyApi, bearerProtocol } from 'ngx-pty-client/node';
 
 const base = process.env.PTY_TEST_BASE;
 const skip = base ? false : 'PTY_TEST_BASE is not set (no server to attach to)';
+// every test has a deadline of its own
+const timeout = 90000;
 const api = new PtyApi({ base: (base || '') + '/pty/' });
 const PROMPT = /^ready\$$/m;
 const SHELL = 'PS1="ready\\$ " exec bash --norc --noprofile -i';
@@ -28,11 +30,28 @@ async function until(cond, ms = 10000, what = 'condition') {
     }
 }
 
+/** @type {import('ngx-pty-client/node').NodeSession[]} */
+let opened = [];
+
 /** @param {any} s @param {object} [opts] */
 function join(s, opts) {
-    return attach(Object.assign({ url: wsUrl(s.attach_path), cols: 80,
+    const n = attach(Object.assign({ url: wsUrl(s.attach_path), cols: 80,
         rows: 24 }, opts));
+    opened.push(n);
+    return n;
 }
+
+// a failed test must not leave sockets that keep node from exiting
+afterEach(() => {
+    for (const n of opened) {
+        const ws = /** @type {any} */ (n.client)._ws;
+        n.client.close();
+        if (ws) {
+            ws.terminate();
+        }
+    }
+    opened = [];
+});
 
 async function shell() {
     const s = await api.start({ command: SHELL, cols: 80, rows: 24,
@@ -41,7 +60,7 @@ async function shell() {
     return s;
 }
 
-test('controller: hello, join, echo hello on screen', { skip }, async () => {
+test('controller: hello, join, echo hello on screen', { skip, timeout }, async () => {
     const s = await shell();
     const a = join(s, { label: 'node-test' });
     /** @type {string[]} */
@@ -63,7 +82,7 @@ test('controller: hello, join, echo hello on screen', { skip }, async () => {
     await api.kill(s.id);
 });
 
-test('observer: same screen, read-only, sees the membership', { skip },
+test('observer: same screen, read-only, sees the membership', { skip, timeout },
     async () => {
         const s = await shell();
         const a = join(s, { label: 'ctl' });
@@ -94,7 +113,7 @@ test('observer: same screen, read-only, sees the membership', { skip },
         await api.kill(s.id);
     });
 
-test('reconnect: the drop is replayed, the screen matches', { skip },
+test('reconnect: the drop is replayed, the screen matches', { skip, timeout },
     async () => {
         const s = await shell();
         const a = join(s);
@@ -121,7 +140,7 @@ test('reconnect: the drop is replayed, the screen matches', { skip },
         await api.kill(s.id);
     });
 
-test('replay out of range: the Keyframe repaints', { skip }, async () => {
+test('replay out of range: the Keyframe repaints', { skip, timeout }, async () => {
     const s = await shell();
     const a = join(s);
     await a.waitForScreen(PROMPT);
@@ -148,8 +167,37 @@ test('replay out of range: the Keyframe repaints', { skip }, async () => {
     await api.kill(s.id);
 });
 
+test('lag: PTY_OUTPUT_LAGGED, the Keyframe after it repaints', { skip, timeout },
+    async () => {
+        const s = await shell();
+        const a = join(s);
+        await a.waitForScreen(PROMPT);
+        const b = join(s, { role: 'observer' });
+        await b.waitForState('live');
+        /** @type {string[]} */
+        const errors = [];
+        b.client.on('error', (e) => errors.push(e.code));
+
+        // b stops reading; far more than the ring (64k) and the socket
+        // buffers (nginx's sndbuf is 16k in t/75-web-client.t) goes by
+        const sock = /** @type {any} */ (b.client)._ws._socket;
+        sock.pause();
+        a.client.input('for i in $(seq 1 20000); do echo lag-$i-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx;'
+            + ' done; echo lag-done-$((40+2))\r');
+        await a.waitForScreen(/^lag-done-42$/m, 30000);
+        sock.resume();
+
+        await b.waitForScreen(/^lag-done-42$/m, 20000);
+        assert.ok(errors.includes('PTY_OUTPUT_LAGGED'), errors.join());
+        assert.equal(b.client.stats.reconnects, 0, 'no reconnect needed');
+        assert.deepEqual(await b.screen(), await a.screen());
+        a.close();
+        b.close();
+        await api.kill(s.id);
+    });
+
 test('resize: the controller asks, everyone follows, stty sees it',
-    { skip }, async () => {
+    { skip, timeout }, async () => {
         const s = await shell();
         const a = join(s);
         const b = join(s, { role: 'observer' });
@@ -172,7 +220,7 @@ test('resize: the controller asks, everyone follows, stty sees it',
         await api.kill(s.id);
     });
 
-test('repaint: a requested Keyframe is painted', { skip }, async () => {
+test('repaint: a requested Keyframe is painted', { skip, timeout }, async () => {
     const s = await shell();
     const a = join(s);
     await a.waitForScreen(PROMPT);
@@ -185,7 +233,7 @@ test('repaint: a requested Keyframe is painted', { skip }, async () => {
     await api.kill(s.id);
 });
 
-test('Closed: the exit code, no reconnect', { skip }, async () => {
+test('Closed: the exit code, no reconnect', { skip, timeout }, async () => {
     const s = await shell();
     const a = join(s);
     await a.waitForScreen(PROMPT);
@@ -197,7 +245,7 @@ test('Closed: the exit code, no reconnect', { skip }, async () => {
     assert.equal(a.client.stats.connects, 1);
 });
 
-test('the token rides in the subprotocol list, not the URL', { skip },
+test('the token rides in the subprotocol list, not the URL', { skip, timeout },
     async () => {
         const log = process.env.PTY_TEST_ACCESS_LOG;
         const s = await shell();
@@ -216,7 +264,7 @@ test('the token rides in the subprotocol list, not the URL', { skip },
         assert.ok(!line.includes('tok/en'), 'not in the request line');
     });
 
-test('unknown session: not_found, no reconnect loop', { skip }, async () => {
+test('unknown session: not_found, no reconnect loop', { skip, timeout }, async () => {
     const a = attach({ url: wsUrl('/agents/test/sessions/'
         + '01900000-0000-7000-8000-000000000000/attach'),
     clientOptions: { maxReconnects: 2, reconnectDelay: 50 } });
