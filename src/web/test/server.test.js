@@ -60,6 +60,31 @@ async function shell() {
     return s;
 }
 
+/**
+ * A shell with a controller at its prompt and a live observer whose error
+ * codes are collected.
+ * @param {object} [observer]  more options of the observer's attach
+ */
+async function pair(observer) {
+    const s = await shell();
+    const a = join(s);
+    await a.waitForScreen(PROMPT);
+    const b = join(s, Object.assign({ role: 'observer' }, observer));
+    await b.waitForState('live');
+    /** @type {string[]} */
+    const errors = [];
+    b.client.on('error', (e) => errors.push(e.code));
+    return { s, a, b, errors };
+}
+
+/** Leaves the session and ends it. @param {any} s */
+async function finish(s) {
+    for (const n of opened) {
+        n.close();
+    }
+    await api.kill(s.id);
+}
+
 test('controller: hello, join, echo hello on screen', { skip, timeout }, async () => {
     const s = await shell();
     const a = join(s, { label: 'node-test' });
@@ -108,19 +133,13 @@ test('observer: same screen, read-only, sees the membership', { skip, timeout },
         await a.waitForScreen(/^second$/m);
         assert.deepEqual(await b.screen(), await a.screen());
         assert.doesNotMatch((await a.screen()).join('\n'), /nope/);
-        a.close();
-        b.close();
-        await api.kill(s.id);
+        await finish(s);
     });
 
 test('reconnect: the drop is replayed, the screen matches', { skip, timeout },
     async () => {
-        const s = await shell();
-        const a = join(s);
-        await a.waitForScreen(PROMPT);
-        const b = join(s, { role: 'observer',
+        const { s, a, b } = await pair({
             clientOptions: { reconnectDelay: 1500 } });
-        await b.waitForState('live');
         const before = b.client.lastSequence;
 
         // the connection drops; meanwhile the program prints
@@ -135,21 +154,12 @@ test('reconnect: the drop is replayed, the screen matches', { skip, timeout },
         assert.ok(b.client.stats.replayedFrames > 0, 'frames were replayed');
         assert.ok(b.client.lastSequence > before);
         assert.deepEqual(await b.screen(), await a.screen());
-        a.close();
-        b.close();
-        await api.kill(s.id);
+        await finish(s);
     });
 
 test('replay out of range: the Keyframe repaints', { skip, timeout }, async () => {
-    const s = await shell();
-    const a = join(s);
-    await a.waitForScreen(PROMPT);
-    const b = join(s, { role: 'observer',
+    const { s, a, b, errors } = await pair({
         clientOptions: { reconnectDelay: 1000 } });
-    await b.waitForState('live');
-    /** @type {string[]} */
-    const errors = [];
-    b.client.on('error', (e) => errors.push(e.code));
 
     /** @type {any} */ (b.client)._ws.close();
     await b.waitForState('reconnecting');
@@ -162,21 +172,12 @@ test('replay out of range: the Keyframe repaints', { skip, timeout }, async () =
     assert.deepEqual(errors, ['REPLAY_OUT_OF_RANGE']);
     assert.ok(b.client.stats.keyframesApplied >= 2);
     assert.deepEqual(await b.screen(), await a.screen());
-    a.close();
-    b.close();
-    await api.kill(s.id);
+    await finish(s);
 });
 
 test('lag: PTY_OUTPUT_LAGGED, the Keyframe after it repaints', { skip, timeout },
     async () => {
-        const s = await shell();
-        const a = join(s);
-        await a.waitForScreen(PROMPT);
-        const b = join(s, { role: 'observer' });
-        await b.waitForState('live');
-        /** @type {string[]} */
-        const errors = [];
-        b.client.on('error', (e) => errors.push(e.code));
+        const { s, a, b, errors } = await pair();
 
         // b stops reading; far more than the ring (64k) and the socket
         // buffers (nginx's sndbuf is 16k in t/75-web-client.t) goes by
@@ -191,9 +192,7 @@ test('lag: PTY_OUTPUT_LAGGED, the Keyframe after it repaints', { skip, timeout }
         assert.ok(errors.includes('PTY_OUTPUT_LAGGED'), errors.join());
         assert.equal(b.client.stats.reconnects, 0, 'no reconnect needed');
         assert.deepEqual(await b.screen(), await a.screen());
-        a.close();
-        b.close();
-        await api.kill(s.id);
+        await finish(s);
     });
 
 test('resize: the controller asks, everyone follows, stty sees it',
@@ -215,9 +214,7 @@ test('resize: the controller asks, everyone follows, stty sees it',
         await b.waitForScreen(/^30 100$/m);
         assert.equal(b.terminal.cols, 100);
         assert.equal(b.terminal.rows, 30);
-        a.close();
-        b.close();
-        await api.kill(s.id);
+        await finish(s);
     });
 
 test('repaint: a requested Keyframe is painted', { skip, timeout }, async () => {
