@@ -22,6 +22,8 @@
 #include "ngx_pty_spawner.h"
 #include "ngx_pty_http.h"
 #include "ngx_pty_limit.h"
+#include "ngx_pty_auth.h"
+#include "ngx_pty_audit.h"
 
 #include <sys/prctl.h>
 
@@ -399,6 +401,55 @@ static ngx_command_t  ngx_pty_commands[] = {
       0,
       NULL },
 
+    { ngx_string("pty_auth"),
+      NGX_PTY_LOC|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, auth),
+      NULL },
+
+    { ngx_string("pty_principal"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_http_set_complex_value_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, principal),
+      NULL },
+
+    { ngx_string("pty_scopes"),
+      NGX_PTY_LOC|NGX_CONF_TAKE1,
+      ngx_http_set_complex_value_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, scopes),
+      NULL },
+
+    { ngx_string("pty_share"),
+      NGX_PTY_LOC|NGX_CONF_2MORE,
+      ngx_pty_auth_share,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("pty_close_codes"),
+      NGX_PTY_LOC|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, close_codes),
+      NULL },
+
+    { ngx_string("pty_refuse"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS|NGX_CONF_TAKE1,
+      ngx_pty_auth_refuse_set,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("pty_audit_log"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_pty_audit_log_set,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("pty_closed_linger"),
       NGX_PTY_LOC|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,
@@ -411,7 +462,7 @@ static ngx_command_t  ngx_pty_commands[] = {
 
 
 static ngx_http_module_t  ngx_pty_module_ctx = {
-    NULL,                                  /* preconfiguration */
+    ngx_pty_auth_add_variables,            /* preconfiguration */
     ngx_pty_http_init,                     /* postconfiguration */
 
     ngx_pty_create_main_conf,              /* create main configuration */
@@ -446,16 +497,25 @@ ngx_pty_attach_handler(ngx_http_request_t *r)
 {
     ngx_int_t              rc;
     ngx_str_t              instance, id;
+    ngx_pty_loc_conf_t    *plcf;
     ngx_pty_main_conf_t   *pmcf;
     ngx_pty_session_sh_t  *sh;
 
     pmcf = ngx_http_get_module_main_conf(r, ngx_pty_module);
+    plcf = ngx_http_get_module_loc_conf(r, ngx_pty_module);
 
     ngx_pty_http_log_hide(r);
 
     if (ngx_pty_shm_zone() == NULL) {
         return ngx_pty_api_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
                                  "no_zone", "no pty_zone is configured");
+    }
+
+    if (ngx_pty_auth_token_in_query(r)) {
+        return ngx_pty_api_error(r, NGX_HTTP_BAD_REQUEST, "token_in_query",
+                                 "tokens must not ride in the URL: send "
+                                 "Authorization: Bearer, or a bearer. "
+                                 "subprotocol entry");
     }
 
     if (ngx_pty_parse_attach_uri(r, &instance, &id) != NGX_OK) {
@@ -471,10 +531,24 @@ ngx_pty_attach_handler(ngx_http_request_t *r)
                                  "this server is another instance");
     }
 
+    /* who asks comes first: an anonymous caller learns nothing of ids */
+    rc = ngx_pty_auth_check(r, NULL, 0);
+    if (rc != NGX_OK) {
+        return ngx_pty_auth_refuse(r, ngx_pty_auth_refusal(rc),
+                                   plcf->close_codes);
+    }
+
     sh = ngx_pty_shm_session_find(&id);
     if (sh == NULL) {
-        return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "unknown_session",
-                                 "no such session");
+        return ngx_pty_auth_refuse(r, NGX_PTY_REFUSE_NOT_FOUND,
+                                   plcf->close_codes);
+    }
+
+    rc = ngx_pty_auth_check(r, sh, NGX_PTY_SCOPE_OBSERVE);
+    if (rc != NGX_OK) {
+        ngx_pty_shm_session_release(sh);
+        return ngx_pty_auth_refuse(r, ngx_pty_auth_refusal(rc),
+                                   plcf->close_codes);
     }
 
     rc = ngx_pty_binding_attach(r, sh);
@@ -567,6 +641,7 @@ ngx_pty_create_main_conf(ngx_conf_t *cf)
      */
 
     pmcf->zone_max_sessions = NGX_CONF_UNSET_UINT;
+    pmcf->audit = NGX_CONF_UNSET_PTR;
 
     return pmcf;
 }
@@ -583,6 +658,7 @@ ngx_pty_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     ngx_conf_init_uint_value(pmcf->zone_max_sessions, 0);
+    ngx_conf_init_ptr_value(pmcf->audit, NULL);
 
     return NGX_CONF_OK;
 }
@@ -645,6 +721,12 @@ ngx_pty_create_loc_conf(ngx_conf_t *cf)
     plcf->env = NGX_CONF_UNSET_PTR;
     plcf->sandbox = NGX_CONF_UNSET_PTR;
     plcf->closed_linger = NGX_CONF_UNSET_MSEC;
+    plcf->auth = NGX_CONF_UNSET;
+    plcf->principal = NGX_CONF_UNSET_PTR;
+    plcf->scopes = NGX_CONF_UNSET_PTR;
+    plcf->share = NGX_CONF_UNSET_PTR;
+    plcf->close_codes = NGX_CONF_UNSET;
+    plcf->refuse = NGX_CONF_UNSET_UINT;
 
     return plcf;
 }
@@ -720,6 +802,10 @@ ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                               NGX_PTY_MAX_CELLS);
 
     if (ngx_pty_merge_caps(cf, prev, conf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_pty_auth_merge(cf, prev, conf) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -948,6 +1034,7 @@ ngx_pty_handler_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     plcf->handler = cmd->offset;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    plcf->handler_location = clcf->name;
 
     switch (cmd->offset) {
 

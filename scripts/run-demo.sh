@@ -20,7 +20,11 @@ else
     users="# pty_user_range: only when nginx starts as root"
 fi
 
+# the demo's one token: nginx itself checks it (conf/demo.conf)
+token=$(head -c 24 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+
 sed -e "s|%%MODULE%%|$root/build/ngx_pty_module.so|" \
+    -e "s|%%TOKEN%%|$token|" \
     -e "s|%%USERS%%|$users|" \
     -e "s|%%PREFIX%%|$prefix|g" -e "s|%%PORT%%|$port|g" \
     -e "s|%%ROOT%%|$root|g" \
@@ -29,22 +33,27 @@ sed -e "s|%%MODULE%%|$root/build/ngx_pty_module.so|" \
 "$nginx_bin" -t -q -p "$prefix" -c "$prefix/conf/nginx.conf" -e "$prefix/logs/error.log"
 
 cat <<MSG
-ngx_pty_module demo on http://127.0.0.1:$port/  (Ctrl-C stops it; logs in demo/logs)
+ngx_pty_module demo (Ctrl-C stops it; logs in demo/logs, audit.log too)
 
-Start a session through the agent API:
-  curl -s -X POST http://127.0.0.1:$port/pty/start -d '{"command":"bash"}'
+Open the browser terminal (the token is in the fragment, never sent in a URL):
+  http://127.0.0.1:$port/#token=$token
+
+Every call needs the token:
+  T='Authorization: Bearer $token'
+Start a session through the agent API (the answer names it, "id": "pty-N"):
+  curl -s -H "\$T" -X POST http://127.0.0.1:$port/pty/start -d '{"command":"bash"}'
 List sessions:
-  curl -s -X POST http://127.0.0.1:$port/pty/list
-Attach with any WebSocket client, subprotocol pty-ws.v1, at the
-"attach_path" the start call returned, e.g.
+  curl -s -H "\$T" -X POST http://127.0.0.1:$port/pty/list
+Attach with any WebSocket client, subprotocol pty-ws.v1 and the same
+Authorization header, at the "attach_path" the start call returned, e.g.
   ws://127.0.0.1:$port/agents/demo/sessions/<session_id>/attach
 then send {"op":"pty.join_session","id":"...","extensions":["https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"],"payload":{"role":"controller"}}
-Type into it and wait for the prompt:
-  curl -s -X POST http://127.0.0.1:$port/pty/write -d '{"id":"pty-1","input":"echo hi","submit":true,"wait_for":"$ "}'
+Type into it and wait for the prompt (pty-N as start answered):
+  curl -s -H "\$T" -X POST http://127.0.0.1:$port/pty/write -d '{"id":"pty-N","input":"echo hi","submit":true,"wait_for":"$ "}'
 The AgentCard:
   curl -s http://127.0.0.1:$port/.well-known/agent-card.json
 Stop a session:
-  curl -s -X POST http://127.0.0.1:$port/pty/kill -d '{"id":"pty-1"}'
+  curl -s -H "\$T" -X POST http://127.0.0.1:$port/pty/kill -d '{"id":"pty-N"}'
 MSG
 
 exec "$nginx_bin" -p "$prefix" -c "$prefix/conf/nginx.conf" -e "$prefix/logs/error.log"

@@ -93,6 +93,8 @@ typedef struct {
     ngx_uint_t                 user_range;
     ngx_uid_t                  uid_first;
     ngx_uid_t                  uid_last;
+
+    ngx_open_file_t           *audit;          /* pty_audit_log; NULL: off */
 } ngx_pty_main_conf_t;
 
 
@@ -150,6 +152,16 @@ typedef struct {
 
     ngx_flag_t                 terminate_on_last_controller;
     ngx_uint_t                 answer_queries;  /* NGX_PTY_ANSWER_* */
+
+    /* identity and access (ngx_pty_auth.c) */
+    ngx_flag_t                 auth;           /* pty_auth off: anonymous */
+    ngx_http_complex_value_t  *principal;      /* pty_principal */
+    ngx_http_complex_value_t  *scopes;         /* pty_scopes */
+    ngx_array_t               *share;          /* pty_share, of
+                                                  ngx_pty_share_t */
+    ngx_flag_t                 close_codes;    /* pty_close_codes */
+    ngx_uint_t                 refuse;         /* pty_refuse */
+    ngx_str_t                  handler_location;  /* for nginx -t */
 } ngx_pty_loc_conf_t;
 
 

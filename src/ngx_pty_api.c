@@ -29,6 +29,8 @@
 #include "ngx_pty_util.h"
 #include "ngx_pty_policy.h"
 #include "ngx_pty_http.h"
+#include "ngx_pty_auth.h"
+#include "ngx_pty_audit.h"
 
 
 #define NGX_PTY_API_CHUNK        16384   /* raw bytes fed per step */
@@ -103,6 +105,9 @@ static ngx_int_t ngx_pty_api_kill(ngx_http_request_t *r, json_t *req);
 static ngx_int_t ngx_pty_api_list(ngx_http_request_t *r, json_t *req);
 static ngx_int_t ngx_pty_api_read(ngx_http_request_t *r, json_t *req);
 static ngx_int_t ngx_pty_api_stat(ngx_http_request_t *r, json_t *req);
+static ngx_int_t ngx_pty_api_revoke(ngx_http_request_t *r, json_t *req);
+static void ngx_pty_api_audit(ngx_http_request_t *r,
+    ngx_pty_session_sh_t *sh, const char *event, ngx_str_t *command);
 
 static ngx_int_t ngx_pty_api_policy(ngx_http_request_t *r,
     ngx_str_t *command, ngx_uint_t fixed, ngx_pty_start_t *st);
@@ -110,7 +115,7 @@ static ngx_int_t ngx_pty_api_limits(ngx_http_request_t *r, uint32_t tag);
 static uint32_t ngx_pty_api_loc_tag(ngx_http_request_t *r);
 
 static ngx_int_t ngx_pty_api_session(ngx_http_request_t *r, json_t *req,
-    ngx_pty_session_t **sp);
+    ngx_uint_t scope, ngx_pty_session_t **sp);
 static ngx_pty_api_reader_t *ngx_pty_api_reader(ngx_pty_session_t *s);
 static void ngx_pty_api_reader_cleanup(void *data);
 static ngx_int_t ngx_pty_api_claim(ngx_pty_api_reader_t *rd,
@@ -157,6 +162,7 @@ static ngx_pty_api_call_t  ngx_pty_api_calls[] = {
     { ngx_string("list"), ngx_pty_api_list },
     { ngx_string("read"), ngx_pty_api_read },
     { ngx_string("status"), ngx_pty_api_stat },
+    { ngx_string("revoke"), ngx_pty_api_revoke },
     { ngx_null_string, NULL }
 };
 
@@ -222,7 +228,19 @@ ngx_pty_api_handler(ngx_http_request_t *r)
     if (ngx_pty_api_find_call(r) == NULL) {
         return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "unknown_call",
                                  "calls are start, write, kill, list, read, "
-                                 "status");
+                                 "status, revoke");
+    }
+
+    if (ngx_pty_auth_token_in_query(r)) {
+        return ngx_pty_api_error(r, NGX_HTTP_BAD_REQUEST, "token_in_query",
+                                 "tokens must not ride in the URL: send "
+                                 "Authorization: Bearer");
+    }
+
+    /* who calls, before a byte of the body is read */
+    rc = ngx_pty_auth_check(r, NULL, 0);
+    if (rc != NGX_OK) {
+        return ngx_pty_auth_api_refuse(r, rc);
     }
 
     if (r->method != NGX_HTTP_POST) {
@@ -495,6 +513,11 @@ ngx_pty_api_start(ngx_http_request_t *r, json_t *req)
 
     plcf = ngx_http_get_module_loc_conf(r, ngx_pty_module);
 
+    rc = ngx_pty_auth_check(r, NULL, NGX_PTY_SCOPE_START);
+    if (rc != NGX_OK) {
+        return ngx_pty_auth_api_refuse(r, rc);
+    }
+
     rc = ngx_pty_api_start_command(r, req, &command);
     if (rc != NGX_DECLINED) {
         return rc;
@@ -504,6 +527,11 @@ ngx_pty_api_start(ngx_http_request_t *r, json_t *req)
     st.command = command.data;
     st.command_len = command.len;
     st.conf = plcf;
+
+    /* the starter owns it, in every location and worker */
+    if (ngx_pty_auth_acl(r, &st.acl) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     if (ngx_pty_api_uint(req, "cols", 1, NGX_PTY_MAX_SIZE, plcf->api_cols,
                          &st.cols) != NGX_OK
@@ -544,6 +572,8 @@ ngx_pty_api_start(ngx_http_request_t *r, json_t *req)
     }
 
     s->sh->loc_tag = tag;
+
+    ngx_pty_api_audit(r, s->sh, "session_start", &command);
 
     return ngx_pty_api_start_wait(r, s, timeout, &wait_for);
 }
@@ -693,7 +723,7 @@ ngx_pty_api_write(ngx_http_request_t *r, json_t *req)
                                  "than the limit (pty_input_max)");
     }
 
-    rc = ngx_pty_api_session(r, req, &s);
+    rc = ngx_pty_api_session(r, req, NGX_PTY_SCOPE_CONTROL, &s);
     if (s == NULL) {
         return rc;
     }
@@ -719,6 +749,13 @@ ngx_pty_api_write(ngx_http_request_t *r, json_t *req)
     }
 
     rc = ngx_pty_api_write_input(r, s, &input, submit);
+
+    if (input.len || submit) {
+        ngx_pty_audit(ngx_pty_auth_ident(r), r->connection, "write",
+                      "\"bytes\":%uz,\"accepted\":%s", input.len + submit,
+                      rc == NGX_DECLINED ? "true" : "false");
+    }
+
     if (rc != NGX_DECLINED) {
         ngx_pty_api_unclaim(s->sh);
         ngx_pty_session_put(s);
@@ -798,7 +835,7 @@ ngx_pty_api_kill(ngx_http_request_t *r, json_t *req)
     ngx_pty_api_wait_t    *w;
     ngx_pty_session_sh_t  *sh;
 
-    rc = ngx_pty_api_session(r, req, &s);
+    rc = ngx_pty_api_session(r, req, NGX_PTY_SCOPE_KILL, &s);
     if (s == NULL) {
         return rc;
     }
@@ -806,6 +843,7 @@ ngx_pty_api_kill(ngx_http_request_t *r, json_t *req)
     sh = s->sh;
 
     if (!ngx_pty_api_is_closed(sh)) {
+        ngx_pty_api_audit(r, sh, "session_kill", NULL);
         (void) ngx_pty_session_kill(s, NGX_PTY_CLOSED_KILLED);
     }
 
@@ -836,7 +874,7 @@ ngx_pty_api_read(ngx_http_request_t *r, json_t *req)
         return ngx_pty_api_bad(r, code, msg);
     }
 
-    rc = ngx_pty_api_session(r, req, &s);
+    rc = ngx_pty_api_session(r, req, NGX_PTY_SCOPE_OBSERVE, &s);
     if (s == NULL) {
         return rc;
     }
@@ -856,12 +894,20 @@ static ngx_int_t
 ngx_pty_api_list(ngx_http_request_t *r, json_t *req)
 {
     json_t                *list;
+    ngx_int_t              rc;
     ngx_queue_t           *q;
     ngx_pty_zone_t        *zone;
+    ngx_pty_ident_t       *id;
     ngx_pty_session_sh_t  *sh;
 
     (void) req;
 
+    rc = ngx_pty_auth_check(r, NULL, NGX_PTY_SCOPE_OBSERVE);
+    if (rc != NGX_OK) {
+        return ngx_pty_auth_api_refuse(r, rc);
+    }
+
+    id = ngx_pty_auth_ident(r);
     zone = ngx_pty_shm_zone();
     list = json_array();
 
@@ -876,7 +922,11 @@ ngx_pty_api_list(ngx_http_request_t *r, json_t *req)
          q = ngx_queue_next(q))
     {
         sh = ngx_queue_data(q, ngx_pty_session_sh_t, queue);
-        json_array_append_new(list, ngx_pty_api_describe(r, sh));
+
+        /* only what the principal may see: not even that it exists */
+        if (ngx_pty_auth_right(id, sh) != NGX_PTY_RIGHT_NONE) {
+            json_array_append_new(list, ngx_pty_api_describe(r, sh));
+        }
     }
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
@@ -890,10 +940,16 @@ ngx_pty_api_list(ngx_http_request_t *r, json_t *req)
 static ngx_int_t
 ngx_pty_api_stat(ngx_http_request_t *r, json_t *req)
 {
+    ngx_int_t                rc;
     ngx_pty_shm_stat_t       zs;
     ngx_pty_sessions_stat_t  ws;
 
     (void) req;
+
+    rc = ngx_pty_auth_check(r, NULL, NGX_PTY_SCOPE_OBSERVE);
+    if (rc != NGX_OK) {
+        return ngx_pty_auth_api_refuse(r, rc);
+    }
 
     ngx_pty_shm_stat(&zs);
     ngx_pty_sessions_stat(&ws);
@@ -920,6 +976,76 @@ ngx_pty_api_stat(ngx_http_request_t *r, json_t *req)
                   "sessions", (json_int_t) ws.views,
                   "owned", (json_int_t) ws.owned,
                   "screen_bytes", (json_int_t) ws.screens));
+}
+
+
+/*
+ * pty:admin: every live connection of a principal ends now (auth ran at
+ * its upgrade and will not run again on its own).
+ */
+static ngx_int_t
+ngx_pty_api_revoke(ngx_http_request_t *r, json_t *req)
+{
+    u_char      esc[NGX_PTY_PRINCIPAL_MAX * 6 + 1];
+    ngx_int_t   rc;
+    ngx_str_t   principal;
+    ngx_uint_t  n;
+
+    rc = ngx_pty_auth_check(r, NULL, NGX_PTY_SCOPE_ADMIN);
+    if (rc != NGX_OK) {
+        return ngx_pty_auth_api_refuse(r, rc);
+    }
+
+    if (ngx_pty_api_string(req, "principal", &principal) != NGX_OK
+        || principal.len == 0 || principal.len > NGX_PTY_PRINCIPAL_MAX)
+    {
+        return ngx_pty_api_bad(r, "bad_request", "\"principal\" must be a "
+                               "string of 1 to 255 bytes");
+    }
+
+    if (ngx_pty_auth_revoke(&principal, r->connection->log, &n) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_pty_audit(ngx_pty_auth_ident(r), r->connection, "revoke",
+                  "\"revoked\":\"%s\",\"connections\":%ui",
+                  ngx_pty_audit_escape(esc, sizeof(esc), principal.data,
+                                       principal.len), n);
+
+    return ngx_pty_api_send(r, NGX_HTTP_OK,
+                            json_pack("{s:s%, s:I}", "principal",
+                                      principal.data, principal.len,
+                                      "connections", (json_int_t) n));
+}
+
+
+/* a state change through the API, with the session and its command */
+static void
+ngx_pty_api_audit(ngx_http_request_t *r, ngx_pty_session_sh_t *sh,
+    const char *event, ngx_str_t *command)
+{
+    u_char            esc[1024];
+    ngx_pty_ident_t  *id;
+
+    if (!ngx_pty_audit_on()) {
+        return;
+    }
+
+    id = ngx_pty_auth_ident(r);
+    if (id == NULL) {
+        return;
+    }
+
+    ngx_pty_auth_touch(id, sh);
+
+    if (command == NULL) {
+        ngx_pty_audit(id, r->connection, event, NULL);
+        return;
+    }
+
+    ngx_pty_audit(id, r->connection, event, "\"command\":\"%s\"",
+                  ngx_pty_audit_escape(esc, sizeof(esc), command->data,
+                                       command->len));
 }
 
 
@@ -1037,9 +1163,10 @@ ngx_pty_api_loc_tag(ngx_http_request_t *r)
  * On failure *sp is NULL and the error sent is returned.
  */
 static ngx_int_t
-ngx_pty_api_session(ngx_http_request_t *r, json_t *req,
+ngx_pty_api_session(ngx_http_request_t *r, json_t *req, ngx_uint_t scope,
     ngx_pty_session_t **sp)
 {
+    ngx_int_t              rc;
     ngx_str_t              name;
     ngx_pty_session_t     *s;
     ngx_pty_session_sh_t  *sh;
@@ -1053,8 +1180,14 @@ ngx_pty_api_session(ngx_http_request_t *r, json_t *req,
 
     sh = ngx_pty_shm_session_find(&name);
     if (sh == NULL) {
-        return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "unknown_session",
-                                 "no such session");
+        return ngx_pty_auth_api_refuse(r, NGX_HTTP_NOT_FOUND);
+    }
+
+    /* one the principal may not see is answered as one that is not */
+    rc = ngx_pty_auth_check(r, sh, scope);
+    if (rc != NGX_OK) {
+        ngx_pty_shm_session_release(sh);
+        return ngx_pty_auth_api_refuse(r, rc);
     }
 
     s = ngx_pty_session_get(sh);

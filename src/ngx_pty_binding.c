@@ -106,6 +106,13 @@ ngx_pty_binding_attach(ngx_http_request_t *r, ngx_pty_session_sh_t *sh)
 
     cl->conf = plcf;
     cl->first_frame = 1;
+
+    /* the principal is fixed here for the connection's life */
+    cl->ident = ngx_pty_auth_ident(r);
+    if (cl->ident == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
     cl->ws.data = cl;
     cl->ws.on_message = ngx_pty_binding_message;
     cl->ws.on_writable = ngx_pty_binding_writable;
@@ -147,12 +154,23 @@ ngx_pty_binding_attach(ngx_http_request_t *r, ngx_pty_session_sh_t *sh)
     ngx_pty_session_listen(cl->session, &cl->listener);
 
     cl->client_id = ngx_pty_shm_next_client_id();
+    cl->ident->client_id = cl->client_id;
     cl->keyframe_ev.log = r->connection->log;
     cl->keyframe_ev.data = cl;
     cl->keyframe_ev.cancelable = 1;
 
     ngx_pty_binding_hello(cl);
     ngx_pty_ws_start(&cl->ws);
+
+    if (ngx_exiting && !cl->ws.finished) {
+        /*
+         * Accepted before this worker was told to quit, upgraded after its
+         * listeners were told: sent on at once.  Joined here, nothing
+         * would keep the worker for it, and its exit would close the
+         * connection under the client's first input.
+         */
+        ngx_pty_binding_quit(&cl->listener);
+    }
 
     if (!cl->ws.finished) {
         ngx_pty_ws_flush(&cl->ws);
@@ -351,6 +369,12 @@ ngx_pty_binding_first_frame(ngx_pty_client_t *cl, json_t *msg)
 
     if (sp) {
         cl->service_parameters = json_incref(sp);
+
+        v = json_object_get(sp, "trace_id");
+        if (json_is_string(v)) {
+            ngx_pty_auth_trace(cl->ident, json_string_value(v),
+                               json_string_length(v));
+        }
     }
 }
 
@@ -402,14 +426,23 @@ void
 ngx_pty_binding_error(ngx_pty_client_t *cl, json_t *id, ngx_uint_t code,
     const char *message)
 {
-    u_char               *p;
+    ngx_pty_binding_reply(cl, ngx_pty_binding_error_json(
+                                  ngx_pty_binding_reply_buf, id, code,
+                                  message));
+}
+
+
+u_char *
+ngx_pty_binding_error_json(u_char *p, json_t *id, ngx_uint_t code,
+    const char *message)
+{
     size_t                mlen;
     ngx_pty_error_def_t  *e;
 
     e = &ngx_pty_errors[code];
     mlen = ngx_min(ngx_strlen(message), NGX_PTY_ERROR_MSG);
 
-    p = ngx_pty_binding_head(ngx_pty_binding_reply_buf, "Error", id);
+    p = ngx_pty_binding_head(p, "Error", id);
     p = ngx_sprintf(p, ",\"payload\":{\"code\":\"%s\",\"message\":\"",
                     e->code);
     p = ngx_pty_json_escape(p, (u_char *) message, mlen);
@@ -424,7 +457,7 @@ ngx_pty_binding_error(ngx_pty_client_t *cl, json_t *id, ngx_uint_t code,
     p = ngx_sprintf(p, "\"},\"retryable\":%s}}",
                     e->retryable ? "true" : "false");
 
-    ngx_pty_binding_reply(cl, p);
+    return p;
 }
 
 
@@ -641,6 +674,13 @@ again:
         {
             ngx_pty_shm_unlock(sh);
             continue;
+        }
+
+        if (f->kind == NGX_PTY_FRAME_REVOKE) {
+            /* its principal was revoked (ngx_pty_auth_revoke) */
+            ngx_pty_shm_unlock(sh);
+            ngx_pty_binding_goodbye(cl, "principal_revoked", NULL);
+            return;
         }
 
         kind = f->kind;

@@ -15,6 +15,7 @@
 #include "ngx_pty_ws.h"
 #include "ngx_pty_session.h"
 #include "ngx_pty_limit.h"
+#include "ngx_pty_auth.h"
 
 
 typedef enum {
@@ -58,6 +59,7 @@ struct ngx_pty_client_s {
     ngx_event_t                keyframe_ev;
 
     json_t                    *service_parameters;
+    ngx_pty_ident_t           *ident;        /* fixed at the upgrade */
 
     ngx_pty_bucket_t           input;        /* pty_input_rate */
     ngx_pty_log_limit_t        logs[NGX_PTY_LOG_N];
@@ -76,6 +78,9 @@ ngx_int_t ngx_pty_binding_attach(ngx_http_request_t *r,
 
 void ngx_pty_binding_error(ngx_pty_client_t *cl, json_t *id,
     ngx_uint_t code, const char *message);
+/* an Error frame's text at p; room: 2 KiB for a message up to 256 bytes */
+u_char *ngx_pty_binding_error_json(u_char *p, json_t *id, ngx_uint_t code,
+    const char *message);
 void ngx_pty_binding_goodbye(ngx_pty_client_t *cl, const char *reason,
     const char *detail);
 void ngx_pty_binding_pull(ngx_pty_client_t *cl);

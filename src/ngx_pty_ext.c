@@ -6,6 +6,7 @@
 #include "ngx_pty.h"
 #include "ngx_pty_ext.h"
 #include "ngx_pty_util.h"
+#include "ngx_pty_audit.h"
 
 
 #define NGX_PTY_KEYFRAME_RATE  1000     /* ms between requested keyframes */
@@ -26,6 +27,7 @@ typedef struct {
     ngx_pty_frame_t           *ra;           /* its RoleAssigned */
     ngx_uint_t                 closed_copy;  /* ended, Closed not walked */
     u_char                     reason[96];   /* of a downgrade */
+    u_char                     label_buf[NGX_PTY_LABEL_MAX * 4];
 } ngx_pty_ext_join_t;
 
 
@@ -71,6 +73,12 @@ static ngx_pty_frame_t *ngx_pty_ext_membership_locked(
 static ngx_int_t ngx_pty_ext_payload_keys(json_t *payload,
     const char **allowed);
 static void ngx_pty_ext_remove_member(ngx_pty_client_t *cl, uint64_t *seq);
+static void ngx_pty_ext_audit_join(ngx_pty_client_t *cl,
+    ngx_pty_ext_join_t *j, ngx_uint_t out_of_range);
+
+
+#define ngx_pty_ext_role_name(role)                                           \
+    ((role) == NGX_PTY_ROLE_CONTROLLER ? "controller" : "observer")
 
 
 /* an A2A-Extensions header naming pty-extensions/v1 */
@@ -320,6 +328,12 @@ ngx_pty_ext_join(ngx_pty_client_t *cl, json_t *msg, json_t *id)
         return;
     }
 
+    if (ngx_pty_auth_revoked(cl->ident)) {
+        /* revoked while attached, before it joined */
+        ngx_pty_binding_goodbye(cl, "principal_revoked", NULL);
+        return;
+    }
+
     if (ngx_pty_ext_join_args(cl, msg, id, &j) != NGX_OK) {
         return;
     }
@@ -340,7 +354,34 @@ ngx_pty_ext_join(ngx_pty_client_t *cl, json_t *msg, json_t *id)
 
     ngx_pty_shm_unlock(sh);
 
+    cl->ident->role = cl->role;
+    ngx_pty_ext_audit_join(cl, &j, out_of_range);
+
     ngx_pty_ext_joined(cl, id, &j, out_of_range);
+}
+
+
+/* every attach is a potential disclosure (extension section 10.3) */
+static void
+ngx_pty_ext_audit_join(ngx_pty_client_t *cl, ngx_pty_ext_join_t *j,
+    ngx_uint_t out_of_range)
+{
+    if (!ngx_pty_audit_on()) {
+        return;
+    }
+
+    ngx_pty_audit(cl->ident, cl->ws.connection, "attach",
+                  "\"role\":\"%s\",\"downgraded\":%s",
+                  ngx_pty_ext_role_name(cl->role),
+                  j->downgraded ? "true" : "false");
+
+    if (j->replay && json_is_integer(j->replay)) {
+        ngx_pty_audit(cl->ident, cl->ws.connection, "replay",
+                      "\"from\":%uL,\"to\":%uL,\"in_window\":%s",
+                      (uint64_t) json_integer_value(j->replay),
+                      cl->session->sh->seq,
+                      out_of_range ? "false" : "true");
+    }
 }
 
 
@@ -382,6 +423,11 @@ ngx_pty_ext_join_args(ngx_pty_client_t *cl, json_t *msg, json_t *id,
         return NGX_ERROR;
     }
 
+    /* MembershipChanged names the principal, fixed at the upgrade */
+    j->label_len = ngx_pty_auth_label(cl->ident, j->label, j->label_len,
+                                      j->label_buf);
+    j->label = j->label_buf;
+
     j->replay = json_object_get(msg, "replay_from");
     j->downgraded = 0;
     j->first_controller = 0;
@@ -404,7 +450,16 @@ ngx_pty_ext_admit_locked(ngx_pty_client_t *cl, ngx_pty_ext_join_t *j)
     sh = cl->session->sh;
     params = &cl->conf->params;
 
-    if (sh->fresh) {
+    if (!ngx_pty_auth_may_control(cl->ident)) {
+        /* no pty:control scope, or the session's list says observe */
+        if (j->want == NGX_PTY_ROLE_CONTROLLER) {
+            j->want = NGX_PTY_ROLE_OBSERVER;
+            j->downgraded = 1;
+            ngx_sprintf(j->reason, "the principal may only observe this "
+                        "session (pty:control)%Z");
+        }
+
+    } else if (sh->fresh) {
         /* the first connection on a fresh session controls it */
         j->want = NGX_PTY_ROLE_CONTROLLER;
         j->first_controller = 1;
@@ -431,7 +486,12 @@ ngx_pty_ext_admit_locked(ngx_pty_client_t *cl, ngx_pty_ext_join_t *j)
         return NGX_PTY_JOIN_ZONE_FULL;
     }
 
-    sh->fresh = 0;
+    ngx_pty_auth_member(cl->member, cl->ident);
+
+    if (j->want == NGX_PTY_ROLE_CONTROLLER) {
+        sh->fresh = 0;
+    }
+
     cl->role = j->want;
 
     j->ra = ngx_pty_ext_role_frame(cl, j->downgraded, (char *) j->reason);
@@ -621,6 +681,9 @@ ngx_pty_ext_remove_member(ngx_pty_client_t *cl, uint64_t *seq)
 
     sh = cl->session->sh;
 
+    ngx_pty_audit(cl->ident, cl->ws.connection, "detach", "\"role\":\"%s\"",
+                  ngx_pty_ext_role_name(cl->role));
+
     ngx_pty_shm_lock(sh);
 
     last = (cl->member->role == NGX_PTY_ROLE_CONTROLLER
@@ -664,6 +727,9 @@ ngx_pty_ext_may_control(ngx_pty_client_t *cl, json_t *id, const char *what)
                       "pty: observer c-%uD denied %s on session pty-%ui",
                       cl->client_id, what, cl->session->sh->name);
     }
+
+    ngx_pty_audit(cl->ident, cl->ws.connection, "write_denied",
+                  "\"what\":\"%s\"", what);
 
     ngx_pty_binding_error(cl, id, NGX_PTY_ERR_PERMISSION_DENIED,
                           "observers cannot send input or resize");
@@ -817,6 +883,18 @@ ngx_pty_ext_request_role(ngx_pty_client_t *cl, json_t *payload, json_t *id)
         return;
     }
 
+    if (want == NGX_PTY_ROLE_CONTROLLER && cl->role != want
+        && !ngx_pty_auth_may_control(cl->ident))
+    {
+        /* role grants follow scopes, whoever left the controller seat */
+        ngx_pty_audit(cl->ident, cl->ws.connection, "role_denied",
+                      "\"role\":\"controller\"");
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_PERMISSION_DENIED,
+                              "the principal may only observe this session "
+                              "(pty:control)");
+        return;
+    }
+
     sh = cl->session->sh;
     downgraded = 0;
     changed = 0;
@@ -856,6 +934,12 @@ ngx_pty_ext_request_role(ngx_pty_client_t *cl, json_t *payload, json_t *id)
     ngx_pty_shm_unlock(sh);
 
     ngx_pty_session_notify(cl->session);
+
+    if (changed) {
+        cl->ident->role = want;
+        ngx_pty_audit(cl->ident, cl->ws.connection, "role_change",
+                      "\"role\":\"%s\"", ngx_pty_ext_role_name(want));
+    }
 }
 
 

@@ -22,6 +22,9 @@
 
 #define NGX_PTY_KEEPER_FD  3
 
+/* ms a keeper waits for a connected worker's secret */
+#define NGX_PTY_KEEPER_SECRET_WAIT  5000
+
 
 static ngx_int_t ngx_pty_keeper_user_env(char **home, char **user);
 static void ngx_pty_keeper_main(ngx_pty_spawn_t *sp) ngx_pty_noreturn;
@@ -1114,44 +1117,57 @@ ngx_pty_keeper_address(struct sockaddr_un *sa, u_char *id)
 }
 
 
-/* a new owner's line to a running keeper; READY and the fd follow */
+/*
+ * A new owner's line to a running keeper; READY and the fd follow.  Only
+ * a failed connect means the keeper is gone: a line it closed before the
+ * secret came (this worker stalled past its wait) is tried again.
+ */
 ngx_socket_t
 ngx_pty_keeper_connect(u_char *id, u_char *secret, ngx_log_t *log)
 {
+    ngx_err_t           err;
+    ngx_uint_t          tries;
     ngx_socket_t        fd;
     socklen_t           len;
     struct sockaddr_un  sa;
 
-    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd == -1) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_socket_errno,
-                      "pty: socket() for the keeper failed");
-        return (ngx_socket_t) -1;
-    }
-
     len = ngx_pty_keeper_address(&sa, id);
 
-    /* a local stream connect completes at once or fails */
-    if (connect(fd, (struct sockaddr *) &sa, len) == -1) {
-        ngx_log_error(NGX_LOG_INFO, log, ngx_socket_errno,
-                      "pty: keeper of session %*s is gone",
-                      (size_t) NGX_PTY_ID_LEN, id);
+    for (tries = 0; tries < 3; tries++) {
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                    0);
+        if (fd == -1) {
+            ngx_log_error(NGX_LOG_ALERT, log, ngx_socket_errno,
+                          "pty: socket() for the keeper failed");
+            return (ngx_socket_t) -1;
+        }
+
+        /* a local stream connect completes at once or fails */
+        if (connect(fd, (struct sockaddr *) &sa, len) == -1) {
+            ngx_log_error(NGX_LOG_INFO, log, ngx_socket_errno,
+                          "pty: keeper of session %*s is gone",
+                          (size_t) NGX_PTY_ID_LEN, id);
+            close(fd);
+            return (ngx_socket_t) -1;
+        }
+
+        /* an empty new socket takes a small message at once */
+        if (send(fd, secret, NGX_PTY_SECRET_LEN, MSG_DONTWAIT | MSG_NOSIGNAL)
+            == NGX_PTY_SECRET_LEN)
+        {
+            return fd;
+        }
+
+        err = ngx_socket_errno;
         close(fd);
-        return (ngx_socket_t) -1;
+
+        ngx_log_error(NGX_LOG_ERR, log, err,
+                      "pty: send() to the keeper of session %*s failed%s",
+                      (size_t) NGX_PTY_ID_LEN, id,
+                      tries < 2 ? ", trying again" : "");
     }
 
-    /* an empty new socket takes a small message at once */
-    if (send(fd, secret, NGX_PTY_SECRET_LEN, MSG_DONTWAIT | MSG_NOSIGNAL)
-        != NGX_PTY_SECRET_LEN)
-    {
-        ngx_log_error(NGX_LOG_ERR, log, ngx_socket_errno,
-                      "pty: send() to the keeper of session %*s failed",
-                      (size_t) NGX_PTY_ID_LEN, id);
-        close(fd);
-        return (ngx_socket_t) -1;
-    }
-
-    return fd;
+    return (ngx_socket_t) -1;
 }
 
 
@@ -2069,7 +2085,7 @@ static int
 ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child, int master,
     u_char *secret)
 {
-    int            fd;
+    int            fd, rc;
     u_char         got[NGX_PTY_SECRET_LEN];
     ssize_t        n;
     socklen_t      len;
@@ -2093,16 +2109,22 @@ ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child, int master,
     }
 
     /*
-     * The worker sends it right after its connect, so it is there before
-     * the accept, or nearly: a peer that holds it back stalls the keeper
-     * for 100 ms at most
+     * The worker sends it right after its connect, so it is nearly always
+     * there before the accept; but a worker on a busy machine can lose
+     * its CPU between the two calls for a good part of a second, and a
+     * refusal then would end the session.  Only a process of the workers'
+     * user gets this far, so waiting for it is safe.
      */
     pfd.fd = fd;
     pfd.events = POLLIN;
 
     n = -1;
 
-    if (poll(&pfd, 1, 100) == 1) {
+    do {
+        rc = poll(&pfd, 1, NGX_PTY_KEEPER_SECRET_WAIT);
+    } while (rc == -1 && errno == EINTR);
+
+    if (rc == 1) {
         n = recv(fd, got, sizeof(got), MSG_DONTWAIT);
     }
 

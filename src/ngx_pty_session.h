@@ -110,6 +110,8 @@ typedef struct {
     char                      *path;        /* argv's program */
     ngx_uint_t                 cols;
     ngx_uint_t                 rows;
+    ngx_str_t                  acl;         /* who may reach it
+                                               (ngx_pty_auth.c) */
     ngx_pty_loc_conf_t        *conf;
 } ngx_pty_start_t;
 

@@ -18,10 +18,12 @@ static ngx_pty_shm_reclaim_pt  ngx_pty_shm_reclaimer;
 
 
 static void ngx_pty_scroll_reserve(ngx_pty_session_sh_t *s, size_t scroll);
+static ngx_pty_session_sh_t *ngx_pty_shm_find_by_name(ngx_uint_t name);
 static void ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool,
     ngx_pty_session_sh_t *s);
 
 
+/* ordered by the id's hash, then by the id: a lookup finds any of equals */
 static void
 ngx_pty_shm_rbtree_insert(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
     ngx_rbtree_node_t *sentinel)
@@ -29,7 +31,15 @@ ngx_pty_shm_rbtree_insert(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
     ngx_rbtree_node_t  **p;
 
     for ( ;; ) {
-        p = (node->key < temp->key) ? &temp->left : &temp->right;
+        if (node->key != temp->key) {
+            p = (node->key < temp->key) ? &temp->left : &temp->right;
+
+        } else {
+            p = (ngx_strncasecmp(((ngx_pty_session_sh_t *) node)->id,
+                                 ((ngx_pty_session_sh_t *) temp)->id,
+                                 NGX_PTY_ID_LEN) < 0)
+                ? &temp->left : &temp->right;
+        }
 
         if (*p == sentinel) {
             break;
@@ -82,10 +92,10 @@ ngx_pty_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     }
 
     ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_pty_shm_rbtree_insert);
+    /* names are unique: nginx's own insert */
     ngx_rbtree_init(&sh->names, &sh->names_sentinel,
-                    ngx_pty_shm_rbtree_insert);
+                    ngx_rbtree_insert_value);
     ngx_queue_init(&sh->sessions);
-    sh->next_name = 1;
     sh->next_client = 1;
 
     /* two nginx instances on one host must not ring each other's workers */
@@ -116,10 +126,12 @@ ngx_pty_shm_zone(void)
  */
 ngx_pty_session_sh_t *
 ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
-    ngx_uint_t cols, ngx_uint_t rows, size_t scroll_size, size_t inbox_max)
+    ngx_str_t *acl, ngx_uint_t cols, ngx_uint_t rows, size_t scroll_size,
+    size_t inbox_max)
 {
     u_char                *p, *ring, *sc;
     size_t                 scroll;
+    uint32_t               name;
     ngx_slab_pool_t       *shpool;
     ngx_pty_shm_t         *sh;
     ngx_pty_session_sh_t  *s;
@@ -129,13 +141,18 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
 
     scroll = ngx_min(scroll_size, NGX_PTY_SCROLL_INITIAL);
 
+    /* short names say nothing of how many sessions there are */
+    if (ngx_pty_random(&name, sizeof(name)) != NGX_OK) {
+        return NULL;
+    }
+
     for ( ;; ) {
         ngx_shmtx_lock(&shpool->mutex);
 
         s = ngx_slab_calloc_locked(shpool, sizeof(ngx_pty_session_sh_t));
         ring = ngx_slab_alloc_locked(shpool, NGX_PTY_RING_INITIAL);
         sc = ngx_slab_alloc_locked(shpool, scroll);
-        p = ngx_slab_alloc_locked(shpool, len + 1);
+        p = ngx_slab_alloc_locked(shpool, len + 1 + acl->len);
 
         if (s && ring && sc && p) {
             break;
@@ -184,8 +201,17 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
     ngx_memcpy(p, command, len);
     p[len] = '\0';
 
+    /* the access list is in place before any lookup can find the record */
+    s->acl = p + len + 1;
+    s->acl_len = acl->len;
+    ngx_memcpy(s->acl, acl->data, acl->len);
+
     ngx_pty_uuid7_text(s->id);
-    s->name = sh->next_name++;
+
+    for (s->name = name % NGX_PTY_NAME_MAX + 1;
+         ngx_pty_shm_find_by_name(s->name);
+         s->name = s->name % NGX_PTY_NAME_MAX + 1)
+    { /* void */ }
     s->state = NGX_PTY_STATE_STARTING;
     s->owner = ngx_pid;            /* before any worker can see it */
     s->refs = 1;
@@ -286,6 +312,7 @@ ngx_pty_shm_find_by_name(ngx_uint_t name)
 static ngx_pty_session_sh_t *
 ngx_pty_shm_find_by_id(u_char *id)
 {
+    ngx_int_t              rc;
     ngx_rbtree_key_t       key;
     ngx_rbtree_node_t     *node, *sentinel;
     ngx_pty_session_sh_t  *s;
@@ -303,12 +330,13 @@ ngx_pty_shm_find_by_id(u_char *id)
 
         s = (ngx_pty_session_sh_t *) node;
 
-        if (ngx_strncasecmp(id, s->id, NGX_PTY_ID_LEN) == 0) {
+        rc = ngx_strncasecmp(id, s->id, NGX_PTY_ID_LEN);
+
+        if (rc == 0) {
             return s;
         }
 
-        /* equal keys go right on insert */
-        node = node->right;
+        node = (rc < 0) ? node->left : node->right;
     }
 
     return NULL;

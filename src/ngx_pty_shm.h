@@ -22,7 +22,8 @@ typedef enum {
     NGX_PTY_FRAME_MEMBERSHIP,
     NGX_PTY_FRAME_KEYFRAME,
     NGX_PTY_FRAME_CLOSED,
-    NGX_PTY_FRAME_ERROR
+    NGX_PTY_FRAME_ERROR,
+    NGX_PTY_FRAME_REVOKE         /* never sent: its target is revoked */
 } ngx_pty_frame_kind_e;
 
 
@@ -113,6 +114,8 @@ typedef struct {
     ngx_uint_t                 role;
     size_t                     label_len;
     u_char                     label[NGX_PTY_LABEL_MAX * 4];
+    size_t                     principal_len;   /* for revocation */
+    u_char                     principal[255];
 } ngx_pty_member_t;
 
 
@@ -218,6 +221,10 @@ struct ngx_pty_session_sh_s {
 
     size_t                     command_len;
     u_char                    *command;
+
+    /* who may reach it (ngx_pty_auth.c); set before it is linked */
+    size_t                     acl_len;
+    u_char                    *acl;
 };
 
 
@@ -249,18 +256,28 @@ typedef enum {
 } ngx_pty_inbox_type_e;
 
 
+/* a revocation: connections of that principal made before it end */
+#define NGX_PTY_REVOKED_MAX  64
+
+typedef struct {
+    ngx_atomic_t               hash;      /* crc32 of the principal */
+    ngx_atomic_t               at;        /* unix ms */
+} ngx_pty_revoked_t;
+
+
 struct ngx_pty_shm_s {
     ngx_rbtree_t               rbtree;
     ngx_rbtree_node_t          sentinel;
     ngx_rbtree_t               names;
     ngx_rbtree_node_t          names_sentinel;
     ngx_queue_t                sessions;
-    ngx_uint_t                 next_name;
     ngx_atomic_t               next_client;
     ngx_atomic_t               generation;    /* reloads into this zone */
     ngx_uint_t                 live;
     uint64_t                   nonce;     /* names this zone's doorbells */
     ngx_pty_worker_sh_t        workers[NGX_PTY_WORKERS_MAX];
+    ngx_atomic_t               revoked_next;
+    ngx_pty_revoked_t          revoked[NGX_PTY_REVOKED_MAX];
 };
 
 
@@ -289,8 +306,8 @@ void ngx_pty_shm_stat(ngx_pty_shm_stat_t *st);
 ngx_pty_zone_t *ngx_pty_shm_zone(void);
 
 ngx_pty_session_sh_t *ngx_pty_shm_session_create(ngx_log_t *log,
-    u_char *command, size_t len, ngx_uint_t cols, ngx_uint_t rows,
-    size_t scroll_size, size_t inbox_max);
+    u_char *command, size_t len, ngx_str_t *acl, ngx_uint_t cols,
+    ngx_uint_t rows, size_t scroll_size, size_t inbox_max);
 ngx_pty_session_sh_t *ngx_pty_shm_session_find(ngx_str_t *id);
 void ngx_pty_shm_session_retain(ngx_pty_session_sh_t *s);
 void ngx_pty_shm_session_release(ngx_pty_session_sh_t *s);
@@ -370,6 +387,9 @@ uint64_t ngx_pty_ring_first_seq(ngx_pty_ring_t *ring);
 void ngx_pty_scroll_append(ngx_pty_scroll_t *sc, u_char *p, size_t len);
 size_t ngx_pty_scroll_read(ngx_pty_scroll_t *sc, uint64_t *off, u_char *buf,
     size_t max, uint64_t *missed);
+
+/* pty-N: N is random in 1..NGX_PTY_NAME_MAX, unique in the zone */
+#define NGX_PTY_NAME_MAX  999999
 
 #define ngx_pty_frame_data(f)  ((u_char *) (f) + sizeof(ngx_pty_frame_t))
 

@@ -26,7 +26,7 @@ static ngx_int_t ngx_pty_ws_upgrade(ngx_http_request_t *r,
 static ngx_uint_t ngx_pty_ws_key_valid(ngx_str_t *key);
 static ngx_int_t ngx_pty_ws_accept_headers(ngx_http_request_t *r,
     ngx_table_elt_t *key);
-static ngx_table_elt_t *ngx_pty_ws_header(ngx_http_request_t *r,
+ngx_table_elt_t *ngx_pty_ws_header(ngx_http_request_t *r,
     const char *name);
 static ngx_int_t ngx_pty_ws_header_has(ngx_table_elt_t *h, const char *token);
 static void ngx_pty_ws_read_handler(ngx_http_request_t *r);
@@ -246,7 +246,7 @@ ngx_pty_ws_add_header(ngx_http_request_t *r, const char *name,
 
 
 /* the first header of that name; repeated ones are joined by the caller */
-static ngx_table_elt_t *
+ngx_table_elt_t *
 ngx_pty_ws_header(ngx_http_request_t *r, const char *name)
 {
     size_t            len;

@@ -120,6 +120,8 @@ void ngx_pty_ws_start(ngx_pty_ws_t *ws);
 ngx_int_t ngx_pty_worker_header(ngx_http_request_t *r);
 ngx_int_t ngx_pty_ws_add_header(ngx_http_request_t *r, const char *name,
     const char *value, size_t len);
+/* a request header by name (the first), or NULL */
+ngx_table_elt_t *ngx_pty_ws_header(ngx_http_request_t *r, const char *name);
 
 /* room for a text frame of at most max payload bytes, then commit */
 u_char *ngx_pty_ws_reserve(ngx_pty_ws_t *ws, size_t max,

@@ -36,19 +36,19 @@ my $port = $t->port(8080);
 my $forged = "\n2026/01/01 00:00:00 [alert] 1#1: forged";
 
 # refused by the policy: a notice naming the command, in request context
-my ($st) = api_call($port, '/strict/start?token=SECRET1',
+my ($st) = api_call($port, '/strict/start?sig=SECRET1',
     { command => "cat$forged" });
 is($st, 403, 'a refused start');
 
 # started through the shell: the command in the session's info line
-my $s = agent($t, 'start?token=SECRET2',
+my $s = agent($t, 'start?sig=SECRET2',
     { command => "echo hi; sleep 30; : $forged", wait_for => 'hi' });
 is($s->{_status}, 200, 'a started session');
 
 # an observer that writes: a notice in the WebSocket's context
 my ($ctl) = attach_join($t, $s);
 my ($ws) = attach_join($t,
-    { attach_path => "$s->{attach_path}?token=SECRET3" }, role => 'observer');
+    { attach_path => "$s->{attach_path}?sig=SECRET3" }, role => 'observer');
 send_input($ws, "x");
 $ws->recv_until(sub { $_[0]{op} eq 'Error' }, 5);
 ok($t->wait_until(sub {

@@ -33,6 +33,7 @@ http {
     pty_user_range 3000000 3009999;
     pty_instance_id $name;
     pty_env HOME=%%TESTDIR%%;
+    pty_auth off;
 
     server {
         listen 127.0.0.1:%%PORT_$port%%;

@@ -38,6 +38,8 @@ u_char *__wrap_ngx_pty_session_screen_text(ngx_pty_session_t *s,
 void __wrap_ngx_pty_sessions_stat(ngx_pty_sessions_stat_t *st);
 
 
+
+static ngx_str_t  fuzz_acl = { 2, (u_char *) "O\0" };
 static ngx_pty_session_t  *fuzz_session;
 static ngx_int_t           fuzz_refs;
 static ngx_uint_t          fuzz_headers;
@@ -200,9 +202,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s.pool = ngx_create_pool(4096, &fuzz_log);
     fuzz_assert(s.pool != NULL);
     ngx_queue_init(&s.listeners);
-    s.sh = ngx_pty_shm_session_create(&fuzz_log, (u_char *) "sh", 2, 80, 24,
-                                      4096, 4096);
+    /* owned by the anonymous principal: the location has pty_auth off */
+    s.sh = ngx_pty_shm_session_create(&fuzz_log, (u_char *) "sh", 2,
+                                      &fuzz_acl, 80, 24, 4096, 4096);
     fuzz_assert(s.sh != NULL);
+
+    /* names are random: the corpus calls it pty-1 */
+    ngx_rbtree_delete(&ngx_pty_shm_zone()->sh->names, &s.sh->name_node);
+    s.sh->name = 1;
+    s.sh->name_node.key = 1;
+    ngx_rbtree_insert(&ngx_pty_shm_zone()->sh->names, &s.sh->name_node);
+
     s.sh->state = NGX_PTY_STATE_RUNNING;
     ngx_pty_scroll_append(s.sh->scroll, (u_char *) data, size);
     fuzz_session = &s;

@@ -140,7 +140,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ngx_pty_client_t      *cl;
     ngx_pty_session_t     *s;
     ngx_pty_loc_conf_t     conf;
+    ngx_str_t              acl;
     static fuzz_conn_t     fc;
+    static ngx_pty_ident_t ident;
 
     fuzz_env_init();
 
@@ -169,8 +171,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s->pool = ngx_create_pool(4096, &fuzz_log);
     fuzz_assert(s->pool != NULL);
     ngx_queue_init(&s->listeners);
-    s->sh = ngx_pty_shm_session_create(&fuzz_log, (u_char *) "sh", 2, 80, 24,
-                                       4096, 4096);
+    /* anonymous (pty_auth off): the owner "", every default scope */
+    ngx_str_set(&acl, "O\0");
+    s->sh = ngx_pty_shm_session_create(&fuzz_log, (u_char *) "sh", 2, &acl,
+                                       80, 24, 4096, 4096);
     fuzz_assert(s->sh != NULL);
     s->sh->state = (fuzz_cfg & 0x80) ? NGX_PTY_STATE_CLOSED
                                      : NGX_PTY_STATE_RUNNING;
@@ -178,7 +182,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     cl = calloc(1, sizeof(ngx_pty_client_t));
     fuzz_assert(cl != NULL);
+    ngx_memzero(&ident, sizeof(ngx_pty_ident_t));
+    ngx_str_set(&ident.principal, "");
+    ident.anonymous = 1;
+    ident.scopes = NGX_PTY_SCOPE_DEFAULT;
+    ident.right = NGX_PTY_RIGHT_OWNER;
+    ident.role = -1;
+
     cl->conf = &conf;
+    cl->ident = &ident;
     cl->session = s;
     cl->first_frame = 1;
     cl->client_id = 7;

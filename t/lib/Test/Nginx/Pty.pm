@@ -28,6 +28,8 @@ use constant EXT_URI =>
     'https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1';
 
 # A config with the zone, the attach and API locations; %opts add to it.
+# The locations are open (pty_auth off) unless auth => '...' gives the
+# http-level auth lines instead (t/70-auth.t).
 sub pty_nginx {
     my (%opts) = @_;
     my $t = Test::Nginx->new()->has(qw/http/);
@@ -56,6 +58,7 @@ http {
     # master_process off the programs run as that user, root included)
     pty_env HOME=%%TESTDIR%%;
     @USERS@
+    @AUTH@
     @HTTP@
 
     server {
@@ -79,6 +82,8 @@ CONF
     my $users = ($http =~ /pty_user/ || $> != 0) ? ''
         : 'pty_user_range 3000000 3009999;';
     $conf =~ s/\@USERS\@/$users/g;
+    my $auth = $opts{auth} // 'pty_auth off;';
+    $conf =~ s/\@AUTH\@/$auth/g;
     $conf =~ s/\@HTTP\@/$http/g;
     $conf =~ s/\@LOC\@/$loc/g;
     $conf =~ s/\@LISTEN\@/$listen/g;

@@ -204,7 +204,9 @@ sub handshake {
 # connect(port =>, host => '127.0.0.1', path => '/', protocols => ['pty-ws.v1'],
 #   headers => { Name => value|undef }, timeout => 5, key => ..., version => 13,
 #   request => $raw_request, auto_pong => 1, auto_close_reply => 1,
-#   validate => 1, rcvbuf => bytes (SO_RCVBUF before connect))
+#   validate => 1, rcvbuf => bytes (SO_RCVBUF before connect),
+#   before_rest => sub {...} (called with the object after the request's
+#   first line is sent, before the rest))
 sub connect {
     my ($class, %args) = @_;
     my $host = $args{host} // '127.0.0.1';
@@ -246,6 +248,12 @@ sub connect {
 
     my $req = $args{request} // $self->_handshake_request($key, %args);
     $self->{request} = $req;
+    if ($args{before_rest}) {
+        my $i = index($req, "\r\n") + 2;
+        $self->send_raw(substr($req, 0, $i));
+        $args{before_rest}->($self);
+        $req = substr($req, $i);
+    }
     $self->send_raw($req);
     $self->_read_response($timeout);
     return $self;
