@@ -67,6 +67,7 @@ http {
     server {
         listen 127.0.0.1:%%PORT_8080%%;
         client_body_buffer_size 1m;
+        pty_auth off;              # loopback test: no authentication
         location /agents/ { pty_attach; }
         location /pty/    { pty_api; }
     }

@@ -160,8 +160,9 @@ test('observer: a second page sees the same screen and cannot type',
         await typeLine(a, 'echo after-observer');
         await waitScreen(b, hasLine('after-observer'), 'the controller\'s line');
         assert.doesNotMatch((await screen(a)).join('\n'), /typed-by-observer/);
-        await a.waitForSelector('#members li:has-text("watcher · observer")');
-        await a.waitForSelector('#members li.you:has-text("browser · controller (you)")');
+        // labels: the principal's name, then the client's (demo (watcher))
+        await a.waitForSelector('#members li:has-text("watcher") >> text=/· observer$/');
+        await a.waitForSelector('#members li.you:has-text("browser") >> text=/· controller \\(you\\)$/');
         assert.deepEqual(await screen(b), await screen(a));
     }));
 
@@ -280,6 +281,21 @@ test('resizing the window resizes the session: stty size follows',
         assert.deepEqual([o.cols, o.rows], [now.cols, now.rows],
             'the observer follows the session\'s size');
         assert.match(await a.textContent('#size'), new RegExp(now.cols + '×' + now.rows));
+    }));
+
+test('without the token the page is refused and says how to get in',
+    { skip: process.env.PTY_TOKEN ? false : 'the demo checks no token' },
+    () => step('no-token', async () => {
+        const ctx = await browser.newContext();
+        const page = await ctx.newPage();
+        pages.anonymous = page;
+        await page.goto(base + '/?attach=' + session.id);
+        await page.waitForSelector('#notice.error:has-text("#token=")',
+            { timeout: WAIT });
+        assert.doesNotMatch(await page.textContent('#sessions'),
+            new RegExp(session.id), 'no session listed');
+        await ctx.close();
+        delete pages.anonymous;
     }));
 
 test('no script errors in either page', () => {
