@@ -14,6 +14,8 @@ use Test::More;
 use Test::Nginx;
 
 my $root = $Test::Nginx::REPO_ROOT;
+# under make test: a make of its own, not the running one's flags
+delete @ENV{qw(MAKEFLAGS MFLAGS MAKELEVEL)};
 plan(skip_all => 'no configured tree: run make first')
     unless -f "$root/build/nginx-src/objs/Makefile";
 plan(skip_all => 'TEST_NGINX_MODULE names another build')

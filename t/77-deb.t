@@ -26,6 +26,8 @@ plan(skip_all => 'TEST_NGINX_BINARY is not Debian\'s nginx')
     if ($ENV{TEST_NGINX_BINARY} // '/usr/sbin/nginx') ne '/usr/sbin/nginx';
 
 my $root = $Test::Nginx::REPO_ROOT;
+# under make test: a make of its own, not the running one's flags
+delete @ENV{qw(MAKEFLAGS MFLAGS MAKELEVEL)};
 my $pkg = 'libnginx-mod-http-pty';
 my $so = '/usr/lib/nginx/modules/ngx_pty_module.so';
 my $enabled = '/etc/nginx/modules-enabled/50-mod-http-pty.conf';
