@@ -5,6 +5,7 @@
 
 #include "ngx_pty.h"
 #include "ngx_pty_ext.h"
+#include "ngx_pty_a2a.h"
 #include "ngx_pty_util.h"
 #include "ngx_pty_audit.h"
 
@@ -1117,6 +1118,10 @@ u_char *
 ngx_pty_ext_frame_write(u_char *p, ngx_pty_frame_t *f)
 {
     ngx_str_t  src, dst;
+
+    if (f->kind == NGX_PTY_FRAME_TASK) {
+        return ngx_pty_a2a_frame_write(p, f);
+    }
 
     p = ngx_pty_cpylit(p, "{\"op\":\"pty.session_frame\",\"id\":\"");
     p = ngx_pty_uuid_format(p, f->id);
