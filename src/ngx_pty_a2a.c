@@ -11,12 +11,14 @@
 #include "ngx_pty.h"
 #include "ngx_pty_a2a.h"
 #include "ngx_pty_agent.h"
+#include "ngx_pty_ext.h"
 #include "ngx_pty_util.h"
 
 
 #define NGX_PTY_A2A_SUBS       16     /* tasks one connection follows */
 #define NGX_PTY_A2A_PAGE       50
 #define NGX_PTY_A2A_PAGE_MAX   100
+#define NGX_PTY_A2A_COST       1024   /* a task's frames, counted as input */
 
 /* ,"payload":{"task_id":"<id>" opens every stored update */
 #define NGX_PTY_A2A_PREFIX     ",\"payload\":{\"task_id\":\""
@@ -203,6 +205,15 @@ ngx_pty_a2a_start(ngx_pty_client_t *cl, json_t *payload, json_t *id,
     args = ngx_pty_a2a_args(cl, message, &why);
     if (args == NULL) {
         ngx_pty_binding_error(cl, id, NGX_PTY_ERR_INVALID_REQUEST, why);
+        return NGX_OK;
+    }
+
+    /* typed input, and frames in the ring for everyone: paced as input */
+    if (ngx_pty_ext_paced(cl, id, NGX_PTY_A2A_COST + json_string_length(
+                                      json_object_get(args, "input")))
+        != NGX_OK)
+    {
+        json_decref(args);
         return NGX_OK;
     }
 

@@ -57,8 +57,6 @@ static void ngx_pty_ext_joined(ngx_pty_client_t *cl, json_t *id,
 static void ngx_pty_ext_leave(ngx_pty_client_t *cl, json_t *id);
 static void ngx_pty_ext_input(ngx_pty_client_t *cl, json_t *payload,
     json_t *id);
-static ngx_int_t ngx_pty_ext_paced(ngx_pty_client_t *cl, json_t *id,
-    size_t cost);
 static void ngx_pty_ext_resize(ngx_pty_client_t *cl, json_t *payload,
     json_t *id);
 static void ngx_pty_ext_request_role(ngx_pty_client_t *cl, json_t *payload,
@@ -804,7 +802,7 @@ ngx_pty_ext_input(ngx_pty_client_t *cl, json_t *payload, json_t *id)
 
 
 /* within pty_input_rate; else dropped, and the client is told so */
-static ngx_int_t
+ngx_int_t
 ngx_pty_ext_paced(ngx_pty_client_t *cl, json_t *id, size_t cost)
 {
     if (ngx_pty_bucket_take(&cl->input, &cl->conf->input_rate, cost)
