@@ -226,8 +226,8 @@ ngx_pty_session_spawned(ngx_pty_keeper_req_t *req)
         return;
     }
 
-    /* the screen model is made while the program starts */
-    if (ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
+    /* the screen model is made while the program starts (or a join made it) */
+    if (s->screen == NULL && ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
         /*
          * SIGKILL: the record is freed once closed, and a keeper ending
          * gracefully would write its status into it; the program goes
@@ -1428,6 +1428,13 @@ ngx_pty_session_keyframe(ngx_pty_session_t *s, uint32_t target)
     ngx_uint_t              cols, rows;
     ngx_pty_frame_t        *f;
     ngx_pty_session_sh_t   *sh;
+
+    if (s->owner && s->screen == NULL && s->spawn) {
+        /* joined while its keeper is on its way: the screen is blank */
+        if (ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
+            return NULL;
+        }
+    }
 
     if (!s->owner || s->screen == NULL) {
         return NULL;
@@ -2648,8 +2655,8 @@ ngx_pty_sessions_wake(ngx_int_t slot)
 
 /*
  * The zone is too full for a live session, or for one that ended after
- * ended_before: the ended session that ended first is forgotten (ngx_pty_shm_forget_oldest), its rings given back at
- * once, and the view that holds its record, the owner's, dropped: here,
+ * ended_before: the ended session that ended first is forgotten
+ * (ngx_pty_shm_forget_oldest), its rings given back at once, and the view that holds its record, the owner's, dropped: here,
  * or by the owner when its doorbell rings.  1: something was given back.
  */
 static ngx_uint_t

@@ -26,6 +26,7 @@ static void ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool,
     ngx_pty_session_sh_t *s);
 
 
+/* ordered by the id's hash, then by the id: a lookup finds any of equals */
 static void
 ngx_pty_shm_rbtree_insert(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
     ngx_rbtree_node_t *sentinel)
@@ -33,7 +34,15 @@ ngx_pty_shm_rbtree_insert(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
     ngx_rbtree_node_t  **p;
 
     for ( ;; ) {
-        p = (node->key < temp->key) ? &temp->left : &temp->right;
+        if (node->key != temp->key) {
+            p = (node->key < temp->key) ? &temp->left : &temp->right;
+
+        } else {
+            p = (ngx_strncasecmp(((ngx_pty_session_sh_t *) node)->id,
+                                 ((ngx_pty_session_sh_t *) temp)->id,
+                                 NGX_PTY_ID_LEN) < 0)
+                ? &temp->left : &temp->right;
+        }
 
         if (*p == sentinel) {
             break;
@@ -86,8 +95,9 @@ ngx_pty_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     }
 
     ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_pty_shm_rbtree_insert);
+    /* names are unique: nginx's own insert */
     ngx_rbtree_init(&sh->names, &sh->names_sentinel,
-                    ngx_pty_shm_rbtree_insert);
+                    ngx_rbtree_insert_value);
     ngx_queue_init(&sh->sessions);
     sh->next_client = 1;
 
@@ -309,6 +319,7 @@ ngx_pty_shm_find_by_name(ngx_uint_t name)
 static ngx_pty_session_sh_t *
 ngx_pty_shm_find_by_id(u_char *id)
 {
+    ngx_int_t              rc;
     ngx_rbtree_key_t       key;
     ngx_rbtree_node_t     *node, *sentinel;
     ngx_pty_session_sh_t  *s;
@@ -326,12 +337,13 @@ ngx_pty_shm_find_by_id(u_char *id)
 
         s = (ngx_pty_session_sh_t *) node;
 
-        if (ngx_strncasecmp(id, s->id, NGX_PTY_ID_LEN) == 0) {
+        rc = ngx_strncasecmp(id, s->id, NGX_PTY_ID_LEN);
+
+        if (rc == 0) {
             return s;
         }
 
-        /* equal keys go right on insert */
-        node = node->right;
+        node = (rc < 0) ? node->left : node->right;
     }
 
     return NULL;
