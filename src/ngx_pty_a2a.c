@@ -34,8 +34,13 @@ typedef struct {
     json_t                    *req_id;       /* SendMessage's id */
     json_t                    *task;
     json_t                    *sp;           /* service_parameters */
+    ngx_pty_listener_t         listener;     /* a cancel from elsewhere */
+    ngx_event_t                wake;
+    uint64_t                   cursor;
+    uint64_t                   own_seq;      /* its working update */
     u_char                     id[NGX_PTY_ID_LEN];
     unsigned                   streaming:1;
+    unsigned                   listening:1;
     unsigned                   refused:1;
 } ngx_pty_a2a_task_t;
 
@@ -83,6 +88,17 @@ static void ngx_pty_a2a_end(ngx_pty_a2a_task_t *t, const char *state,
     const char *text, json_t *output);
 static void ngx_pty_a2a_outcome(ngx_pty_a2a_task_t *t);
 static ngx_int_t ngx_pty_a2a_event(ngx_pty_a2a_task_t *t, json_t *delta);
+static ngx_pty_frame_t *ngx_pty_a2a_store(ngx_pty_session_t *s,
+    ngx_pool_t *pool, const u_char *tid, json_t *task, json_t *delta,
+    json_t *sp);
+static void ngx_pty_a2a_watch(ngx_pty_a2a_task_t *t);
+static void ngx_pty_a2a_notify(ngx_pty_listener_t *l);
+static void ngx_pty_a2a_shutdown(ngx_pty_listener_t *l);
+static void ngx_pty_a2a_wake(ngx_event_t *ev);
+static ngx_uint_t ngx_pty_a2a_foreign(ngx_pty_a2a_task_t *t);
+static ngx_uint_t ngx_pty_a2a_may_control(ngx_pty_client_t *cl, json_t *id);
+static ngx_int_t ngx_pty_a2a_cancel_remote(ngx_pty_client_t *cl,
+    json_t *task, json_t *id);
 static void ngx_pty_a2a_status(json_t *task, const char *state,
     const char *text);
 static ngx_pty_a2a_task_t *ngx_pty_a2a_running(ngx_pty_client_t *cl,
@@ -196,9 +212,7 @@ ngx_pty_a2a_start(ngx_pty_client_t *cl, json_t *payload, json_t *id,
         return NGX_OK;
     }
 
-    if (cl->joined && cl->role == NGX_PTY_ROLE_OBSERVER) {
-        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_PERMISSION_DENIED,
-                              "an observer may not send input");
+    if (!ngx_pty_a2a_may_control(cl, id)) {
         return NGX_OK;
     }
 
@@ -297,6 +311,9 @@ ngx_pty_a2a_start(ngx_pty_client_t *cl, json_t *payload, json_t *id,
 
     if (rc == NGX_OK) {
         ngx_pty_a2a_done(&t->call);
+
+    } else {
+        ngx_pty_a2a_watch(t);
     }
 
     return NGX_OK;
@@ -459,6 +476,13 @@ ngx_pty_a2a_done(ngx_pty_agent_call_t *call)
 
     ngx_queue_remove(&t->queue);
 
+    if (ngx_pty_a2a_foreign(t)) {
+        /* canceled through another worker, which stored the update */
+        ngx_pty_a2a_status(t->task, "canceled", "canceled by a client");
+        ngx_pty_a2a_outcome(t);
+        return;
+    }
+
     if (call->status != NGX_HTTP_OK) {
         v = json_object_get(json_object_get(a, "error"), "message");
         ngx_pty_a2a_end(t, "failed", json_is_string(v) ? json_string_value(v)
@@ -562,6 +586,15 @@ ngx_pty_a2a_outcome(ngx_pty_a2a_task_t *t)
         ngx_pty_ws_flush(&cl->ws);
     }
 
+    if (t->wake.posted) {
+        ngx_delete_posted_event(&t->wake);
+    }
+
+    if (t->listening) {
+        t->listening = 0;
+        ngx_pty_session_unlisten(t->session, &t->listener);
+    }
+
     if (t->session) {
         ngx_pty_session_put(t->session);
     }
@@ -608,14 +641,33 @@ ngx_pty_a2a_status(json_t *task, const char *state, const char *text)
 static ngx_int_t
 ngx_pty_a2a_event(ngx_pty_a2a_task_t *t, json_t *delta)
 {
+    ngx_pty_frame_t  *f;
+
+    f = ngx_pty_a2a_store(t->session, t->pool, t->id, t->task, delta, t->sp);
+    if (f == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (t->own_seq == 0) {
+        t->own_seq = f->seq;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_pty_frame_t *
+ngx_pty_a2a_store(ngx_pty_session_t *s, ngx_pool_t *pool, const u_char *tid,
+    json_t *task, json_t *delta, json_t *sp)
+{
     char     *text;
     size_t    len;
     json_t   *o;
     u_char   *buf, *p;
 
-    o = json_pack("{s:O, s:O?}", "task", t->task, "delta", delta);
+    o = json_pack("{s:O, s:O?}", "task", task, "delta", delta);
     if (o == NULL) {
-        return NGX_ERROR;
+        return NULL;
     }
 
     if (delta == NULL) {
@@ -627,42 +679,133 @@ ngx_pty_a2a_event(ngx_pty_a2a_task_t *t, json_t *delta)
     json_decref(o);
 
     if (text == NULL) {
-        return NGX_ERROR;
+        return NULL;
     }
 
     /* payload and service_parameters after the envelope's head */
     len = NGX_PTY_A2A_ID_AT + NGX_PTY_ID_LEN + 2 + ngx_strlen(text) + 64;
 
-    if (t->sp) {
-        o = t->sp;
-        len += json_dumpb(o, NULL, 0, JSON_COMPACT);
+    if (sp) {
+        len += json_dumpb(sp, NULL, 0, JSON_COMPACT);
     }
 
-    buf = ngx_pnalloc(t->pool, len);
+    buf = ngx_pnalloc(pool, len);
     if (buf == NULL) {
         free(text);
-        return NGX_ERROR;
+        return NULL;
     }
 
     p = ngx_pty_cpylit(buf, NGX_PTY_A2A_PREFIX);
-    p = ngx_cpymem(p, t->id, NGX_PTY_ID_LEN);
+    p = ngx_cpymem(p, tid, NGX_PTY_ID_LEN);
     p = ngx_pty_cpylit(p, "\",");
     p = ngx_cpymem(p, text + 1, ngx_strlen(text) - 1);   /* {"task":..} */
     free(text);
 
-    if (t->sp) {
+    if (sp) {
         p = ngx_pty_cpylit(p, ",\"service_parameters\":");
-        p += json_dumpb(t->sp, (char *) p, buf + len - p, JSON_COMPACT);
+        p += json_dumpb(sp, (char *) p, buf + len - p, JSON_COMPACT);
     }
 
-    if (ngx_pty_session_append(t->session, NGX_PTY_FRAME_TASK, 0, buf,
-                               p - buf)
-        == NULL)
-    {
-        return NGX_ERROR;
+    return ngx_pty_session_append(s, NGX_PTY_FRAME_TASK, 0, buf, p - buf);
+}
+
+
+/*
+ * A running task watches the ring for a CancelTask answered by another
+ * worker: an update of its id that it did not store.
+ */
+static void
+ngx_pty_a2a_watch(ngx_pty_a2a_task_t *t)
+{
+    t->wake.handler = ngx_pty_a2a_wake;
+    t->wake.data = t;
+    t->wake.log = t->call.log;
+
+    t->listener.notify = ngx_pty_a2a_notify;
+    t->listener.shutdown = ngx_pty_a2a_shutdown;
+    t->listener.data = t;
+
+    ngx_pty_shm_lock(t->session->sh);
+    t->cursor = t->session->sh->ring->head;
+    ngx_pty_shm_unlock(t->session->sh);
+
+    ngx_pty_session_listen(t->session, &t->listener);
+    t->listening = 1;
+}
+
+
+static void
+ngx_pty_a2a_notify(ngx_pty_listener_t *l)
+{
+    ngx_pty_a2a_task_t  *t = l->data;
+
+    if (!t->wake.posted) {
+        ngx_post_event(&t->wake, &ngx_posted_events);
+    }
+}
+
+
+/* the worker exits: the engine's wait ends the task */
+static void
+ngx_pty_a2a_shutdown(ngx_pty_listener_t *l)
+{
+}
+
+
+static void
+ngx_pty_a2a_wake(ngx_event_t *ev)
+{
+    ngx_pty_a2a_task_t  *t;
+
+    t = ev->data;
+
+    if (!ngx_pty_a2a_foreign(t)) {
+        return;
     }
 
-    return NGX_OK;
+    /* the other worker stored the canceled update and sent the interrupt */
+    ngx_pty_agent_cancel(&t->call);
+    ngx_queue_remove(&t->queue);
+    ngx_pty_a2a_status(t->task, "canceled", "canceled by a client");
+    ngx_pty_a2a_outcome(t);
+}
+
+
+/* 1: the ring has an update of t that t did not store (a cancel) */
+static ngx_uint_t
+ngx_pty_a2a_foreign(ngx_pty_a2a_task_t *t)
+{
+    ngx_uint_t             canceled;
+    ngx_pty_frame_t       *f;
+    ngx_pty_session_sh_t  *sh;
+
+    if (!t->listening) {
+        return 0;
+    }
+
+    sh = t->session->sh;
+    canceled = 0;
+
+    ngx_pty_shm_lock(sh);
+
+    if (t->cursor < sh->ring->tail) {
+        t->cursor = sh->ring->tail;
+    }
+
+    while ((f = ngx_pty_ring_read(sh->ring, &t->cursor))) {
+        if (f->kind == NGX_PTY_FRAME_TASK && f->seq != t->own_seq
+            && f->len >= NGX_PTY_A2A_ID_AT + NGX_PTY_ID_LEN
+            && ngx_memcmp(ngx_pty_frame_data(f) + NGX_PTY_A2A_ID_AT, t->id,
+                          NGX_PTY_ID_LEN) == 0)
+        {
+            canceled = 1;
+            break;
+        }
+    }
+
+    ngx_pty_shm_unlock(sh);
+
+    return canceled;
 }
 
 
@@ -882,17 +1025,18 @@ ngx_pty_a2a_cancel(ngx_pty_client_t *cl, json_t *msg, json_t *payload,
             return NGX_OK;
         }
 
-        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_TASK_NOT_CANCELABLE,
-                              ngx_pty_a2a_terminal(task)
-                              ? "the task has ended"
-                              : "the task runs on another worker");
-        json_decref(task);
-        return NGX_OK;
+        if (ngx_pty_a2a_terminal(task)) {
+            ngx_pty_binding_error(cl, id, NGX_PTY_ERR_TASK_NOT_CANCELABLE,
+                                  "the task has ended");
+            json_decref(task);
+            return NGX_OK;
+        }
+
+        /* it runs on another worker */
+        return ngx_pty_a2a_cancel_remote(cl, task, id);
     }
 
-    if (cl->joined && cl->role == NGX_PTY_ROLE_OBSERVER) {
-        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_PERMISSION_DENIED,
-                              "an observer may not cancel");
+    if (!ngx_pty_a2a_may_control(cl, id)) {
         return NGX_OK;
     }
 
@@ -909,6 +1053,69 @@ ngx_pty_a2a_cancel(ngx_pty_client_t *cl, json_t *msg, json_t *payload,
                              json_pack("{s:o}", "task", task));
 
     return NGX_OK;
+}
+
+
+/* the running task's worker sees the update in the ring and ends it */
+static ngx_int_t
+ngx_pty_a2a_cancel_remote(ngx_pty_client_t *cl, json_t *task, json_t *id)
+{
+    json_t      *delta;
+    ngx_pool_t  *pool;
+
+    if (!ngx_pty_a2a_may_control(cl, id)) {
+        json_decref(task);
+        return NGX_OK;
+    }
+
+    pool = ngx_create_pool(4096, cl->ws.connection->log);
+    delta = json_pack("{s:s}", "state", "canceled");
+
+    if (pool == NULL || delta == NULL) {
+        if (pool) {
+            ngx_destroy_pool(pool);
+        }
+
+        json_decref(delta);
+        json_decref(task);
+        return NGX_ERROR;
+    }
+
+    (void) ngx_pty_session_input(cl->session, (u_char *) "\x03", 1);
+
+    ngx_pty_a2a_status(task, "canceled", "canceled by a client");
+
+    if (ngx_pty_a2a_store(cl->session, pool,
+                          (u_char *) json_string_value(json_object_get(task,
+                                                                       "id")),
+                          task, delta, cl->service_parameters)
+        == NULL)
+    {
+        ngx_log_error(NGX_LOG_ERR, cl->ws.connection->log, 0,
+                      "pty: a task's canceled update was not stored");
+    }
+
+    ngx_destroy_pool(pool);
+    json_decref(delta);
+
+    return ngx_pty_a2a_reply(cl, "CancelTask.Response", id,
+                             json_pack("{s:o}", "task", task));
+}
+
+
+/* observers and principals without pty:control may not type or cancel */
+static ngx_uint_t
+ngx_pty_a2a_may_control(ngx_pty_client_t *cl, json_t *id)
+{
+    if ((cl->joined && cl->role == NGX_PTY_ROLE_OBSERVER)
+        || !ngx_pty_auth_may_control(cl->ident))
+    {
+        ngx_pty_binding_error(cl, id, NGX_PTY_ERR_PERMISSION_DENIED,
+                              "an observer may not send input or cancel");
+        return 0;
+    }
+
+    return 1;
 }
 
 

@@ -17,7 +17,7 @@ use Test::Nginx::Pty;
 use Test::Nginx::PtyA2A;
 
 my $t = pty_nginx(workers => 2, reuseport => 1);
-$t->plan(13)->run();
+$t->plan(18)->run();
 
 my $s = start_session($t, 'python3 -q', wait_for => '>>> ',
     wait_ms => 10000);
@@ -68,6 +68,30 @@ cmp_ok($re[-1]{sequence}, '>', $up_a[-1]{sequence},
 $a->send_op('GetTask', { task_id => $r->{payload}{task}{id} });
 is(task_state($a->recv_op('GetTask.Response', 5)->{payload}{task}),
     'completed', 'GetTask of the second worker\'s task on the first');
+
+# canceled through the other worker: the interrupt reaches python, the
+# running worker ends its wait, one terminal update
+$id = $a->send_op('SendStreamingMessage', { message => a2a_message(
+    'import time; time.sleep(30); print("SLEPT")', submit => 1,
+    wait_for => 'SLEPT', wait_ms => 25000) });
+$acc = $a->recv_match(sub { ($_[0]{id} // '') eq $id }, 5);
+$tid = $acc->{payload}{task_id};
+my $started = time;
+$b->send_op('CancelTask', { task_id => $tid });
+is(task_state($b->recv_op('CancelTask.Response', 5)->{payload}{task}),
+    'canceled', 'CancelTask through the other worker');
+my @up = until_terminal($a, $tid, 10);
+is(task_state($up[-1]{payload}{task}), 'canceled',
+    'the sender\'s stream ends canceled');
+$r = send_message($a, '2**64 + 3', submit => 1, wait_for => '>>> ',
+    timeout => 10);
+like(task_output($r->{payload}{task}), qr/KeyboardInterrupt.*18446744073709551619/s,
+    'python was interrupted and takes the next task at once');
+cmp_ok(time - $started, '<', 20, 'long before 30 s');
+$a->send_op('ListTasks', { filter => { state => 'completed' } });
+$l = $a->recv_op('ListTasks.Response', 5);
+ok(!grep({ $_->{id} eq $tid } @{$l->{payload}{tasks}}),
+    'the canceled task did not complete after all');
 
 is($a->invalid_frames + $b->invalid_frames, 0,
     'every frame matched the schema');
