@@ -500,10 +500,10 @@ ngx_pty_a2a_done(ngx_pty_agent_call_t *call)
         why = "the wait timed out; the program is still running";
 
     } else if (json_is_false(json_object_get(a, "running"))
-               && !json_is_true(json_object_get(a, "matched")))
+               && json_is_false(json_object_get(a, "matched")))
     {
         state = "failed";
-        why = "the program exited";
+        why = "the program exited before what was waited for came";
 
     } else {
         state = "completed";

@@ -20,7 +20,7 @@ use Test::Nginx::PtyExt;
 use Test::Nginx::PtyA2A;
 
 my $t = pty_nginx();
-$t->plan(51)->run();
+$t->plan(53)->run();
 
 my $s = start_session($t, 'python3 -q');
 my $ws = attach($t, $s);
@@ -165,5 +165,13 @@ is($e->{payload}{code}, 'PERMISSION_DENIED', 'observer: PERMISSION_DENIED');
 is($e->{payload}{a2a_error}{name}, 'PermissionDeniedError',
     'a2a_error populated');
 
-is($ws->invalid_frames + $obs->invalid_frames, 0,
+# a program that exits before what was waited for: failed, with the code
+my $sh = start_session($t, SHELL, wait_for => 'ready$ ', wait_ms => 10000);
+my $x = attach($t, $sh);
+$x->recv_json(5);
+$r = send_message($x, 'exit 3', submit => 1, wait_for => 'NEVER');
+is(task_state($r->{payload}{task}), 'failed', 'exited first: failed');
+is($r->{payload}{task}{metadata}{exit_code}, 3, 'with its exit code');
+
+is($ws->invalid_frames + $obs->invalid_frames + $x->invalid_frames, 0,
     'every frame matched the schema');
