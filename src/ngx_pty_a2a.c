@@ -12,6 +12,7 @@
 #include "ngx_pty_a2a.h"
 #include "ngx_pty_agent.h"
 #include "ngx_pty_ext.h"
+#include "ngx_pty_reader.h"
 #include "ngx_pty_util.h"
 
 
@@ -19,15 +20,19 @@
 #define NGX_PTY_A2A_PAGE       50
 #define NGX_PTY_A2A_PAGE_MAX   100
 #define NGX_PTY_A2A_COST       1024   /* a task's frames, counted as input */
+#define NGX_PTY_A2A_DELTA_MS   200    /* output deltas: at most 5 a second */
 
-/* ,"payload":{"task_id":"<id>" opens every stored update */
+/* ,"payload":{"task_id":"<id>","delta":{"state":" opens every update */
 #define NGX_PTY_A2A_PREFIX     ",\"payload\":{\"task_id\":\""
 #define NGX_PTY_A2A_ID_AT      (sizeof(NGX_PTY_A2A_PREFIX) - 1)
+#define NGX_PTY_A2A_CANCELED   "\",\"delta\":{\"state\":\"canceled\""
+#define NGX_PTY_A2A_STATE_AT   (NGX_PTY_A2A_ID_AT + NGX_PTY_ID_LEN)
 
 
 typedef struct {
     ngx_queue_t                queue;        /* this worker's running */
     ngx_pool_t                *pool;
+    ngx_log_t                  log;          /* outlives the connection */
     ngx_pty_agent_call_t       call;
     ngx_pty_session_t         *session;
     ngx_pty_client_t          *client;       /* waits for the answer */
@@ -36,8 +41,10 @@ typedef struct {
     json_t                    *sp;           /* service_parameters */
     ngx_pty_listener_t         listener;     /* a cancel from elsewhere */
     ngx_event_t                wake;
+    ngx_event_t                delta;        /* the next output delta */
+    ngx_msec_t                 delta_at;
+    size_t                     sent;         /* settled text sent so far */
     uint64_t                   cursor;
-    uint64_t                   own_seq;      /* its working update */
     u_char                     id[NGX_PTY_ID_LEN];
     unsigned                   streaming:1;
     unsigned                   listening:1;
@@ -95,6 +102,7 @@ static void ngx_pty_a2a_watch(ngx_pty_a2a_task_t *t);
 static void ngx_pty_a2a_notify(ngx_pty_listener_t *l);
 static void ngx_pty_a2a_shutdown(ngx_pty_listener_t *l);
 static void ngx_pty_a2a_wake(ngx_event_t *ev);
+static void ngx_pty_a2a_delta(ngx_event_t *ev);
 static ngx_uint_t ngx_pty_a2a_foreign(ngx_pty_a2a_task_t *t);
 static ngx_uint_t ngx_pty_a2a_may_control(ngx_pty_client_t *cl, json_t *id);
 static ngx_int_t ngx_pty_a2a_cancel_remote(ngx_pty_client_t *cl,
@@ -264,9 +272,16 @@ ngx_pty_a2a_start(ngx_pty_client_t *cl, json_t *payload, json_t *id,
         goto failed;
     }
 
+    /* the connection's log, without its request context */
+    t->log = *cl->ws.connection->log;
+    t->log.handler = NULL;
+    t->log.data = NULL;
+    t->log.action = NULL;
+    pool->log = &t->log;
+
     t->call.request = r;
     t->call.pool = pool;
-    t->call.log = cl->ws.connection->log;
+    t->call.log = &t->log;
     t->call.conf = cl->conf;
     t->call.main_conf = ngx_http_get_module_main_conf(r, ngx_pty_module);
     t->call.done = ngx_pty_a2a_done;
@@ -590,6 +605,10 @@ ngx_pty_a2a_outcome(ngx_pty_a2a_task_t *t)
         ngx_delete_posted_event(&t->wake);
     }
 
+    if (t->delta.timer_set) {
+        ngx_del_timer(&t->delta);
+    }
+
     if (t->listening) {
         t->listening = 0;
         ngx_pty_session_unlisten(t->session, &t->listener);
@@ -641,18 +660,9 @@ ngx_pty_a2a_status(json_t *task, const char *state, const char *text)
 static ngx_int_t
 ngx_pty_a2a_event(ngx_pty_a2a_task_t *t, json_t *delta)
 {
-    ngx_pty_frame_t  *f;
-
-    f = ngx_pty_a2a_store(t->session, t->pool, t->id, t->task, delta, t->sp);
-    if (f == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (t->own_seq == 0) {
-        t->own_seq = f->seq;
-    }
-
-    return NGX_OK;
+    return ngx_pty_a2a_store(t->session, t->pool, t->id, t->task, delta,
+                             t->sp)
+           ? NGX_OK : NGX_ERROR;
 }
 
 
@@ -665,14 +675,12 @@ ngx_pty_a2a_store(ngx_pty_session_t *s, ngx_pool_t *pool, const u_char *tid,
     json_t   *o;
     u_char   *buf, *p;
 
-    o = json_pack("{s:O, s:O?}", "task", task, "delta", delta);
+    /* the delta first: a cancel is seen at a fixed place (foreign) */
+    o = delta ? json_pack("{s:O, s:O}", "delta", delta, "task", task)
+              : json_pack("{s:{s:s}, s:O}", "delta", "state", "working",
+                          "task", task);
     if (o == NULL) {
         return NULL;
-    }
-
-    if (delta == NULL) {
-        json_object_set_new(o, "delta", json_pack("{s:s}", "state",
-                                                  "working"));
     }
 
     text = json_dumps(o, JSON_COMPACT);
@@ -698,7 +706,7 @@ ngx_pty_a2a_store(ngx_pty_session_t *s, ngx_pool_t *pool, const u_char *tid,
     p = ngx_pty_cpylit(buf, NGX_PTY_A2A_PREFIX);
     p = ngx_cpymem(p, tid, NGX_PTY_ID_LEN);
     p = ngx_pty_cpylit(p, "\",");
-    p = ngx_cpymem(p, text + 1, ngx_strlen(text) - 1);   /* {"task":..} */
+    p = ngx_cpymem(p, text + 1, ngx_strlen(text) - 1);   /* {"delta":..} */
     free(text);
 
     if (sp) {
@@ -720,6 +728,10 @@ ngx_pty_a2a_watch(ngx_pty_a2a_task_t *t)
     t->wake.handler = ngx_pty_a2a_wake;
     t->wake.data = t;
     t->wake.log = t->call.log;
+    t->delta.handler = ngx_pty_a2a_delta;
+    t->delta.data = t;
+    t->delta.log = t->call.log;
+    t->delta.cancelable = 1;
 
     t->listener.notify = ngx_pty_a2a_notify;
     t->listener.shutdown = ngx_pty_a2a_shutdown;
@@ -760,6 +772,12 @@ ngx_pty_a2a_wake(ngx_event_t *ev)
     t = ev->data;
 
     if (!ngx_pty_a2a_foreign(t)) {
+        if (!t->delta.timer_set) {
+            /* the output since the last delta, once the engine took it in */
+            ngx_add_timer(&t->delta, ngx_max(t->delta_at, ngx_current_msec)
+                                     - ngx_current_msec + 1);
+        }
+
         return;
     }
 
@@ -771,7 +789,51 @@ ngx_pty_a2a_wake(ngx_event_t *ev)
 }
 
 
-/* 1: the ring has an update of t that t did not store (a cancel) */
+/*
+ * The settled lines the engine's converter holds beyond what was sent,
+ * as an update whose task carries its status only (the full task is in
+ * the updates before and after it).
+ */
+static void
+ngx_pty_a2a_delta(ngx_event_t *ev)
+{
+    json_t               *task, *delta;
+    ngx_pty_reader_t     *rd;
+    ngx_pty_a2a_task_t   *t;
+    ngx_pty_text_view_t   v;
+
+    t = ev->data;
+    rd = t->session->api;
+
+    if (rd == NULL || rd->busy == NULL
+        || ngx_pty_reader_peek(rd, &v) != NGX_OK || v.stable <= t->sent)
+    {
+        return;
+    }
+
+    task = json_pack("{s:O, s:O, s:s, s:O}",
+                     "id", json_object_get(t->task, "id"),
+                     "contextId", json_object_get(t->task, "contextId"),
+                     "kind", "task",
+                     "status", json_object_get(t->task, "status"));
+    delta = json_pack("{s:s, s:[{s:s, s:s%}]}", "state", "working",
+                      "parts", "kind", "text", "text",
+                      v.data + t->sent, v.stable - t->sent);
+
+    if (task && delta
+        && ngx_pty_a2a_store(t->session, t->pool, t->id, task, delta, t->sp)
+           != NULL)
+    {
+        t->sent = v.stable;
+        t->delta_at = ngx_current_msec + NGX_PTY_A2A_DELTA_MS;
+    }
+
+    json_decref(task);
+    json_decref(delta);
+}
+
+
+/* 1: the ring has a canceled update of t, stored by another worker */
 static ngx_uint_t
 ngx_pty_a2a_foreign(ngx_pty_a2a_task_t *t)
 {
@@ -793,10 +855,14 @@ ngx_pty_a2a_foreign(ngx_pty_a2a_task_t *t)
     }
 
     while ((f = ngx_pty_ring_read(sh->ring, &t->cursor))) {
-        if (f->kind == NGX_PTY_FRAME_TASK && f->seq != t->own_seq
-            && f->len >= NGX_PTY_A2A_ID_AT + NGX_PTY_ID_LEN
+        if (f->kind == NGX_PTY_FRAME_TASK
+            && f->len >= NGX_PTY_A2A_STATE_AT
+                         + sizeof(NGX_PTY_A2A_CANCELED) - 1
             && ngx_memcmp(ngx_pty_frame_data(f) + NGX_PTY_A2A_ID_AT, t->id,
-                          NGX_PTY_ID_LEN) == 0)
+                          NGX_PTY_ID_LEN) == 0
+            && ngx_memcmp(ngx_pty_frame_data(f) + NGX_PTY_A2A_STATE_AT,
+                          NGX_PTY_A2A_CANCELED,
+                          sizeof(NGX_PTY_A2A_CANCELED) - 1) == 0)
         {
             canceled = 1;
             break;
@@ -1327,7 +1393,7 @@ ngx_pty_a2a_tasks(ngx_pty_client_t *cl, json_t *task_id)
 {
     size_t                 i;
     u_char                *d;
-    json_t                *all, *order, *o, *task;
+    json_t                *all, *order, *o, *task, *prev;
     uint64_t               off;
     ngx_str_t             *s;
     ngx_pool_t            *pool;
@@ -1391,10 +1457,18 @@ ngx_pty_a2a_tasks(ngx_pty_client_t *cl, json_t *task_id)
         task = json_object_get(json_object_get(o, "payload"), "task");
 
         if (json_is_string(json_object_get(task, "id"))) {
-            if (json_object_get(all, json_string_value(
-                                    json_object_get(task, "id"))) == NULL)
-            {
+            prev = json_object_get(all, json_string_value(
+                                       json_object_get(task, "id")));
+
+            if (prev == NULL) {
                 json_array_append(order, json_object_get(task, "id"));
+
+            } else if (json_object_get(task, "history") == NULL) {
+                /* an output delta: the rest is as the update before */
+                json_object_set(task, "history",
+                                json_object_get(prev, "history"));
+                json_object_set(task, "artifacts",
+                                json_object_get(prev, "artifacts"));
             }
 
             json_object_set(all, json_string_value(

@@ -22,7 +22,7 @@ use Test::Nginx::PtyA2A;
 
 my $t = pty_nginx(extra_loc => 'pty_ring_size 64k; '
     . 'pty_replay_buffer_frames 100; pty_ring_max_size 128k;');
-$t->plan(14)->run();
+$t->plan(15)->run();
 
 my $s = start_session($t, SHELL, wait_for => 'ready$ ', wait_ms => 10000);
 
@@ -50,6 +50,11 @@ my @all = until_terminal($ext, $tid, 15);
 my $m = $all[-1]{sequence};
 is(task_state($all[-1]{payload}{task}), 'completed',
     'the joined client saw the task end');
+my @deltas = map { join '', map { $_->{text} } @{$_->{payload}{delta}{parts}
+    // []} } @all[0 .. $#all - 1];
+my ($two) = grep { $deltas[$_] =~ /^TWO$/m } 0 .. $#deltas;
+ok(defined $two && join('', @deltas[0 .. $two]) !~ /^THREE$/m,
+    'output deltas as the program prints, before the end') or diag explain \@deltas;
 
 # reconnect, replay from N
 my $b = attach($t, $s);
