@@ -21,6 +21,8 @@
 #define NGX_PTY_A2A_PAGE_MAX   100
 #define NGX_PTY_A2A_COST       1024   /* a task's frames, counted as input */
 #define NGX_PTY_A2A_DELTA_MS   200    /* output deltas: at most 5 a second */
+#define NGX_PTY_A2A_SHRINK     4096   /* texts of an update that did not fit */
+#define NGX_PTY_A2A_OUTPUT_MAX (1024 * 1024)   /* a task's output, in pages */
 
 /* ,"payload":{"task_id":"<id>","delta":{"state":" opens every update */
 #define NGX_PTY_A2A_PREFIX     ",\"payload\":{\"task_id\":\""
@@ -39,6 +41,9 @@ typedef struct {
     json_t                    *req_id;       /* SendMessage's id */
     json_t                    *task;
     json_t                    *sp;           /* service_parameters */
+    json_t                    *args;         /* the next page's write */
+    json_t                    *output;       /* the pages so far */
+    ngx_msec_t                 started;
     ngx_pty_listener_t         listener;     /* a cancel from elsewhere */
     ngx_event_t                wake;
     ngx_event_t                delta;        /* the next output delta */
@@ -91,6 +96,7 @@ static json_t *ngx_pty_a2a_args(ngx_pty_client_t *cl, json_t *message,
 static json_t *ngx_pty_a2a_new_task(ngx_pty_a2a_task_t *t, json_t *message,
     ngx_pty_client_t *cl);
 static void ngx_pty_a2a_done(ngx_pty_agent_call_t *call);
+static ngx_int_t ngx_pty_a2a_next_page(ngx_pty_a2a_task_t *t, json_t *page);
 static void ngx_pty_a2a_end(ngx_pty_a2a_task_t *t, const char *state,
     const char *text, json_t *output);
 static void ngx_pty_a2a_outcome(ngx_pty_a2a_task_t *t);
@@ -98,6 +104,10 @@ static ngx_int_t ngx_pty_a2a_event(ngx_pty_a2a_task_t *t, json_t *delta);
 static ngx_pty_frame_t *ngx_pty_a2a_store(ngx_pty_session_t *s,
     ngx_pool_t *pool, const u_char *tid, json_t *task, json_t *delta,
     json_t *sp);
+static ngx_pty_frame_t *ngx_pty_a2a_append(ngx_pty_session_t *s,
+    ngx_pool_t *pool, const u_char *tid, json_t *task, json_t *delta,
+    json_t *sp);
+static void ngx_pty_a2a_shrink(json_t *list);
 static void ngx_pty_a2a_watch(ngx_pty_a2a_task_t *t);
 static void ngx_pty_a2a_notify(ngx_pty_listener_t *l);
 static void ngx_pty_a2a_shutdown(ngx_pty_listener_t *l);
@@ -287,6 +297,16 @@ ngx_pty_a2a_start(ngx_pty_client_t *cl, json_t *payload, json_t *id,
     t->call.done = ngx_pty_a2a_done;
     t->call.data = t;
 
+    /* a page of output is not the end: the next one is waited for */
+    t->args = json_deep_copy(args);
+    if (t->args == NULL) {
+        goto failed;
+    }
+
+    json_object_del(t->args, "input");
+    json_object_del(t->args, "submit");
+    t->started = ngx_current_msec;
+
     ngx_queue_insert_tail(&ngx_pty_a2a_tasks_running, &t->queue);
 
     rc = ngx_pty_agent_run(&t->call, NGX_PTY_AGENT_WRITE, args);
@@ -345,6 +365,7 @@ failed:
 
     json_decref(t->task);
     json_decref(t->sp);
+    json_decref(t->args);
     json_decref(t->req_id);
     ngx_destroy_pool(pool);
 
@@ -502,11 +523,40 @@ ngx_pty_a2a_done(ngx_pty_agent_call_t *call)
         v = json_object_get(json_object_get(a, "error"), "message");
         ngx_pty_a2a_end(t, "failed", json_is_string(v) ? json_string_value(v)
                                                        : "the write failed",
-                        NULL);
+                        t->output);
         return;
     }
 
     output = json_object_get(a, "output");
+
+    if (json_is_true(json_object_get(a, "more"))
+        && !json_is_true(json_object_get(a, "matched"))
+        && !json_is_true(json_object_get(a, "timed_out"))
+        && json_is_true(json_object_get(a, "running")))
+    {
+        switch (ngx_pty_a2a_next_page(t, output)) {
+        case NGX_AGAIN:
+            return;
+        case NGX_ERROR:
+            ngx_pty_a2a_end(t, "failed", "the next page could not be read",
+                            t->output);
+            return;
+        default: /* NGX_DECLINED: the output is over the cap */
+            ngx_pty_a2a_end(t, "input-required", "the output is over 1 MiB; "
+                            "send an empty message for the rest", t->output);
+            return;
+        }
+    }
+
+    if (t->output) {
+        /* the pages before, then this one */
+        if (ngx_pty_a2a_next_page(t, output) == NGX_ERROR) {
+            ngx_pty_a2a_end(t, "failed", "out of memory", NULL);
+            return;
+        }
+
+        output = t->output;
+    }
 
     if (json_is_true(json_object_get(a, "timed_out"))
         && json_is_true(json_object_get(a, "running")))
@@ -533,6 +583,84 @@ ngx_pty_a2a_done(ngx_pty_agent_call_t *call)
     }
 
     ngx_pty_a2a_end(t, state, why, output);
+}
+
+
+/*
+ * Adds a page to the task's output; unless the page was the last one
+ * (t->args NULL), starts the wait for the next.  NGX_AGAIN: waiting;
+ * NGX_OK: added; NGX_DECLINED: over the cap; NGX_ERROR.
+ */
+static ngx_int_t
+ngx_pty_a2a_next_page(ngx_pty_a2a_task_t *t, json_t *page)
+{
+    size_t       have, add;
+    u_char      *buf;
+    json_t      *all;
+    ngx_int_t    rc;
+    ngx_msec_t   waited;
+    json_int_t   wait;
+
+    have = json_string_length(t->output);
+    add = json_string_length(page);
+
+    buf = ngx_alloc(have + add + 1, t->call.log);
+    if (buf == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(buf, json_string_value(t->output), have);
+    ngx_memcpy(buf + have, json_string_value(page), add);
+
+    all = json_stringn((char *) buf, have + add);
+    ngx_free(buf);
+
+    if (all == NULL) {
+        return NGX_ERROR;
+    }
+
+    json_decref(t->output);
+    t->output = all;
+
+    /* what the deltas sent of this page was delivered with it */
+    t->sent = (t->sent > add) ? t->sent - add : 0;
+
+    if (!json_is_true(json_object_get(t->call.answer, "more"))) {
+        return NGX_OK;
+    }
+
+    if (have + add >= NGX_PTY_A2A_OUTPUT_MAX) {
+        return NGX_DECLINED;
+    }
+
+    /* the wait_ms asked for is for the whole task */
+    wait = json_integer_value(json_object_get(t->args, "wait_ms"));
+    waited = ngx_current_msec - t->started;
+
+    if (wait) {
+        json_object_set_new(t->args, "wait_ms",
+                            json_integer(wait > (json_int_t) waited
+                                         ? wait - (json_int_t) waited : 0));
+    }
+
+    json_decref(t->call.answer);
+    t->call.answer = NULL;
+
+    ngx_queue_insert_tail(&ngx_pty_a2a_tasks_running, &t->queue);
+
+    rc = ngx_pty_agent_run(&t->call, NGX_PTY_AGENT_WRITE, t->args);
+
+    if (rc == NGX_OK) {
+        ngx_pty_a2a_done(&t->call);
+        return NGX_AGAIN;
+    }
+
+    if (rc == NGX_ERROR) {
+        ngx_queue_remove(&t->queue);
+        return NGX_ERROR;
+    }
+
+    return NGX_AGAIN;
 }
 
 
@@ -621,6 +749,8 @@ ngx_pty_a2a_outcome(ngx_pty_a2a_task_t *t)
     json_decref(t->call.answer);
     json_decref(t->task);
     json_decref(t->sp);
+    json_decref(t->args);
+    json_decref(t->output);
     json_decref(t->req_id);
     ngx_destroy_pool(t->pool);
 }
@@ -666,15 +796,98 @@ ngx_pty_a2a_event(ngx_pty_a2a_task_t *t, json_t *delta)
 }
 
 
+/*
+ * An update that does not fit the ring is stored with its long texts cut
+ * to their ends, so that the ring still tells the task's state (the
+ * SendMessage answer has them whole).
+ */
 static ngx_pty_frame_t *
 ngx_pty_a2a_store(ngx_pty_session_t *s, ngx_pool_t *pool, const u_char *tid,
     json_t *task, json_t *delta, json_t *sp)
+{
+    json_t           *t2, *d2;
+    ngx_pty_frame_t  *f;
+
+    f = ngx_pty_a2a_append(s, pool, tid, task, delta, sp);
+    if (f) {
+        return f;
+    }
+
+    t2 = json_deep_copy(task);
+    d2 = delta ? json_deep_copy(delta) : NULL;
+
+    if (t2 == NULL || (delta && d2 == NULL)) {
+        json_decref(t2);
+        json_decref(d2);
+        return NULL;
+    }
+
+    ngx_pty_a2a_shrink(json_object_get(t2, "history"));
+    ngx_pty_a2a_shrink(json_object_get(t2, "artifacts"));
+    ngx_pty_a2a_shrink(d2);
+
+    f = ngx_pty_a2a_append(s, pool, tid, t2, d2, sp);
+
+    json_decref(t2);
+    json_decref(d2);
+
+    return f;
+}
+
+
+/* text parts in messages or artifacts (or a delta) cut to their last bytes */
+static void
+ngx_pty_a2a_shrink(json_t *list)
+{
+    size_t       i, j, len, cut;
+    json_t      *item, *parts, *part, *text;
+    const char  *data;
+    u_char       buf[NGX_PTY_A2A_SHRINK + 64], *p;
+
+    if (json_is_object(list)) {
+        list = json_pack("[O]", list);
+        ngx_pty_a2a_shrink(list);
+        json_decref(list);
+        return;
+    }
+
+    json_array_foreach(list, i, item) {
+        parts = json_object_get(item, "parts");
+
+        json_array_foreach(parts, j, part) {
+            text = json_object_get(part, "text");
+            len = json_string_length(text);
+
+            if (len <= NGX_PTY_A2A_SHRINK) {
+                continue;
+            }
+
+            data = json_string_value(text);
+            cut = len - NGX_PTY_A2A_SHRINK;
+
+            /* start on a character */
+            while (cut < len && (data[cut] & 0xc0) == 0x80) {
+                cut++;
+            }
+
+            p = ngx_sprintf(buf, "[%uz bytes cut]", cut);
+            p = ngx_cpymem(p, data + cut, len - cut);
+
+            json_object_set_new(part, "text",
+                                json_stringn((char *) buf, p - buf));
+        }
+    }
+}
+
+
+static ngx_pty_frame_t *
+ngx_pty_a2a_append(ngx_pty_session_t *s, ngx_pool_t *pool,
+    const u_char *tid, json_t *task, json_t *delta, json_t *sp)
 {
     char     *text;
     size_t    len;
     json_t   *o;
     u_char   *buf, *p;
-
     /* the delta first: a cancel is seen at a fixed place (foreign) */
     o = delta ? json_pack("{s:O, s:O}", "delta", delta, "task", task)
               : json_pack("{s:{s:s}, s:O}", "delta", "state", "working",

@@ -22,7 +22,7 @@ use Test::Nginx::PtyA2A;
 
 my $t = pty_nginx(extra_loc => 'pty_ring_size 64k; '
     . 'pty_replay_buffer_frames 100; pty_ring_max_size 128k;');
-$t->plan(15)->run();
+$t->plan(17)->run();
 
 my $s = start_session($t, SHELL, wait_for => 'ready$ ', wait_ms => 10000);
 
@@ -83,8 +83,17 @@ ok(!grep({ $seq[$_] <= $seq[$_ - 1] } 1 .. $#seq),
 $id = $b->send_op('SendMessage', { message => a2a_message(
     'for i in $(seq 1 300); do seq 1 100; sleep 0.002; done; echo DONE',
     submit => 1, wait_for => 'DONE', wait_ms => 20000) });
-$b->recv_match(sub { ($_[0]{id} // '') eq $id
+my $big = $b->recv_match(sub { ($_[0]{id} // '') eq $id
     && $_[0]{op} eq 'SendMessage.Response' }, 30);
+my $text = task_output($big->{payload}{task});
+my $n100 = () = $text =~ /^100$/mg;
+ok($n100 == 300 && $text =~ /^DONE$/m,
+    "the answer has the whole output, over pages ($n100 x seq 1 100)");
+$b->send_op('GetTask', { task_id => $big->{payload}{task}{id} // '' });
+my $g = $b->recv_op('GetTask.Response', 5)->{payload}{task};
+ok(task_state($g) eq 'completed' && task_output($g) =~
+    /^\[\d+ bytes cut\].*DONE\n/s,
+    'too big for the ring: stored with the output\'s end');
 my $c = attach($t, $s);
 $c->recv_json(5);
 $id = $c->send_op('SubscribeToTask', { task_id => $tid }, replay_from => 1);
