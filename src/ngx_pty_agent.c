@@ -1606,10 +1606,13 @@ ngx_pty_agent_text_check(ngx_pty_agent_wait_t *w)
 
     if (!w->based) {
         /* the text from before the input: in the answer, not matched */
-        ngx_pty_reader_pull(rd, sh, w->page, sh->api_input);
-
         if (sh->api_cursor < sh->api_input) {
-            return NGX_OK;
+            ngx_pty_reader_pull(rd, sh, w->page, sh->api_input);
+
+            if (sh->api_cursor < sh->api_input) {
+                /* a page of it: that first */
+                return NGX_OK;
+            }
         }
 
         if (ngx_pty_reader_peek(rd, &v) != NGX_OK) {

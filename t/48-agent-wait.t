@@ -18,7 +18,7 @@ use Test::Nginx::Pty;
 use Test::Nginx::PtyAgent;
 
 my $t = pty_nginx();
-$t->plan(24)->run();
+$t->plan(25)->run();
 
 # --- node's REPL: a stale prompt, and "> " inside the echo ------------------
 
@@ -78,6 +78,15 @@ $r = agent($t, 'write', { id => $id,
 ok($r->{matched}, 'an edited line: its echo known, the output matched');
 like($r->{output}, qr/^echo aXc\naXc\n/, 'edited line and output');
 agent($t, 'write', { id => $id, wait_for => 'ready$ ' });
+
+# a poll (no input) in a session never typed into: all unread output counts
+my $q = agent_start($t, 'echo READY-X; sleep 30', wait_ms => 0);
+$t->wait_until(sub { agent($t, 'read', { id => $q->{id} })->{screen}
+    =~ /READY-X/ }, 5);
+$r = agent($t, 'write', { id => $q->{id}, wait_for => 'READY-X',
+    wait_ms => 1000 });
+ok($r->{matched}, 'a poll matches output already there when nothing was typed');
+agent($t, 'kill', { id => $q->{id} });
 
 # --- wait_for_regex ---------------------------------------------------------
 
