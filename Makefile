@@ -32,13 +32,13 @@ LD_OPT      ?= -Wl,-z,relro -Wl,-z,now -fPIC
 
 SRCS := ngx_pty_module.c $(wildcard src/*.c src/*.h) config
 UNIT_BINS := $(BUILD)/escape_test $(BUILD)/text_test $(BUILD)/screen_test
-TOOL_BINS := $(BUILD)/vtcompare $(BUILD)/screenbench
+TOOL_BINS := $(BUILD)/vtcompare $(BUILD)/screenbench $(BUILD)/vtpair
 BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench $(BUILD)/wsload $(BUILD)/wsfanout \
               $(BUILD)/ptylat $(BUILD)/turns.so $(BUILD)/wssoak
 TOOL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Isrc
 
 .PHONY: all deps run test unit bench idle load soak clean distclean \
-        test-asan fuzz fuzz-build
+        test-asan fuzz fuzz-build xterm
 
 all: deps $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
 
@@ -69,6 +69,10 @@ $(BUILD)/screenbench: t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c
 	@mkdir -p $(BUILD)
 	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c -lvterm
 
+$(BUILD)/vtpair: t/tools/vtpair.c src/ngx_pty_screen.c src/ngx_pty_screen.h
+	@mkdir -p $(BUILD)
+	$(CC) $(TOOL_CFLAGS) -o $@ t/tools/vtpair.c src/ngx_pty_screen.c -lvterm
+
 $(BUILD)/rawpty: t/bench/rawpty.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lutil
 
@@ -94,7 +98,15 @@ run: all
 	@scripts/install-deps.sh demo
 	@scripts/run-demo.sh "$(NGINX_BIN)" "$(PORT)"
 
-test: all
+# @xterm/headless for the differential Keyframe test (t/69-xterm-keyframes.t)
+XTERM_MODULES := t/xterm/node_modules/.package-lock.json
+
+$(XTERM_MODULES): t/xterm/package.json t/xterm/package-lock.json
+	cd t/xterm && npm ci --no-audit --no-fund --loglevel=error
+
+xterm: $(XTERM_MODULES)
+
+test: all $(XTERM_MODULES)
 	prove -r t/
 
 bench: all $(BENCH_BINS)
@@ -131,7 +143,7 @@ $(ASAN_MODULE): $(ASAN_TREE)/objs/Makefile $(SRCS)
 	$(MAKE) -C $(ASAN_TREE) -f objs/Makefile modules
 	cp $(ASAN_TREE)/objs/ngx_pty_module.so $@
 
-test-asan: all $(ASAN_MODULE)
+test-asan: all $(ASAN_MODULE) $(XTERM_MODULES)
 	TEST_NGINX_MODULE=$(CURDIR)/$(ASAN_MODULE) \
 	TEST_NGINX_ASAN=$$($(CC) -print-file-name=libasan.so) \
 	    prove $(ASAN_TESTS)

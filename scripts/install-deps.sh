@@ -4,9 +4,9 @@
 # apt-get command to run is printed and the script fails.
 #
 #   install-deps.sh          what the build and the tests need, and the npm
-#                            packages of t/mcp (the MCP SDK, npm ci)
-#   install-deps.sh demo     the same (npm also fetches xterm.js for the
-#                            demo page)
+#                            packages of t/mcp (the MCP SDK, npm ci); npm
+#                            brings @xterm/headless for the differential test
+#   install-deps.sh demo     the same (npm also fetches xterm.js for the demo)
 #   install-deps.sh fuzz     also clang (libFuzzer) and dpkg-dev (apt-get
 #                            source brings nginx's own sources), for make fuzz
 set -eu
@@ -18,8 +18,9 @@ PKGS="make gcc perl nginx nginx-dev libvterm-dev libjansson-dev libpcre2-dev
 
 missing=""
 
-# node and npm: the MCP tests' client (the official SDK, t/mcp) and the
-# demo's xterm.js; a node from elsewhere (NodeSource) will do
+# node and npm: the MCP tests' client (the official SDK, t/mcp), the
+# differential test and the demo's xterm.js; a node from elsewhere
+# (with its own npm) will do
 if ! command -v node >/dev/null 2>&1; then
     missing="nodejs"
 fi

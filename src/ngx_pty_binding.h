@@ -54,6 +54,7 @@ struct ngx_pty_client_s {
     uint64_t                   cursor;       /* ring offset of next frame */
     uint64_t                   sent_seq;     /* RoleAssigned sent ahead */
     uint64_t                   leave_seq;    /* close once this is sent */
+    uint64_t                   hold_seq;     /* see ngx_pty_binding_held() */
 
     ngx_msec_t                 last_keyframe_request;
     ngx_event_t                keyframe_ev;
@@ -72,6 +73,8 @@ struct ngx_pty_client_s {
     unsigned                   done:1;
     unsigned                   lagged:1;
     unsigned                   a2a_watch:1;  /* walks the ring for tasks */
+    unsigned                   holding:1;    /* its Keyframe is on its way */
+    unsigned                   hold_all:1;   /* after a lag: all but it */
 };
 
 
@@ -92,6 +95,8 @@ ngx_uint_t ngx_pty_binding_log(ngx_pty_client_t *cl,
 ngx_int_t ngx_pty_binding_send_frame(ngx_pty_client_t *cl,
     ngx_pty_frame_t *f);
 ngx_int_t ngx_pty_binding_closed_copy(ngx_pty_client_t *cl);
+void ngx_pty_binding_hold(ngx_pty_client_t *cl, uint64_t after,
+    ngx_uint_t all);
 
 
 #endif /* _NGX_PTY_BINDING_H_INCLUDED_ */

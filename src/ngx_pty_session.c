@@ -24,6 +24,10 @@
 /* PTY reads pause while the model is this far behind: bounds the catch-up
  * a Keyframe does in one go, and so the turn it takes from other sessions */
 #define NGX_PTY_SCREEN_LAG      (32 * 1024)
+
+#define NGX_PTY_KEYFRAME_UNAVAILABLE                                          \
+    "{\"kind\":\"Error\",\"code\":\"KEYFRAME_UNAVAILABLE\","                 \
+    "\"message\":\"no screen snapshot available\"}"
 #define NGX_PTY_URGENT_MAX      512         /* an echo, a prompt: not a flood */
 #define NGX_PTY_DRAIN_GRACE     300         /* ms for output after exit */
 #define NGX_PTY_INPUT_MAX       (1024 * 1024)
@@ -2523,7 +2527,14 @@ ngx_pty_session_drain_inbox(ngx_pty_session_t *s)
             break;
 
         case NGX_PTY_INBOX_KEYFRAME:
-            (void) ngx_pty_session_keyframe(s, rec.target);
+            if (ngx_pty_session_keyframe(s, rec.target) == NULL
+                && rec.target)
+            {
+                /* the client waits for it (ngx_pty_binding_hold()) */
+                (void) ngx_pty_session_append(s, NGX_PTY_FRAME_ERROR,
+                    rec.target, (u_char *) NGX_PTY_KEYFRAME_UNAVAILABLE,
+                    sizeof(NGX_PTY_KEYFRAME_UNAVAILABLE) - 1);
+            }
             break;
 
         case NGX_PTY_INBOX_KILL:
