@@ -44,6 +44,7 @@ typedef struct {
     json_t                    *args;         /* the next page's write */
     json_t                    *output;       /* the pages so far */
     ngx_msec_t                 started;
+    json_int_t                 wait_ms;      /* asked for, 0: the default */
     ngx_pty_listener_t         listener;     /* a cancel from elsewhere */
     ngx_event_t                wake;
     ngx_event_t                delta;        /* the next output delta */
@@ -306,6 +307,7 @@ ngx_pty_a2a_start(ngx_pty_client_t *cl, json_t *payload, json_t *id,
     json_object_del(t->args, "input");
     json_object_del(t->args, "submit");
     t->started = ngx_current_msec;
+    t->wait_ms = json_integer_value(json_object_get(args, "wait_ms"));
 
     ngx_queue_insert_tail(&ngx_pty_a2a_tasks_running, &t->queue);
 
@@ -634,7 +636,7 @@ ngx_pty_a2a_next_page(ngx_pty_a2a_task_t *t, json_t *page)
     }
 
     /* the wait_ms asked for is for the whole task */
-    wait = json_integer_value(json_object_get(t->args, "wait_ms"));
+    wait = t->wait_ms;
     waited = ngx_current_msec - t->started;
 
     if (wait) {

@@ -88,7 +88,8 @@ my $big = $b->recv_match(sub { ($_[0]{id} // '') eq $id
 my $text = task_output($big->{payload}{task});
 my $n100 = () = $text =~ /^100$/mg;
 ok($n100 == 300 && $text =~ /^DONE$/m,
-    "the answer has the whole output, over pages ($n100 x seq 1 100)");
+    "the answer has the whole output, over pages ($n100 x seq 1 100)")
+    or diag explain [$big->{payload}{task}{metadata}, substr($text, 0, 300), substr($text, -300)];
 $b->send_op('GetTask', { task_id => $big->{payload}{task}{id} // '' });
 my $g = $b->recv_op('GetTask.Response', 5)->{payload}{task};
 ok(task_state($g) eq 'completed' && task_output($g) =~
