@@ -97,8 +97,11 @@ is($o->recv_op('GetTask.Response', 5)->{payload}{task}{id}, $tid,
 $id = $a->send_op('SendMessage', { message => a2a_message(
     'import time; time.sleep(30)', submit => 1, wait_for => '>>> ',
     wait_ms => 20000) });
-$o->send_op('ListTasks', { filter => { state => 'working' } });
-my $l = $o->recv_op('ListTasks.Response', 5);
+my $l;
+$t->wait_until(sub {
+    $o->send_op('ListTasks', { filter => { state => 'working' } });
+    $l = $o->recv_op('ListTasks.Response', 5);
+    @{$l->{payload}{tasks} // []} }, 10);
 $o->send_op('CancelTask', { task_id => $l->{payload}{tasks}[0]{id} // '' });
 is($o->recv_op('Error', 5)->{payload}{code}, 'PERMISSION_DENIED',
     'olga may not cancel');
