@@ -96,6 +96,9 @@ static json_t *ngx_pty_a2a_args(ngx_pty_client_t *cl, json_t *message,
     const char **why);
 static json_t *ngx_pty_a2a_new_task(ngx_pty_a2a_task_t *t, json_t *message,
     ngx_pty_client_t *cl);
+static ngx_pty_a2a_task_t *ngx_pty_a2a_create(ngx_pty_client_t *cl,
+    json_t *message, json_t *args, json_t *id, ngx_uint_t streaming);
+static void ngx_pty_a2a_free(ngx_pty_a2a_task_t *t);
 static void ngx_pty_a2a_done(ngx_pty_agent_call_t *call);
 static ngx_int_t ngx_pty_a2a_next_page(ngx_pty_a2a_task_t *t, json_t *page);
 static void ngx_pty_a2a_end(ngx_pty_a2a_task_t *t, const char *state,
@@ -218,9 +221,7 @@ ngx_pty_a2a_start(ngx_pty_client_t *cl, json_t *payload, json_t *id,
 {
     json_t              *message, *args;
     ngx_int_t            rc;
-    ngx_pool_t          *pool;
     const char          *why;
-    ngx_http_request_t  *r;
     ngx_pty_a2a_task_t  *t;
 
     message = payload ? json_object_get(payload, "message") : NULL;
@@ -250,74 +251,21 @@ ngx_pty_a2a_start(ngx_pty_client_t *cl, json_t *payload, json_t *id,
         return NGX_OK;
     }
 
-    r = cl->ws.request;
-
-    pool = ngx_create_pool(4096, cl->ws.connection->log);
-    if (pool == NULL) {
-        json_decref(args);
-        return NGX_ERROR;
-    }
-
-    t = ngx_pcalloc(pool, sizeof(ngx_pty_a2a_task_t));
+    t = ngx_pty_a2a_create(cl, message, args, id, streaming);
     if (t == NULL) {
-        ngx_destroy_pool(pool);
         json_decref(args);
         return NGX_ERROR;
     }
-
-    t->pool = pool;
-    t->client = cl;
-    t->streaming = streaming;
-    t->req_id = json_incref(id);
-    t->sp = cl->service_parameters ? json_deep_copy(cl->service_parameters)
-                                   : NULL;
-    ngx_pty_uuid7_text(t->id);
-
-    t->task = ngx_pty_a2a_new_task(t, message, cl);
-    if (t->task == NULL) {
-        goto failed;
-    }
-
-    t->session = ngx_pty_session_get(cl->session->sh);
-    if (t->session == NULL) {
-        goto failed;
-    }
-
-    /* the connection's log, without its request context */
-    t->log = *cl->ws.connection->log;
-    t->log.handler = NULL;
-    t->log.data = NULL;
-    t->log.action = NULL;
-    pool->log = &t->log;
-
-    t->call.request = r;
-    t->call.pool = pool;
-    t->call.log = &t->log;
-    t->call.conf = cl->conf;
-    t->call.main_conf = ngx_http_get_module_main_conf(r, ngx_pty_module);
-    t->call.done = ngx_pty_a2a_done;
-    t->call.data = t;
-
-    /* a page of output is not the end: the next one is waited for */
-    t->args = json_deep_copy(args);
-    if (t->args == NULL) {
-        goto failed;
-    }
-
-    json_object_del(t->args, "input");
-    json_object_del(t->args, "submit");
-    t->started = ngx_current_msec;
-    t->wait_ms = json_integer_value(json_object_get(args, "wait_ms"));
 
     ngx_queue_insert_tail(&ngx_pty_a2a_tasks_running, &t->queue);
 
     rc = ngx_pty_agent_run(&t->call, NGX_PTY_AGENT_WRITE, args);
     json_decref(args);
-    args = NULL;
 
     if (rc == NGX_ERROR) {
         ngx_queue_remove(&t->queue);
-        goto failed;
+        ngx_pty_a2a_free(t);
+        return NGX_ERROR;
     }
 
     if (rc == NGX_OK && t->call.status != NGX_HTTP_OK) {
@@ -354,24 +302,88 @@ ngx_pty_a2a_start(ngx_pty_client_t *cl, json_t *payload, json_t *id,
     }
 
     return NGX_OK;
+}
 
-failed:
 
-    if (args) {
-        json_decref(args);
+/* a task and its engine call, in a pool of its own */
+static ngx_pty_a2a_task_t *
+ngx_pty_a2a_create(ngx_pty_client_t *cl, json_t *message, json_t *args,
+    json_t *id, ngx_uint_t streaming)
+{
+    ngx_pool_t          *pool;
+    ngx_http_request_t  *r;
+    ngx_pty_a2a_task_t  *t;
+
+    r = cl->ws.request;
+
+    pool = ngx_create_pool(4096, cl->ws.connection->log);
+    if (pool == NULL) {
+        return NULL;
     }
 
+    t = ngx_pcalloc(pool, sizeof(ngx_pty_a2a_task_t));
+    if (t == NULL) {
+        ngx_destroy_pool(pool);
+        return NULL;
+    }
+
+    /* the connection's log, without its request context */
+    t->log = *cl->ws.connection->log;
+    t->log.handler = NULL;
+    t->log.data = NULL;
+    t->log.action = NULL;
+    pool->log = &t->log;
+
+    t->pool = pool;
+    t->client = cl;
+    t->streaming = streaming;
+    t->req_id = json_incref(id);
+    t->sp = cl->service_parameters ? json_deep_copy(cl->service_parameters)
+                                   : NULL;
+    ngx_pty_uuid7_text(t->id);
+
+    /* a page of output is not the end: the next one is waited for */
+    t->args = json_deep_copy(args);
+    t->started = ngx_current_msec;
+    t->wait_ms = json_integer_value(json_object_get(args, "wait_ms"));
+
+    t->task = ngx_pty_a2a_new_task(t, message, cl);
+    t->session = ngx_pty_session_get(cl->session->sh);
+
+    if (t->args == NULL || t->task == NULL || t->session == NULL) {
+        ngx_pty_a2a_free(t);
+        return NULL;
+    }
+
+    json_object_del(t->args, "input");
+    json_object_del(t->args, "submit");
+
+    t->call.request = r;
+    t->call.pool = pool;
+    t->call.log = &t->log;
+    t->call.conf = cl->conf;
+    t->call.main_conf = ngx_http_get_module_main_conf(r, ngx_pty_module);
+    t->call.done = ngx_pty_a2a_done;
+    t->call.data = t;
+
+    return t;
+}
+
+
+static void
+ngx_pty_a2a_free(ngx_pty_a2a_task_t *t)
+{
     if (t->session) {
         ngx_pty_session_put(t->session);
     }
 
+    json_decref(t->call.answer);
     json_decref(t->task);
     json_decref(t->sp);
     json_decref(t->args);
+    json_decref(t->output);
     json_decref(t->req_id);
-    ngx_destroy_pool(pool);
-
-    return NGX_ERROR;
+    ngx_destroy_pool(t->pool);
 }
 
 
@@ -744,17 +756,7 @@ ngx_pty_a2a_outcome(ngx_pty_a2a_task_t *t)
         ngx_pty_session_unlisten(t->session, &t->listener);
     }
 
-    if (t->session) {
-        ngx_pty_session_put(t->session);
-    }
-
-    json_decref(t->call.answer);
-    json_decref(t->task);
-    json_decref(t->sp);
-    json_decref(t->args);
-    json_decref(t->output);
-    json_decref(t->req_id);
-    ngx_destroy_pool(t->pool);
+    ngx_pty_a2a_free(t);
 }
 
 
