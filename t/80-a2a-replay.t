@@ -86,7 +86,7 @@ $id = $b->send_op('SendMessage', { message => a2a_message(
 my $big = $b->recv_match(sub { ($_[0]{id} // '') eq $id
     && $_[0]{op} eq 'SendMessage.Response' }, 30);
 my $text = task_output($big->{payload}{task});
-cmp_ok(length $text, '>', 60000, 'the answer has a page of output or more');
+cmp_ok(length $text, '>', 20000, 'the answer has the output read');
 $b->send_op('GetTask', { task_id => $big->{payload}{task}{id} // '' });
 my $g = $b->recv_op('GetTask.Response', 5)->{payload}{task};
 ok(is_terminal($g) && task_output($g) =~ /^\[\d+ bytes cut\]/,
