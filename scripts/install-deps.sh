@@ -7,8 +7,12 @@
 #                            packages of t/mcp (the MCP SDK, npm ci); make
 #                            xterm brings @xterm/headless for the
 #                            differential test
-#   install-deps.sh demo     the same (npm also fetches xterm.js for the
-#                            demo page)
+#   install-deps.sh web      the same; make web then installs the client
+#                            library's dependencies (xterm.js for the demo)
+#   install-deps.sh test     also chromium (the browser tests drive Debian's
+#                            chromium with playwright-core) and what make
+#                            deb needs (t/77-deb.t)
+#   install-deps.sh deb      also what make deb builds the package with
 #   install-deps.sh fuzz     also clang (libFuzzer) and dpkg-dev (apt-get
 #                            source brings nginx's own sources), for make fuzz
 set -eu
@@ -21,8 +25,9 @@ PKGS="make gcc perl nginx nginx-dev libvterm-dev libjansson-dev libpcre2-dev
 missing=""
 
 # node and npm, by command: the MCP tests' client (the official SDK,
-# t/mcp), the differential test's xterm.js and the demo's; a node from
-# elsewhere (NodeSource) will do
+# t/mcp), the differential test's xterm.js, the client library and the
+# demo's; any node >= 18 with its npm will do (Debian's, or one already
+# there: installing Debian's npm over another node would clash)
 if ! command -v node >/dev/null 2>&1; then
     missing="nodejs"
 fi
@@ -30,6 +35,11 @@ fi
 if ! command -v npm >/dev/null 2>&1; then
     missing="$missing npm"
 fi
+
+case "${1:-}" in
+test) PKGS="$PKGS chromium dpkg-dev debhelper fakeroot" ;;
+deb)  PKGS="$PKGS dpkg-dev debhelper fakeroot" ;;
+esac
 
 if [ "${1:-}" = fuzz ]; then
     PKGS="$PKGS clang dpkg-dev"

@@ -8,18 +8,10 @@ prefix=$root/demo
 
 mkdir -p "$prefix/logs" "$prefix/tmp" "$prefix/conf"
 
-# xterm.js for the browser terminal, from the npm registry, once
-xterm=$root/build/xterm
-if [ ! -f "$xterm/xterm.js" ]; then
-    tmp=$(mktemp -d)
-    (cd "$tmp" && npm pack --silent @xterm/xterm@5.5.0 >/dev/null \
-        && tar xzf xterm-xterm-5.5.0.tgz) || {
-        echo "cannot fetch xterm.js with npm; the page will not show a terminal" >&2
-    }
-    mkdir -p "$xterm"
-    cp "$tmp/package/lib/xterm.js" "$tmp/package/css/xterm.css" "$xterm/" \
-        2>/dev/null || true
-    rm -rf "$tmp"
+# the page imports the client library and xterm.js from src/web (make web)
+if [ ! -f "$root/src/web/node_modules/@xterm/xterm/lib/xterm.mjs" ]; then
+    echo "xterm.js is not installed: run make web (npm ci in src/web)" >&2
+    exit 1
 fi
 # a uid per session needs root; otherwise programs run as whoever runs this
 # (with that user's HOME).  A uid of the range has no home: each session

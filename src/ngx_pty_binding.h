@@ -61,6 +61,7 @@ struct ngx_pty_client_s {
 
     json_t                    *service_parameters;
     ngx_pty_ident_t           *ident;        /* fixed at the upgrade */
+    void                      *a2a;          /* the tasks it follows */
 
     ngx_pty_bucket_t           input;        /* pty_input_rate */
     ngx_pty_log_limit_t        logs[NGX_PTY_LOG_N];
@@ -71,6 +72,7 @@ struct ngx_pty_client_s {
     unsigned                   leaving:1;
     unsigned                   done:1;
     unsigned                   lagged:1;
+    unsigned                   a2a_watch:1;  /* walks the ring for tasks */
     unsigned                   holding:1;    /* its Keyframe is on its way */
     unsigned                   hold_all:1;   /* after a lag: all but it */
 };
