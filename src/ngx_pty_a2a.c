@@ -623,8 +623,13 @@ ngx_pty_a2a_next_page(ngx_pty_a2a_task_t *t, json_t *page)
         return NGX_ERROR;
     }
 
-    ngx_memcpy(buf, json_string_value(t->output), have);
-    ngx_memcpy(buf + have, json_string_value(page), add);
+    if (have) {
+        ngx_memcpy(buf, json_string_value(t->output), have);
+    }
+
+    if (add) {
+        ngx_memcpy(buf + have, json_string_value(page), add);
+    }
 
     all = json_stringn((char *) buf, have + add);
     ngx_free(buf);
