@@ -73,7 +73,7 @@ sub sql {
             POSIX::setgid(workers_gid());
             POSIX::setuid(workers_uid());
         }
-        exec 'sqlite3', '-batch', '-cmd', '.timeout 5000', $db, $query;
+        { exec 'sqlite3', '-batch', '-cmd', '.timeout 5000', $db, $query; }
         POSIX::_exit(127);
     }
     close $w;
