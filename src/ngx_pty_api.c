@@ -19,6 +19,7 @@
  */
 
 #include "ngx_pty.h"
+#include "ngx_pty_transcript.h"
 #include "ngx_pty_api.h"
 #include "ngx_pty_session.h"
 #include "ngx_pty_keeper.h"
@@ -163,6 +164,8 @@ static ngx_pty_api_call_t  ngx_pty_api_calls[] = {
     { ngx_string("read"), ngx_pty_api_read },
     { ngx_string("status"), ngx_pty_api_stat },
     { ngx_string("revoke"), ngx_pty_api_revoke },
+    { ngx_string("history"), ngx_pty_history_call },
+    { ngx_string("transcript"), ngx_pty_transcript_call },
     { ngx_null_string, NULL }
 };
 
@@ -228,7 +231,7 @@ ngx_pty_api_handler(ngx_http_request_t *r)
     if (ngx_pty_api_find_call(r) == NULL) {
         return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "unknown_call",
                                  "calls are start, write, kill, list, read, "
-                                 "status, revoke");
+                                 "status, revoke, history, transcript");
     }
 
     if (ngx_pty_auth_token_in_query(r)) {

@@ -820,9 +820,10 @@ ngx_pty_archive_meta_row(ngx_pty_archive_read_t *rd, sqlite3_stmt *st,
 static ngx_int_t
 ngx_pty_archive_frames(ngx_pty_archive_read_t *rd, sqlite3 *db, int64_t sid)
 {
-    int               rc, n;
+    int               rc;
     u_char           *p;
     size_t            len;
+    ngx_uint_t        n, rows;
     sqlite3_stmt     *st;
     ngx_pty_frame_t  *f;
 
@@ -838,14 +839,15 @@ ngx_pty_archive_frames(ngx_pty_archive_read_t *rd, sqlite3 *db, int64_t sid)
     (void) sqlite3_bind_int64(st, 1, sid);
     (void) sqlite3_bind_int64(st, 2, (int64_t) rd->from);
     (void) sqlite3_bind_int64(st, 3, rd->to ? (int64_t) rd->to : INT64_MAX);
-    (void) sqlite3_bind_int(st, 4, NGX_PTY_ARCHIVE_ROWS + 1);
+    rows = rd->rows ? rd->rows : NGX_PTY_ARCHIVE_ROWS;
+    (void) sqlite3_bind_int64(st, 4, (int64_t) rows + 1);
 
     n = 0;
 
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         len = (size_t) sqlite3_column_bytes(st, 9);
 
-        if (++n > NGX_PTY_ARCHIVE_ROWS || (rd->len && rd->len + len > rd->max))
+        if (++n > rows || (rd->len && rd->len + len > rd->max))
         {
             rd->more = 1;
             break;

@@ -80,6 +80,7 @@ struct ngx_pty_archive_read_s {
     uint64_t                   from;
     uint64_t                   to;            /* 0: no bound */
     size_t                     max;           /* bytes of records */
+    ngx_uint_t                 rows;          /* frames at most; 0: 4096 */
 
     /*
      * The answer.  rc: NGX_OK, NGX_DECLINED (the archive does not have

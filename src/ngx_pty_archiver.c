@@ -687,12 +687,13 @@ ngx_pty_archiver_orphans(void)
     u_char         buf[NGX_PTY_CLOSED_MAX], id[16];
     size_t         len;
     int64_t        sid, seq, ts;
-    sqlite3_stmt  *st;
+    ngx_int_t      rc;
+    sqlite3_stmt  *sel, *st;
 
     if (sqlite3_prepare_v2(ngx_pty_db,
             "SELECT s.sid, s.last_seq, coalesce((SELECT max(ts) FROM frames"
             " f WHERE f.sid = s.sid), s.started) FROM sessions s"
-            " WHERE s.ended IS NULL AND s.run <> ?1 LIMIT 1", -1, &st, NULL)
+            " WHERE s.ended IS NULL AND s.run <> ?1 LIMIT 1", -1, &sel, NULL)
         != SQLITE_OK)
     {
         return NGX_ERROR;
@@ -702,22 +703,27 @@ ngx_pty_archiver_orphans(void)
                               NGX_PTY_CLOSED_INSTANCE_TERMINATED, -1,
                               "instance_terminated: nginx ended without "
                               "closing it");
+    rc = NGX_OK;
 
     for ( ;; ) {
-        (void) sqlite3_reset(st);
-        (void) sqlite3_bind_int64(st, 1, ngx_pty_run);
+        (void) sqlite3_reset(sel);
+        (void) sqlite3_bind_int64(sel, 1, ngx_pty_run);
 
-        if (sqlite3_step(st) != SQLITE_ROW) {
+        if (sqlite3_step(sel) != SQLITE_ROW) {
             break;
         }
 
-        sid = sqlite3_column_int64(st, 0);
-        seq = sqlite3_column_int64(st, 1);
-        ts = sqlite3_column_int64(st, 2);
+        sid = sqlite3_column_int64(sel, 0);
+        seq = sqlite3_column_int64(sel, 1);
+        ts = sqlite3_column_int64(sel, 2);
+
+        /* the read ends before the write */
+        (void) sqlite3_reset(sel);
 
         ngx_pty_uuid7_fast(id, (uint64_t) ts);
 
         if (ngx_pty_archiver_exec("BEGIN IMMEDIATE") != NGX_OK) {
+            rc = NGX_ERROR;
             break;
         }
 
@@ -753,26 +759,16 @@ ngx_pty_archiver_orphans(void)
         {
             goto failed;
         }
-
-        /* the statement of the loop again */
-        if (sqlite3_prepare_v2(ngx_pty_db,
-                "SELECT s.sid, s.last_seq, coalesce((SELECT max(ts) FROM"
-                " frames f WHERE f.sid = s.sid), s.started) FROM sessions s"
-                " WHERE s.ended IS NULL AND s.run <> ?1 LIMIT 1", -1, &st,
-                NULL)
-            != SQLITE_OK)
-        {
-            return NGX_ERROR;
-        }
     }
 
-    (void) sqlite3_finalize(st);
+    (void) sqlite3_finalize(sel);
 
-    return NGX_OK;
+    return rc;
 
 failed:
 
     (void) sqlite3_exec(ngx_pty_db, "ROLLBACK", NULL, NULL, NULL);
+    (void) sqlite3_finalize(sel);
 
     return NGX_ERROR;
 }
@@ -1061,6 +1057,9 @@ ngx_pty_archiver_row(ngx_pty_archiver_item_t *it)
 
     it->sid = sqlite3_column_int64(st, 0);
     it->seq = (uint64_t) sqlite3_column_int64(st, 1);
+
+    /* a statement left stepping would keep its snapshot past COMMIT */
+    (void) sqlite3_reset(st);
 
     /* the cursor follows the database: a new file gets what rings hold */
     ngx_pty_shm_lock(s);
