@@ -374,6 +374,10 @@ ngx_pty_archiver_setup(ngx_cycle_t *cycle, int ctl)
     ngx_pid = ngx_getpid();
     ngx_process = NGX_PROCESS_HELPER;
 
+    /* at a first start the global is still nginx's bootstrap cycle */
+    ngx_cycle = cycle;
+    ngx_use_stderr = 0;
+
     ngx_setproctitle("pty archive writer");
 
     (void) setsid();
@@ -878,7 +882,7 @@ ngx_pty_archiver_aside(void)
         (void) rename((char *) from, (char *) to);
     }
 
-    ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                   "pty: the archive \"%s\" is corrupt: moved aside as "
                   "\"%s.corrupt-...\", a new one is made", path, path);
 }
