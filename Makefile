@@ -4,6 +4,9 @@
 #   make run        start the demo nginx on 127.0.0.1:$(PORT) in the foreground
 #   make test       build, then run the whole test suite (prove -r t/)
 #   make bench      run the benchmarks in t/bench (the last: make idle)
+#   make bench-archive  output throughput with and without pty_archive, the
+#                   archive writer's CPU per MiB, the zone after 1,000
+#                   short sessions (t/bench/archive.pl)
 #   make idle       10,000 idle sessions: memory per session, all usable
 #                   (IDLE_SESSIONS to change the number)
 #   make load       500 sessions, 2,000 clients, every frame checked
@@ -37,7 +40,8 @@ BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench $(BUILD)/wsload $(BUILD)/wsfanout
               $(BUILD)/ptylat $(BUILD)/turns.so $(BUILD)/wssoak
 TOOL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Isrc
 
-.PHONY: all deps run test unit bench idle load soak clean distclean \
+.PHONY: all deps run test unit bench bench-archive idle load soak clean \
+        distclean \
         test-asan fuzz fuzz-build
 
 all: deps $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
@@ -101,6 +105,9 @@ bench: all $(BENCH_BINS)
 	perl t/bench/run.pl
 	perl t/bench/fanout.pl
 	perl t/bench/idle.pl
+
+bench-archive: all $(BUILD)/wsbench
+	perl t/bench/archive.pl
 
 idle: all
 	perl t/bench/idle.pl
