@@ -3,6 +3,10 @@
 #   make            build build/ngx_pty_module.so against Debian's nginx-dev
 #   make run        start the demo nginx on 127.0.0.1:$(PORT) in the foreground
 #   make test       build, then run the whole test suite (prove -r t/)
+#   make web        the client library's npm dependencies (src/web:
+#                   xterm.js for the demo page, ws, typescript, playwright-core)
+#   make deb        the Debian package libnginx-mod-http-pty_<version>_<arch>.deb
+#                   in build/deb/ (dpkg-buildpackage, dh-sequence-nginx)
 #   make bench      run the benchmarks in t/bench (the last: make idle)
 #   make bench-archive  output throughput with and without pty_archive, the
 #                   archive writer's CPU per MiB, the zone after 1,000
@@ -35,19 +39,41 @@ LD_OPT      ?= -Wl,-z,relro -Wl,-z,now -fPIC
 
 SRCS := ngx_pty_module.c $(wildcard src/*.c src/*.h) config
 UNIT_BINS := $(BUILD)/escape_test $(BUILD)/text_test $(BUILD)/screen_test
-TOOL_BINS := $(BUILD)/vtcompare $(BUILD)/screenbench
+TOOL_BINS := $(BUILD)/vtcompare $(BUILD)/screenbench $(BUILD)/vtpair
 BENCH_BINS := $(BUILD)/rawpty $(BUILD)/wsbench $(BUILD)/wsload $(BUILD)/wsfanout \
               $(BUILD)/ptylat $(BUILD)/turns.so $(BUILD)/wssoak
 TOOL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Isrc
+# what make builds; a second make with nothing changed leaves them alone
+# (t/01-build-incremental.t)
+BUILT := $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
+WEB := src/web
+WEB_STAMP := $(WEB)/node_modules/.package-lock.json
 
 .PHONY: all deps run test unit bench bench-archive idle load soak clean \
-        distclean \
-        test-asan fuzz fuzz-build
+        distclean test-asan fuzz fuzz-build xterm web test-deps built deb
 
-all: deps $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
+all: deps $(BUILT)
 
 deps:
 	@scripts/install-deps.sh
+
+test-deps:
+	@scripts/install-deps.sh test
+
+built:
+	@echo $(BUILT)
+
+deb:
+	@scripts/install-deps.sh deb
+	@scripts/build-deb.sh
+
+# npm ci: exactly the versions of package-lock.json
+web: $(WEB_STAMP)
+
+$(WEB_STAMP): $(WEB)/package.json $(WEB)/package-lock.json
+	@scripts/install-deps.sh web
+	cd $(WEB) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 $(TREE)/objs/Makefile: config
 	@scripts/configure-nginx.sh "$(NGINX_SRC)" "$(TREE)" "$(CURDIR)" \
@@ -73,6 +99,10 @@ $(BUILD)/screenbench: t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c
 	@mkdir -p $(BUILD)
 	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c -lvterm
 
+$(BUILD)/vtpair: t/tools/vtpair.c src/ngx_pty_screen.c src/ngx_pty_screen.h
+	@mkdir -p $(BUILD)
+	$(CC) $(TOOL_CFLAGS) -o $@ t/tools/vtpair.c src/ngx_pty_screen.c -lvterm
+
 $(BUILD)/rawpty: t/bench/rawpty.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lutil
 
@@ -94,11 +124,18 @@ $(BUILD)/wssoak: t/bench/wssoak.c t/bench/bench.h
 $(BUILD)/wsfanout: t/bench/wsfanout.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
-run: all
-	@scripts/install-deps.sh demo
+run: all web
 	@scripts/run-demo.sh "$(NGINX_BIN)" "$(PORT)"
 
-test: all
+# @xterm/headless for the differential Keyframe test (t/69-xterm-keyframes.t)
+XTERM_MODULES := t/xterm/node_modules/.package-lock.json
+
+$(XTERM_MODULES): t/xterm/package.json t/xterm/package-lock.json
+	cd t/xterm && npm ci --no-audit --no-fund --loglevel=error
+
+xterm: $(XTERM_MODULES)
+
+test: all test-deps web $(XTERM_MODULES)
 	prove -r t/
 
 bench: all $(BENCH_BINS)
@@ -127,8 +164,9 @@ ASAN_CC_OPT := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                -fPIC -Wall -Wextra -Wno-maybe-uninitialized
 ASAN_LD_OPT := -fsanitize=address,undefined -Wl,-z,relro -Wl,-z,now -fPIC
 # 72 instrumented workers on a small machine starve the keeper forker
-# past its deadline (an alert): that test runs in make test only
-ASAN_TESTS  ?= $(filter-out t/61-workers-many.t,$(wildcard t/*.t))
+# past its deadline (an alert): that test runs in make test only, as do
+# the build check and the Debian package (neither uses the ASan module)
+ASAN_TESTS  ?= $(filter-out t/61-workers-many.t t/01-build-incremental.t t/77-deb.t,$(wildcard t/*.t))
 
 $(ASAN_TREE)/objs/Makefile: config
 	@scripts/configure-nginx.sh "$(NGINX_SRC)" "$(ASAN_TREE)" "$(CURDIR)" \
@@ -138,7 +176,7 @@ $(ASAN_MODULE): $(ASAN_TREE)/objs/Makefile $(SRCS)
 	$(MAKE) -C $(ASAN_TREE) -f objs/Makefile modules
 	cp $(ASAN_TREE)/objs/ngx_pty_module.so $@
 
-test-asan: all $(ASAN_MODULE)
+test-asan: all test-deps web $(ASAN_MODULE) $(XTERM_MODULES)
 	TEST_NGINX_MODULE=$(CURDIR)/$(ASAN_MODULE) \
 	TEST_NGINX_ASAN=$$($(CC) -print-file-name=libasan.so) \
 	    prove $(ASAN_TESTS)
@@ -167,7 +205,7 @@ FUZZ_WRAP_SESSION := $(addprefix -Wl$(comma)--wrap=ngx_pty_session_,input \
                resize request_keyframe notify kill unlisten)
 FUZZ_WRAP_binding := $(FUZZ_WRAP_SESSION)
 FUZZ_WRAP_api := $(addprefix -Wl$(comma)--wrap=ngx_pty_session_,input kill \
-               get put listen unlisten start screen_text) \
+               get put listen unlisten start screen_apply settle) \
                -Wl,--wrap=ngx_pty_sessions_stat -Wl,--wrap=ngx_http_send_header
 FUZZ_INCS   := $(addprefix -I$(FUZZ_TREE)/,src/core src/event \
                src/event/modules src/os/unix objs src/http src/http/modules)
@@ -231,4 +269,4 @@ clean:
 	    $(TREE)/objs/addon $(ASAN_MODULE) $(FUZZ_BINS)
 
 distclean:
-	rm -rf $(BUILD) demo
+	rm -rf $(BUILD) demo $(WEB)/node_modules $(WEB)/types

@@ -7,6 +7,7 @@
  *                 .../agents/{instance_id}/sessions/{session_id}/attach
  *   pty_api       the agent HTTP API: .../start, .../write, .../kill,
  *                 .../list, .../read
+ *   pty_mcp       the same tools as an MCP server (Streamable HTTP)
  *
  * See docs/DIRECTIVES.md for every directive.
  */
@@ -16,6 +17,7 @@
 #include "ngx_pty_session.h"
 #include "ngx_pty_binding.h"
 #include "ngx_pty_api.h"
+#include "ngx_pty_mcp.h"
 #include "ngx_pty_card.h"
 #include "ngx_pty_doorbell.h"
 #include "ngx_pty_keeper.h"
@@ -135,6 +137,13 @@ static ngx_command_t  ngx_pty_commands[] = {
       ngx_pty_handler_set,
       NGX_HTTP_LOC_CONF_OFFSET,
       NGX_PTY_HANDLER_API,
+      NULL },
+
+    { ngx_string("pty_mcp"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_pty_handler_set,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      NGX_PTY_HANDLER_MCP,
       NULL },
 
     { ngx_string("pty_agent_card"),
@@ -900,7 +909,8 @@ ngx_pty_merge_caps(ngx_conf_t *cf, ngx_pty_loc_conf_t *prev,
 {
     size_t  fixed, ring;
 
-    if (conf->handler == NGX_PTY_HANDLER_API
+    if ((conf->handler == NGX_PTY_HANDLER_API
+         || conf->handler == NGX_PTY_HANDLER_MCP)
         && conf->api_cols * conf->api_rows > conf->max_cells)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -1077,6 +1087,10 @@ ngx_pty_handler_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     case NGX_PTY_HANDLER_CARD:
         clcf->handler = ngx_pty_card_handler;
+        break;
+
+    case NGX_PTY_HANDLER_MCP:
+        clcf->handler = ngx_pty_mcp_handler;
         break;
 
     default:

@@ -8,22 +8,24 @@ prefix=$root/demo
 
 mkdir -p "$prefix/logs" "$prefix/tmp" "$prefix/conf"
 
-# xterm.js for the browser terminal, from the npm registry, once
-xterm=$root/build/xterm
-if [ ! -f "$xterm/xterm.js" ]; then
-    tmp=$(mktemp -d)
-    (cd "$tmp" && npm pack --silent @xterm/xterm@5.5.0 >/dev/null \
-        && tar xzf xterm-xterm-5.5.0.tgz) || {
-        echo "cannot fetch xterm.js with npm; the page will not show a terminal" >&2
-    }
-    mkdir -p "$xterm"
-    cp "$tmp/package/lib/xterm.js" "$tmp/package/css/xterm.css" "$xterm/" \
-        2>/dev/null || true
-    rm -rf "$tmp"
+# the page imports the client library and xterm.js from src/web (make web)
+if [ ! -f "$root/src/web/node_modules/@xterm/xterm/lib/xterm.mjs" ]; then
+    echo "xterm.js is not installed: run make web (npm ci in src/web)" >&2
+    exit 1
 fi
 # a uid per session needs root; otherwise programs run as whoever runs this
+# (with that user's HOME).  A uid of the range has no home: each session
+# gets a private, writable one, a tmpfs of its own in a sandbox, where
+# node, python3 and shells keep their history
 if [ "$(id -u)" = 0 ]; then
     users="pty_user_range 3100000 3165535;"
+    if [ -x /usr/bin/bwrap ]; then
+        users="$users
+    pty_env HOME=/tmp;
+    pty_sandbox /usr/bin/bwrap --unshare-pid --unshare-ipc --unshare-uts
+                --die-with-parent --new-session --ro-bind / / --proc /proc
+                --dev /dev --tmpfs /tmp --chdir /tmp --;"
+    fi
 else
     users="# pty_user_range: only when nginx starts as root"
 fi
@@ -31,11 +33,9 @@ fi
 # the demo's one token: nginx itself checks it (conf/demo.conf)
 token=$(head -c 24 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
 
-sed -e "s|%%MODULE%%|$root/build/ngx_pty_module.so|" \
-    -e "s|%%TOKEN%%|$token|" \
-    -e "s|%%USERS%%|$users|" \
-    -e "s|%%PREFIX%%|$prefix|g" -e "s|%%PORT%%|$port|g" \
-    -e "s|%%ROOT%%|$root|g" \
+USERS=$users perl -pe "s|%%MODULE%%|$root/build/ngx_pty_module.so|;
+    s|%%TOKEN%%|$token|; s|%%USERS%%|\$ENV{USERS}|; s|%%PREFIX%%|$prefix|g;
+    s|%%PORT%%|$port|g; s|%%ROOT%%|$root|g" \
     "$root/conf/demo.conf" > "$prefix/conf/nginx.conf"
 
 "$nginx_bin" -t -q -p "$prefix" -c "$prefix/conf/nginx.conf" -e "$prefix/logs/error.log"
@@ -62,6 +62,9 @@ The AgentCard:
   curl -s http://127.0.0.1:$port/.well-known/agent-card.json
 Stop a session:
   curl -s -H "\$T" -X POST http://127.0.0.1:$port/pty/kill -d '{"id":"pty-N"}'
+The same tools for MCP clients (Streamable HTTP, docs/MCP.md), with the
+same token (Authorization: Bearer):
+  http://127.0.0.1:$port/mcp
 MSG
 
 exec "$nginx_bin" -p "$prefix" -c "$prefix/conf/nginx.conf" -e "$prefix/logs/error.log"

@@ -58,7 +58,8 @@ typedef enum {
     NGX_PTY_HANDLER_NONE = 0,
     NGX_PTY_HANDLER_ATTACH,
     NGX_PTY_HANDLER_API,
-    NGX_PTY_HANDLER_CARD
+    NGX_PTY_HANDLER_CARD,
+    NGX_PTY_HANDLER_MCP
 } ngx_pty_handler_e;
 
 

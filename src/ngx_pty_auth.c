@@ -281,7 +281,8 @@ ngx_pty_auth_merge(ngx_conf_t *cf, ngx_pty_loc_conf_t *prev,
     }
 
     if (conf->handler != NGX_PTY_HANDLER_ATTACH
-        && conf->handler != NGX_PTY_HANDLER_API)
+        && conf->handler != NGX_PTY_HANDLER_API
+        && conf->handler != NGX_PTY_HANDLER_MCP)
     {
         return NGX_OK;
     }
@@ -295,7 +296,9 @@ ngx_pty_auth_merge(ngx_conf_t *cf, ngx_pty_loc_conf_t *prev,
                        "set \"pty_principal\" (with auth_request in front) "
                        "or say \"pty_auth off\"",
                        conf->handler == NGX_PTY_HANDLER_ATTACH
-                       ? "pty_attach" : "pty_api",
+                       ? "pty_attach"
+                       : conf->handler == NGX_PTY_HANDLER_MCP
+                       ? "pty_mcp" : "pty_api",
                        &conf->handler_location);
 
     return NGX_ERROR;
@@ -775,6 +778,23 @@ ngx_pty_auth_api_refuse(ngx_http_request_t *r, ngx_int_t status)
     }
 
     return ngx_pty_api_error(r, rf->status, rf->code, rf->message);
+}
+
+
+ngx_uint_t
+ngx_pty_auth_refusal_words(ngx_http_request_t *r, ngx_int_t status,
+    const char **code, const char **message)
+{
+    ngx_pty_refusal_t  *rf;
+
+    rf = &ngx_pty_refusals[ngx_pty_auth_refusal(status)];
+
+    ngx_pty_audit_request(r, "denied", rf->code);
+
+    *code = rf->code;
+    *message = rf->message;
+
+    return rf->status;
 }
 
 

@@ -124,6 +124,9 @@ ngx_int_t ngx_pty_auth_acl(ngx_http_request_t *r, ngx_str_t *acl);
 
 /* a JSON refusal of an API call for a status ngx_pty_auth_check gave */
 ngx_int_t ngx_pty_auth_api_refuse(ngx_http_request_t *r, ngx_int_t status);
+/* the same refusal's status, code and message (audited), not sent */
+ngx_uint_t ngx_pty_auth_refusal_words(ngx_http_request_t *r,
+    ngx_int_t status, const char **code, const char **message);
 
 /*
  * A refusal of an attach: for a pty-ws/v1 upgrade, when close codes are

@@ -74,6 +74,9 @@ static void ngx_pty_binding_hello(ngx_pty_client_t *cl);
 static void ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg,
     json_t *id);
 static u_char *ngx_pty_binding_head(u_char *p, const char *op, json_t *id);
+static ngx_uint_t ngx_pty_binding_held(ngx_pty_client_t *cl,
+    ngx_pty_frame_t *f);
+static ngx_int_t ngx_pty_binding_held_closed(ngx_pty_client_t *cl);
 static ngx_uint_t ngx_pty_binding_more(ngx_pty_client_t *cl);
 static ngx_int_t ngx_pty_binding_cache_join(ngx_pty_client_t *cl);
 static void ngx_pty_binding_cache_leave(ngx_pty_client_t *cl);
@@ -687,6 +690,21 @@ again:
             return;
         }
 
+        if (cl->holding && f->seq > cl->hold_seq
+            && ngx_pty_binding_held(cl, f))
+        {
+            ngx_pty_shm_unlock(sh);
+
+            if (f->kind == NGX_PTY_FRAME_CLOSED
+                && ngx_pty_binding_held_closed(cl) != NGX_OK)
+            {
+                ngx_pty_ws_finalize(&cl->ws);
+                return;
+            }
+
+            continue;
+        }
+
         kind = f->kind;
         seq = f->seq;
 
@@ -939,6 +957,25 @@ ngx_pty_binding_lagged(ngx_pty_client_t *cl)
     /* a lagged client has not had the Closed yet: it is among the skipped */
     ngx_pty_shm_lock(cl->session->sh);
     closed = (cl->session->sh->state >= NGX_PTY_STATE_CLOSED);
+
+    if (cl->holding && !closed) {
+        /*
+         * Behind again before its Keyframe came (the frames ahead of it
+         * filled its queue): it was told already, and one more Keyframe
+         * is asked for in case the first went by
+         */
+        cl->cursor = cl->session->sh->ring->tail;
+        ngx_pty_shm_unlock(cl->session->sh);
+
+        if (ngx_pty_session_request_keyframe(cl->session, cl->client_id)
+            != NGX_OK)
+        {
+            cl->holding = 0;
+        }
+
+        return NGX_OK;
+    }
+
     ngx_pty_shm_unlock(cl->session->sh);
 
     /* PTY_OUTPUT_LAGGED, then a Keyframe: the client starts over there */
@@ -954,14 +991,16 @@ ngx_pty_binding_lagged(ngx_pty_client_t *cl)
     ngx_pty_shm_unlock(cl->session->sh);
 
     if (ngx_pty_session_request_keyframe(cl->session, cl->client_id)
-        != NGX_OK)
+        == NGX_OK)
     {
+        /* the spec: the frame after PTY_OUTPUT_LAGGED is the Keyframe */
+        ngx_pty_binding_hold(cl, f->seq, 1);
+
+    } else if (cl->logs[NGX_PTY_LOG_LAGGED].suppressed == 0) {
         /* in the lag's episode: logged with its first line, or counted */
-        if (cl->logs[NGX_PTY_LOG_LAGGED].suppressed == 0) {
-            ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
-                          "pty: no keyframe for lagged client c-%uD",
-                          cl->client_id);
-        }
+        ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
+                      "pty: no keyframe for lagged client c-%uD",
+                      cl->client_id);
     }
 
     if (closed && ngx_pty_binding_closed_copy(cl) != NGX_OK) {
@@ -970,6 +1009,71 @@ ngx_pty_binding_lagged(ngx_pty_client_t *cl)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A Keyframe asked of the owner worker comes through the ring after what
+ * the owner appended meanwhile; until it does, frames after "after" that
+ * it covers are not sent: Output (folded into it) and, with "all" (a
+ * lag, which drops frames anyway), Resize and MembershipChanged too.
+ */
+void
+ngx_pty_binding_hold(ngx_pty_client_t *cl, uint64_t after, ngx_uint_t all)
+{
+    cl->holding = 1;
+    cl->hold_all = all;
+    cl->hold_seq = after;
+}
+
+
+/*
+ * Under the session lock, for a frame after the hold's start: 1 to skip
+ * it.  The client's own Keyframe, a broadcast one (it covers as much) or
+ * a targeted Error (KEYFRAME_UNAVAILABLE from the owner) ends the hold.
+ */
+static ngx_uint_t
+ngx_pty_binding_held(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
+{
+    switch (f->kind) {
+
+    case NGX_PTY_FRAME_OUTPUT:
+        return 1;
+
+    case NGX_PTY_FRAME_RESIZE:
+    case NGX_PTY_FRAME_MEMBERSHIP:
+        return cl->hold_all;
+
+    case NGX_PTY_FRAME_CLOSED:
+        /* the session ended before the owner made the Keyframe */
+        return f->target == 0;
+
+    case NGX_PTY_FRAME_KEYFRAME:
+    case NGX_PTY_FRAME_ERROR:
+        cl->holding = 0;
+        return 0;
+
+    default:
+        return 0;
+    }
+}
+
+
+/*
+ * The broadcast Closed came while a client waited for its Keyframe: the
+ * owner may no longer make it, so one is rebuilt here from the ring (the
+ * session has ended), then the Closed follows as a copy targeted at it.
+ */
+static ngx_int_t
+ngx_pty_binding_held_closed(ngx_pty_client_t *cl)
+{
+    if (ngx_pty_session_request_keyframe(cl->session, cl->client_id)
+        != NGX_OK)
+    {
+        cl->holding = 0;
+    }
+
+    return ngx_pty_binding_closed_copy(cl);
 }
 
 

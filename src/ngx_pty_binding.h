@@ -54,6 +54,7 @@ struct ngx_pty_client_s {
     uint64_t                   cursor;       /* ring offset of next frame */
     uint64_t                   sent_seq;     /* RoleAssigned sent ahead */
     uint64_t                   leave_seq;    /* close once this is sent */
+    uint64_t                   hold_seq;     /* see ngx_pty_binding_held() */
 
     ngx_msec_t                 last_keyframe_request;
     ngx_event_t                keyframe_ev;
@@ -77,6 +78,8 @@ struct ngx_pty_client_s {
     unsigned                   lagged:1;
     unsigned                   replaying:1;  /* from the archive */
     unsigned                   replay_sent:1;
+    unsigned                   holding:1;    /* its Keyframe is on its way */
+    unsigned                   hold_all:1;   /* after a lag: all but it */
 };
 
 
@@ -102,6 +105,8 @@ ngx_int_t ngx_pty_binding_lagged(ngx_pty_client_t *cl);
 /* a frame built for this client (shared with the worker's others) */
 ngx_pty_ws_shared_t *ngx_pty_binding_serialize(ngx_pty_client_t *cl,
     ngx_pty_frame_t *f);
+void ngx_pty_binding_hold(ngx_pty_client_t *cl, uint64_t after,
+    ngx_uint_t all);
 
 
 #endif /* _NGX_PTY_BINDING_H_INCLUDED_ */

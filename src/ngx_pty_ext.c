@@ -634,6 +634,10 @@ ngx_pty_ext_joined(ngx_pty_client_t *cl, json_t *id, ngx_pty_ext_join_t *j,
     if (ngx_pty_session_request_keyframe(s, cl->client_id) != NGX_OK) {
         (void) ngx_pty_ext_error_frame(cl, "KEYFRAME_UNAVAILABLE",
                                        "no screen snapshot available");
+
+    } else if (!json_is_integer(j->replay) || out_of_range) {
+        /* nothing to build on before it: no Output ahead of it */
+        ngx_pty_binding_hold(cl, cl->sent_seq, 0);
     }
 
     cl->last_keyframe_request = ngx_current_msec;

@@ -240,6 +240,9 @@ ngx_pty_replay_end(ngx_pty_client_t *cl, ngx_uint_t lost)
                               "a keyframe follows");
         ngx_pty_replay_stop(cl);
 
+        /* as a join out of range: no Output ahead of its Keyframe */
+        ngx_pty_binding_hold(cl, cl->sent_seq, 0);
+
         ngx_pty_shm_lock(sh);
         cl->cursor = ngx_pty_ring_find(sh->ring, cl->sent_seq);
         closed = (sh->state >= NGX_PTY_STATE_CLOSED)

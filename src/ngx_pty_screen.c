@@ -44,6 +44,8 @@
 #define NGX_PTY_FAST_ARGS     12          /* ngx_pty_fast_csi(): parameters */
 #define NGX_PTY_FAST_DIGITS   5           /* and digits of one */
 #define NGX_PTY_NO_ESC        ((size_t) -1)
+#define NGX_PTY_PEND_MAX      64          /* an unfinished sequence kept */
+#define NGX_PTY_TABS          (NGX_PTY_SCREEN_MAX_COLS / 8)
 #define NGX_PTY_ANY_DIGITS    ((size_t) -1)
 
 /* as nginx's ngx_config.h has it: this file builds without nginx too */
@@ -115,6 +117,7 @@ typedef struct {
     ngx_pty_cell_t       *cells;
     uint32_t             *comb;   /* cols * NGX_PTY_MAX_COMB, lazily */
     unsigned              len;    /* cells[len..cols) are blanks in fill */
+    unsigned              wrapped; /* text wrapped into it (soft wrap) */
     ngx_pty_pen_t         fill;
 } ngx_pty_row_t;
 
@@ -153,6 +156,7 @@ struct ngx_pty_screen_s {
     /* pending wrap ("phantom" column) */
     VTermPos                      ph_pos;
     VTermPos                      edge_pos;   /* the last glyph printed */
+    VTermPos                      vt_next;    /* where libvterm prints next */
     int                           combine_w;
 
     /* the cursor saved by DECSC / ?1048 / ?1049 */
@@ -161,6 +165,8 @@ struct ngx_pty_screen_s {
     int                           saved_shape;
 
     int                           shape;
+    int                           cursor_style; /* DECSCUSR's, -1: unset */
+    int                           blink12;      /* ?12 after it, -1: unset */
     unsigned                      mouse;      /* 0, 1000, 1002, 1003 */
     unsigned                      mouse_enc;  /* 0, 1005, 1006, 1015 */
     int                           top, bottom, left, right;
@@ -171,6 +177,7 @@ struct ngx_pty_screen_s {
     unsigned                      edge:1;
     unsigned                      untracked:1; /* DECALN, ngx_pty_vt_prime */
     unsigned                      last_text:1;
+    unsigned                      put:1;      /* a glyph since the move */
     unsigned                      saved_valid:1;
     unsigned                      saved_visible:1;
     unsigned                      saved_blink:1;
@@ -191,6 +198,7 @@ struct ngx_pty_screen_s {
 
     /* G0-G3 not known to map ASCII to itself (SCS), and which is GL */
     u_char                        charset[4];
+    u_char                        scs[4];   /* their SCS final byte, or 0 */
     u_char                        ascii;    /* G0-G3 given ASCII since reset */
     unsigned                      gl;
     unsigned                      vt_text;  /* libvterm must decode text */
@@ -222,6 +230,14 @@ struct ngx_pty_screen_s {
 
     u_char                        tail[4];   /* incomplete UTF-8 */
     unsigned                      tail_len;
+
+    /* the sequence the input stopped in, for a snapshot to end with */
+    u_char                        pend[NGX_PTY_PEND_MAX];
+    unsigned                      pend_len;
+
+    /* tab stops (xterm.js's, per buffer), and whether not the default */
+    u_char                        tabs[2][NGX_PTY_TABS];
+    unsigned                      tabs_custom[2];
 
     size_t                        title_len;
     u_char                        title[NGX_PTY_TITLE_MAX];
@@ -289,6 +305,9 @@ static void ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p,
     size_t n);
 static void ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n);
 static void ngx_pty_resize_fix(ngx_pty_screen_t *s, unsigned rows);
+static void ngx_pty_unwrap(ngx_pty_screen_t *s, int from, int to);
+static void ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c,
+    unsigned long v);
 
 
 static int
@@ -848,6 +867,19 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
     end = pos.col + (w ? w : 1);
     row = s->cur->rows[pos.row];
 
+    if (!s->untracked
+        && (pos.row != s->vt_next.row || pos.col != s->vt_next.col)
+        && pos.col == (s->lrmm ? s->left : 0)
+        && (pos.row != s->edge_pos.row || pos.col != s->edge_pos.col))
+    {
+        /* not where the cursor was: libvterm wrapped to get here */
+        row->wrapped = 1;
+    }
+
+    s->vt_next.row = pos.row;
+    s->vt_next.col = end;
+    s->put = 1;
+
     ngx_pty_row_materialize(row, end < s->cols ? end : s->cols);
 
     c = &row->cells[pos.col];
@@ -898,8 +930,18 @@ ngx_pty_cb_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *user)
 {
     ngx_pty_screen_t  *s = user;
 
-    (void) oldpos;
     (void) visible;
+
+    s->vt_next = pos;
+
+    if (pos.row == oldpos.row + 1 && pos.col == oldpos.col && !s->untracked
+        && !s->put && (unsigned) pos.row < s->rows)
+    {
+        /* a line feed (no glyph since): xterm.js starts a line there */
+        s->cur->rows[pos.row]->wrapped = 0;
+    }
+
+    s->put = 0;
 
     /*
      * libvterm cancels a pending wrap whenever the cursor really moves;
@@ -1012,6 +1054,7 @@ ngx_pty_scroll_rows(ngx_pty_screen_t *s, ngx_pty_grid_t *g, int top, int end,
     for (h = 0; h < d; h++, r++) {
         row = g->rows[r];
         row->len = 0;
+        row->wrapped = 0;
         row->fill = ngx_pty_erase_pen(s, r);
     }
 }
@@ -1223,6 +1266,7 @@ ngx_pty_cb_settermprop(VTermProp prop, VTermValue *val, void *user)
 
             s->cur = &s->grid[1];
             s->alt = 1;
+            ngx_pty_unwrap(s, 0, s->rows);
 
         } else {
             s->cur = &s->grid[0];
@@ -1495,9 +1539,91 @@ ngx_pty_restore_cursor(ngx_pty_screen_t *s)
 }
 
 
+/* tab stops every 8 columns, as xterm.js sets them up */
+static void
+ngx_pty_tabs_default(ngx_pty_screen_t *s, unsigned b)
+{
+    unsigned  col;
+
+    memset(s->tabs[b], 0, NGX_PTY_TABS);
+
+    for (col = 0; col < s->cols; col += 8) {
+        s->tabs[b][col >> 3] |= 1 << (col & 7);
+    }
+
+    s->tabs_custom[b] = 0;
+}
+
+
+#define ngx_pty_tab(s, b, col)                                                \
+    ((s)->tabs[b][(col) >> 3] & (1 << ((col) & 7)))
+
+
+/* HTS (on), TBC 0 (off) at the cursor, TBC 3 (all: col < 0) */
+static void
+ngx_pty_tab_set(ngx_pty_screen_t *s, int col, unsigned on)
+{
+    unsigned  b;
+
+    b = s->alt;
+    s->tabs_custom[b] = 1;
+
+    if (col < 0) {
+        memset(s->tabs[b], 0, NGX_PTY_TABS);
+
+    } else if (col < NGX_PTY_SCREEN_MAX_COLS) {
+        if (on) {
+            s->tabs[b][col >> 3] |= 1 << (col & 7);
+        } else {
+            s->tabs[b][col >> 3] &= ~(1 << (col & 7));
+        }
+    }
+}
+
+
+/* xterm.js on a resize: stops every 8 from the last one before the edge */
+static void
+ngx_pty_tabs_resize(ngx_pty_screen_t *s, unsigned cols)
+{
+    int       i;
+    unsigned  b;
+
+    for (b = 0; b < 2; b++) {
+        if (!s->tabs_custom[b]) {
+            ngx_pty_tabs_default(s, b);
+            continue;
+        }
+
+        i = cols;
+
+        if (cols >= NGX_PTY_SCREEN_MAX_COLS || !ngx_pty_tab(s, b, cols)) {
+            while (--i > 0 && !ngx_pty_tab(s, b, i)) {
+                /* void */
+            }
+
+            i = i < 0 ? 0 : i;
+        }
+
+        for ( /* void */ ; i < (int) cols; i += 8) {
+            s->tabs[b][i >> 3] |= 1 << (i & 7);
+        }
+    }
+}
+
+
+/* the column xterm.js has the cursor in: past the edge when waiting */
+static int
+ngx_pty_xterm_col(ngx_pty_screen_t *s)
+{
+    return s->phantom ? (int) s->cols : ngx_pty_cursor(s).col;
+}
+
+
 static void
 ngx_pty_hard_reset(ngx_pty_screen_t *s)
 {
+    unsigned  k, r;
+
     s->keypad = 0;
     s->ckm = 0;
     s->paste = 0;
@@ -1516,8 +1642,20 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     s->left = 0;
     s->right = -1;
     s->phantom = 0;
+    s->cursor_style = -1;
+    s->blink12 = -1;
     s->pen.attr &= ~NGX_PTY_A_CONCEAL;
+
+    for (k = 0; k < 2; k++) {
+        for (r = 0; s->grid[k].rows && r < s->grid[k].nrows; r++) {
+            s->grid[k].rows[r]->wrapped = 0;
+        }
+    }
+
     memset(s->charset, 0, sizeof(s->charset));
+    memset(s->scs, 0, sizeof(s->scs));
+    ngx_pty_tabs_default(s, 0);
+    ngx_pty_tabs_default(s, 1);
     s->ascii = 0;
     s->gl = 0;
     s->vt_text = 0;
@@ -1576,6 +1714,10 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         case 1002:
         case 1003:
             s->mouse = val ? v : 0;
+            break;
+
+        case 12:
+            s->blink12 = val;
             break;
 
         case 1004:
@@ -1733,6 +1875,14 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         return;
     }
 
+    if (inter == ' ' && c == 'q' && !leader) {
+        /* DECSCUSR: restored only when set (the embedder's style else) */
+        v = NGX_PTY_ARG_OR(s->args[0], 0);
+        s->cursor_style = (v <= 6) ? (int) v : s->cursor_style;
+        s->blink12 = -1;
+        return;
+    }
+
     if (inter || leader == '>') {
         return;
     }
@@ -1765,6 +1915,25 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
     case 'r':
         ngx_pty_margins(s, &s->top, &s->bottom, s->rows, 1);
+        break;
+
+    case 'K':
+    case 'J':
+        v = NGX_PTY_ARG(s->args[0]);
+        ngx_pty_erase_wraps(s, c, (v == NGX_PTY_ARG_MISSING) ? 0 : v);
+        break;
+
+    case 'g':
+        v = NGX_PTY_ARG(s->args[0]);
+
+        if (v == 3) {
+            ngx_pty_tab_set(s, -1, 0);
+
+        } else if (v == 0 || v == NGX_PTY_ARG_MISSING) {
+            ngx_pty_flush(s, p, start, i);
+            ngx_pty_tab_set(s, ngx_pty_xterm_col(s), 0);
+        }
+
         break;
 
     case 's':
@@ -1853,6 +2022,11 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
          */
         k = s->intermed - '(';
         s->charset[k] = (c != 'B');
+
+        /* the sets libvterm knows: DEC graphics, UK, ASCII */
+        if (c == '0' || c == 'A' || c == 'B') {
+            s->scs[k] = (c == 'B') ? 0 : c;
+        }
 
         if (c == 'B') {
             s->ascii |= 1 << k;
@@ -2125,6 +2299,9 @@ ngx_pty_fast_ctl(ngx_pty_screen_t *s, u_char c, ngx_pty_fast_pos_t *pos)
     if (pos->row != row) {
         pos->ph = 0;
     }
+
+    /* a line feed: xterm.js takes the row as a line of its own */
+    s->cur->rows[pos->row]->wrapped = 0;
 }
 
 
@@ -2134,6 +2311,7 @@ ngx_pty_fast_wrap(ngx_pty_screen_t *s, ngx_pty_fast_pos_t *pos)
 {
     if (pos->ph) {
         ngx_pty_fast_lf(s, &pos->row);
+        s->cur->rows[pos->row]->wrapped = 1;
         pos->col = 0;
         pos->ph = 0;
     }
@@ -2510,6 +2688,52 @@ ngx_pty_fast_sgr(ngx_pty_screen_t *s, const unsigned long *args, int argc)
 }
 
 
+static void
+ngx_pty_unwrap(ngx_pty_screen_t *s, int from, int to)
+{
+    for ( /* void */ ; from < to; from++) {
+        if (from >= 0 && (unsigned) from < s->rows) {
+            s->cur->rows[from]->wrapped = 0;
+        }
+    }
+}
+
+
+/* the soft-wrap flags EL and ED clear in xterm.js */
+static void
+ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c, unsigned long v)
+{
+    int       x;
+    VTermPos  pos;
+
+    pos = ngx_pty_cursor(s);
+    x = s->phantom ? (int) s->cols : pos.col;
+
+    if (c == 'K') {
+        if (v == 2 || (v == 0 && x == 0)) {
+            ngx_pty_unwrap(s, pos.row, pos.row + 1);
+        }
+
+        return;
+    }
+
+    switch (v) {
+
+    case 0:
+        ngx_pty_unwrap(s, pos.row + (x != 0), s->rows);
+        break;
+
+    case 1:
+        ngx_pty_unwrap(s, 0, pos.row + 1 + (x + 1 >= (int) s->cols));
+        break;
+
+    case 2:
+        ngx_pty_unwrap(s, 0, s->rows);
+        break;
+    }
+}
+
+
 /* EL, ED (v: 0, 1 or 2) at the cursor, as libvterm's on_csi() erases */
 static void
 ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
@@ -2517,6 +2741,7 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
     VTermPos   pos;
     VTermRect  rect;
 
+    ngx_pty_erase_wraps(s, c, v);
     pos = ngx_pty_cursor(s);
 
     rect.start_row = (c == 'J' && v != 0) ? 0 : pos.row;
@@ -3129,6 +3354,33 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
 
 /*
+ * The input stops inside a sequence: its bytes so far (from p[esc], or
+ * all of p when it began in an earlier piece), without the controls,
+ * which took effect already, and the first NGX_PTY_PEND_MAX only; a
+ * snapshot ends with them, so that a terminal starting there reads the
+ * rest of the sequence as one.
+ */
+static void
+ngx_pty_pend(ngx_pty_screen_t *s, const u_char *p, size_t esc, size_t n)
+{
+    size_t  k;
+
+    if (esc != NGX_PTY_NO_ESC) {
+        s->pend_len = 0;
+        p += esc;
+        n -= esc;
+    }
+
+    for (k = 0; k < n && s->pend_len < NGX_PTY_PEND_MAX; k++) {
+        /* (not the bytes of a string's text past ASCII: a title cut) */
+        if (p[k] >= 0x20 ? p[k] < 0x7f : p[k] == 0x1b) {
+            s->pend[s->pend_len++] = p[k];
+        }
+    }
+}
+
+
+/*
  * Walks the bytes in step with libvterm's parser (parser.c), hands them to
  * libvterm in segments, and acts on the few sequences we track.
  */
@@ -3145,6 +3397,10 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
     start = 0;
     normal = (s->ps == NGX_PTY_PS_NORMAL) ? 0 : n;
     esc = NGX_PTY_NO_ESC;     /* where the sequence being read starts */
+
+    if (s->ps == NGX_PTY_PS_NORMAL) {
+        s->pend_len = 0;
+    }
 
     for (i = 0; i < n; i++) {
 
@@ -3208,6 +3464,12 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
             } else if (s->intermedlen == 0 && c >= 0x40 && c < 0x60) {
                 s->ps = NGX_PTY_PS_NORMAL;      /* a C1 control */
                 normal = i + 1;
+
+                if (c == 'H') {
+                    /* HTS */
+                    ngx_pty_flush(s, p, &start, i);
+                    ngx_pty_tab_set(s, ngx_pty_xterm_col(s), 1);
+                }
 
                 if (c == 'N' || c == 'O') {
                     s->vt_text = 1;             /* SS2, SS3 */
@@ -3314,6 +3576,13 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
     }
 
     ngx_pty_flush(s, p, &start, n);
+
+    if (s->ps != NGX_PTY_PS_NORMAL) {
+        ngx_pty_pend(s, p, esc, n);
+
+    } else {
+        s->pend_len = 0;
+    }
 
     /* did the input end in text (a glyph combining marks may extend)? */
     c = p[n - 1];
@@ -3594,6 +3863,7 @@ ngx_pty_grid_copy(ngx_pty_screen_t *s, ngx_pty_grid_t *dst,
 
         if (r >= src->nrows) {
             d->len = 0;
+            d->wrapped = 0;
             d->fill = *pen;
             continue;
         }
@@ -3603,6 +3873,7 @@ ngx_pty_grid_copy(ngx_pty_screen_t *s, ngx_pty_grid_t *dst,
 
         memcpy(d->cells, o->cells, n * sizeof(ngx_pty_cell_t));
         d->len = n;
+        d->wrapped = o->wrapped;
         d->fill = o->fill;
 
         if (dst->cols > src->cols && !ngx_pty_pen_eq(&o->fill, pen, 0xffff)) {
@@ -3758,6 +4029,7 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
         s->right = cols;
     }
 
+    ngx_pty_tabs_resize(s, cols);
     ngx_pty_resize_fix(s, rows);
 
     return 0;
@@ -4116,21 +4388,21 @@ ngx_pty_emit_protect(ngx_pty_emit_t *e, unsigned on)
 }
 
 
+/*
+ * The cursor's visibility; its style (DECSCUSR, ?12) only as the program
+ * set it: a client keeps its own otherwise
+ */
 static void
-ngx_pty_emit_props(ngx_pty_emit_t *e, unsigned visible, unsigned blink,
-    int shape)
+ngx_pty_emit_props(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    unsigned visible, unsigned blink, int shape)
 {
-    int  n;
-
     if (e->visible != visible) {
         ngx_pty_emit(e, visible ? "\x1b[?25h" : "\x1b[?25l", 6);
         e->visible = visible;
     }
 
-    if (e->shape != shape || e->blink != blink) {
-        n = shape == VTERM_PROP_CURSORSHAPE_UNDERLINE ? 3
-            : shape == VTERM_PROP_CURSORSHAPE_BAR_LEFT ? 5 : 1;
-        ngx_pty_emitf(e, "\x1b[%d q", n + (blink ? 0 : 1), 0);
+    if (s->cursor_style >= 0 && (e->shape != shape || e->blink != blink)) {
+        ngx_pty_emitf(e, "\x1b[%d q", s->cursor_style, 0);
         e->shape = shape;
         e->blink = blink;
     }
@@ -4326,7 +4598,7 @@ ngx_pty_paint_run(ngx_pty_emit_t *e, const ngx_pty_row_t *row, unsigned col,
 
 static void
 ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
-    int r, int visible)
+    int r, int visible, unsigned from)
 {
     int                    last, force, covered;
     unsigned               w, col, end;
@@ -4381,7 +4653,7 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     force = -1;
     covered = -1;
 
-    for (col = 0; (int) col <= last || (int) col == force; col++) {
+    for (col = from; (int) col <= last || (int) col == force; col++) {
         c = ngx_pty_row_cell(row, col, &tmp);
 
         if (c->ch == NGX_PTY_CONT) {
@@ -4410,7 +4682,8 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
             ngx_pty_emit_move(e, r, col);
             ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
 
-            if (end >= w) {
+            if (end >= w && (col != 0 || !row->wrapped)) {
+                /* (EL from the first column clears a soft wrap) */
                 ngx_pty_emit(e, "\x1b[K", 3);
             } else if (end - col == 1) {
                 ngx_pty_emit(e, "\x1b[X", 3);
@@ -4455,6 +4728,132 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
                 force = col + 1;
             }
         }
+    }
+}
+
+
+/*
+ * A soft wrap into row r (xterm.js marks the row, copy and paste and
+ * reflow join it to the one above): the last cell of row r - 1, then the
+ * first of row r, written so that the terminal wraps between them;
+ * placeholders where the cells are blank, erased again after.  Returns
+ * the column row r is to be painted from.
+ */
+static unsigned
+ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
+    int r)
+{
+    unsigned               w, from, ph;
+    ngx_pty_row_t         *prev, *row;
+    ngx_pty_cell_t         tmp, tmp2;
+    const ngx_pty_cell_t  *c, *h;
+
+    prev = g->rows[r - 1];
+    row = g->rows[r];
+    w = s->cols;
+    ph = 0;
+
+    c = ngx_pty_row_cell(prev, w - 1, &tmp);
+    h = (w >= 2) ? ngx_pty_row_cell(prev, w - 2, &tmp2) : NULL;
+
+    if (c->ch && c->ch != NGX_PTY_CONT && c->width == 2) {
+        /* a wide glyph pushed into the last column: rebuilt as it is */
+        return 0;
+    }
+
+    if (c->ch == NGX_PTY_CONT && h && h->ch && h->ch != NGX_PTY_CONT
+        && h->width == 2)
+    {
+        ngx_pty_emit_glyph(e, s, prev, r - 1, w - 2, h);
+
+    } else if (c->ch == 0 || c->ch == NGX_PTY_CONT || c->width != 1) {
+        ngx_pty_emit_move(e, r - 1, w - 1);
+        ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
+        ngx_pty_emit_protect(e, 0);
+        ngx_pty_emit(e, " ", 1);
+        ph = 1;
+
+    } else {
+        ngx_pty_emit_glyph(e, s, prev, r - 1, w - 1, c);
+    }
+
+    /* waiting to wrap: the next glyph goes to row r, column 0 */
+    c = ngx_pty_row_cell(row, 0, &tmp);
+
+    if (c->ch != 0 && c->ch != NGX_PTY_CONT && c->width == 1) {
+        ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
+        ngx_pty_emit_protect(e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+        ngx_pty_emit_chars(e, row, 0, c);
+        from = 1;
+
+    } else {
+        ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
+        ngx_pty_emit_protect(e, 0);
+        ngx_pty_emit(e, " ", 1);
+        from = 0;
+    }
+
+    e->row = r;
+    e->col = 1;
+
+    if (ph) {
+        ngx_pty_repaint(e, s, prev, r - 1, w - 1, 0);
+    }
+
+    if (from == 0 && (c->ch == 0 || c->width != 1)) {
+        /* blank: erased again (ECH keeps the wrap mark); else painted */
+        if (c->ch == 0) {
+            ngx_pty_repaint(e, s, row, r, 0, 0);
+            from = 1;
+        }
+    }
+
+    return from;
+}
+
+
+/*
+ * Row 0 soft-wrapped (from a line scrolled away): a wrap at the bottom
+ * row, scrolled up to the top, the placeholder it took erased
+ */
+static void
+ngx_pty_paint_top_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    unsigned  r;
+
+    ngx_pty_emit_move(e, s->rows - 1, s->cols - 1);
+    ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
+    ngx_pty_emit_protect(e, 0);
+    ngx_pty_emit(e, " x", 2);
+
+    for (r = 1; r < s->rows; r++) {
+        ngx_pty_emit(e, "\n", 1);
+    }
+
+    ngx_pty_emit(e, "\x1b[H\x1b[X", 6);
+    e->row = 0;
+    e->col = 0;
+}
+
+
+static void
+ngx_pty_paint_grid(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
+    int visible)
+{
+    unsigned  r, from;
+
+    if (g->rows[0]->wrapped && !s->lines) {
+        ngx_pty_paint_top_wrap(e, s);
+    }
+
+    for (r = 0; r < s->rows; r++) {
+        from = 0;
+
+        if (r > 0 && g->rows[r]->wrapped && !s->lines) {
+            from = ngx_pty_paint_wrap(e, s, g, r);
+        }
+
+        ngx_pty_paint_row(e, s, g, r, visible, from);
     }
 }
 
@@ -4587,8 +4986,71 @@ ngx_pty_emit_modes(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         ngx_pty_emit(e, "\x1b[4h", 4);
     }
 
-    ngx_pty_emit_props(e, s->visible, s->blink, s->shape);
+    ngx_pty_emit_props(e, s, s->visible, s->blink, s->shape);
+
+    if (s->blink12 >= 0) {
+        ngx_pty_emit(e, s->blink12 ? "\x1b[?12h" : "\x1b[?12l", 6);
+    }
     ngx_pty_emit_protect(e, s->protect);
+}
+
+
+/* the tab stops of buffer b, when the program changed them */
+static void
+ngx_pty_emit_tabs(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
+{
+    unsigned  col, custom;
+
+    if (!s->tabs_custom[b]) {
+        return;
+    }
+
+    for (col = 0, custom = 0; col < s->cols && !custom; col++) {
+        custom = !ngx_pty_tab(s, b, col) != ((col & 7) != 0);
+    }
+
+    if (!custom) {
+        return;
+    }
+
+    ngx_pty_emit(e, "\x1b[3g", 4);
+
+    for (col = 0; col < s->cols; col++) {
+        if (ngx_pty_tab(s, b, col)) {
+            ngx_pty_emit_move(e, e->row < 0 ? 0 : e->row, col);
+            ngx_pty_emit(e, "\x1bH", 2);
+        }
+    }
+}
+
+
+/*
+ * Last: the character sets (the cells are painted in code points, so not
+ * before), then what the input stopped in the middle of: an escape
+ * sequence, a UTF-8 character.
+ */
+static void
+ngx_pty_emit_tail(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    unsigned     k;
+    u_char       buf[3];
+    static char  gl[][3] = { "\x0f", "\x0e", "\x1bn", "\x1bo" };
+
+    for (k = 0; k < 4; k++) {
+        if (s->scs[k]) {
+            buf[0] = '\x1b';
+            buf[1] = (u_char) ('(' + k);
+            buf[2] = s->scs[k];
+            ngx_pty_emit(e, buf, 3);
+        }
+    }
+
+    if (s->gl) {
+        ngx_pty_emit(e, gl[s->gl], s->gl == 1 ? 1 : 2);
+    }
+
+    ngx_pty_emit(e, s->pend, s->pend_len);
+    ngx_pty_emit(e, s->tail, s->tail_len);
 }
 
 
@@ -4605,7 +5067,6 @@ ngx_pty_emit_write_modes(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 u_char *
 ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
 {
-    unsigned               r;
     VTermPos               pos;
     ngx_pty_emit_t         e;
     ngx_pty_cell_t         tmp, tmp2;
@@ -4631,15 +5092,14 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
         ngx_pty_emit_title(&e, s);
     }
 
-    for (r = 0; r < s->rows; r++) {
-        ngx_pty_paint_row(&e, s, &s->grid[0], r, !s->alt);
-    }
+    ngx_pty_paint_grid(&e, s, &s->grid[0], !s->alt);
+    ngx_pty_emit_tabs(&e, s, 0);
 
     if (s->saved_valid) {
         /* DECSC / ?1049h store what the program saved */
         ngx_pty_emit_move(&e, s->saved_pos.row, s->saved_pos.col);
         ngx_pty_emit_sgr(&e, &s->saved_pen, &s->default_pen);
-        ngx_pty_emit_props(&e, s->saved_visible, s->saved_blink,
+        ngx_pty_emit_props(&e, s, s->saved_visible, s->saved_blink,
                            s->saved_shape);
     }
 
@@ -4648,9 +5108,8 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
         ngx_pty_emit_sgr(&e, &s->default_pen, &s->default_pen);
         ngx_pty_emit(&e, "\x1b[2J", 4);
 
-        for (r = 0; r < s->rows; r++) {
-            ngx_pty_paint_row(&e, s, &s->grid[1], r, 1);
-        }
+        ngx_pty_paint_grid(&e, s, &s->grid[1], 1);
+        ngx_pty_emit_tabs(&e, s, 1);
 
     } else if (s->saved_valid) {
         ngx_pty_emit(&e, "\x1b" "7", 2);
@@ -4732,6 +5191,8 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
         ngx_pty_emit(&e, e.defer_attr, 3);
     }
 
+    ngx_pty_emit_tail(&e, s);
+
     if (e.failed) {
         free(e.buf);
         return NULL;
@@ -4801,4 +5262,113 @@ ngx_pty_screen_text(ngx_pty_screen_t *s, size_t *len)
     *len = text_end - buf;
 
     return buf;
+}
+
+
+void
+ngx_pty_screen_cursor(ngx_pty_screen_t *s, unsigned *row, unsigned *col,
+    unsigned *visible)
+{
+    VTermPos  pos;
+
+    pos = ngx_pty_cursor(s);
+
+    *row = (unsigned) pos.row;
+    *col = (unsigned) pos.col;
+    *visible = s->visible;
+}
+
+
+static int
+ngx_pty_cell_highlighted(ngx_pty_screen_t *s, const ngx_pty_cell_t *c)
+{
+    return (c->pen.attr & NGX_PTY_A_REVERSE)
+           || !ngx_pty_color_eq(&c->pen.bg, &s->default_pen.bg);
+}
+
+
+size_t
+ngx_pty_screen_highlights(ngx_pty_screen_t *s, ngx_pty_screen_span_t *spans,
+    size_t max)
+{
+    size_t                 n;
+    unsigned               r, col, from;
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_row_t   *row;
+    const ngx_pty_cell_t  *c;
+
+    n = 0;
+
+    for (r = 0; r < s->rows; r++) {
+        row = s->cur->rows[r];
+        from = s->cols;
+
+        for (col = 0; col <= s->cols; col++) {
+            c = (col < s->cols) ? ngx_pty_row_cell(row, col, &tmp) : NULL;
+
+            if (c && ngx_pty_cell_highlighted(s, c)) {
+                if (from == s->cols) {
+                    from = col;
+                }
+
+                continue;
+            }
+
+            if (from < s->cols) {
+                if (n < max) {
+                    spans[n].row = r;
+                    spans[n].col = from;
+                    spans[n].cols = col - from;
+                }
+
+                n++;
+                from = s->cols;
+            }
+        }
+    }
+
+    return n;
+}
+
+
+size_t
+ngx_pty_screen_span_text(ngx_pty_screen_t *s, ngx_pty_screen_span_t *span,
+    u_char *buf)
+{
+    u_char                *p;
+    unsigned               col, i;
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_row_t   *row;
+    const ngx_pty_cell_t  *c;
+
+    p = buf;
+
+    if (span->row >= s->rows) {
+        return 0;
+    }
+
+    row = s->cur->rows[span->row];
+
+    for (col = span->col; col < span->col + span->cols && col < s->cols;
+         col++)
+    {
+        c = ngx_pty_row_cell(row, col, &tmp);
+
+        if (c->ch == NGX_PTY_CONT) {
+            continue;
+        }
+
+        if (c->ch == 0) {
+            *p++ = ' ';
+            continue;
+        }
+
+        p += ngx_pty_utf8_put(p, c->ch);
+
+        for (i = 0; i < c->ncomb && row->comb; i++) {
+            p += ngx_pty_utf8_put(p, row->comb[col * NGX_PTY_MAX_COMB + i]);
+        }
+    }
+
+    return p - buf;
 }

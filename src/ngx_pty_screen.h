@@ -68,6 +68,28 @@ u_char *ngx_pty_screen_text(ngx_pty_screen_t *s, size_t *len);
 
 void ngx_pty_screen_size(ngx_pty_screen_t *s, unsigned *cols, unsigned *rows);
 
+/* the cursor: row and column from 0, and whether it is shown */
+void ngx_pty_screen_cursor(ngx_pty_screen_t *s, unsigned *row, unsigned *col,
+    unsigned *visible);
+
+/* a run of cells on one row */
+typedef struct {
+    unsigned                   row;
+    unsigned                   col;
+    unsigned                   cols;
+} ngx_pty_screen_span_t;
+
+/*
+ * The runs of highlighted cells (reverse video, or a background that is
+ * not the default), row by row, at most max; returns how many there are.
+ */
+size_t ngx_pty_screen_highlights(ngx_pty_screen_t *s,
+    ngx_pty_screen_span_t *spans, size_t max);
+
+/* the UTF-8 text of a span into buf (span->cols * 24 bytes); its length */
+size_t ngx_pty_screen_span_text(ngx_pty_screen_t *s,
+    ngx_pty_screen_span_t *span, u_char *buf);
+
 /* bytes held (grids, libvterm's own allocations), for the memory budget */
 size_t ngx_pty_screen_memory(ngx_pty_screen_t *s);
 

@@ -14,6 +14,7 @@
 #include "ngx_pty_policy.h"
 
 #include <sys/ioctl.h>
+#include <termios.h>
 
 
 #define NGX_PTY_READ_BUDGET     4           /* chunks per turn, then yield */
@@ -24,6 +25,10 @@
 /* PTY reads pause while the model is this far behind: bounds the catch-up
  * a Keyframe does in one go, and so the turn it takes from other sessions */
 #define NGX_PTY_SCREEN_LAG      (32 * 1024)
+
+#define NGX_PTY_KEYFRAME_UNAVAILABLE                                          \
+    "{\"kind\":\"Error\",\"code\":\"KEYFRAME_UNAVAILABLE\","                 \
+    "\"message\":\"no screen snapshot available\"}"
 #define NGX_PTY_URGENT_MAX      512         /* an echo, a prompt: not a flood */
 #define NGX_PTY_DRAIN_GRACE     300         /* ms for output after exit */
 #define NGX_PTY_INPUT_MAX       (1024 * 1024)
@@ -81,9 +86,12 @@ static void ngx_pty_session_replay_start(ngx_pty_ring_t *ring, uint64_t *kf,
     uint64_t *base, uint64_t *from);
 static u_char *ngx_pty_session_screen_rebuild(ngx_pty_session_t *s,
     size_t *len);
+static ngx_pty_screen_t *ngx_pty_session_screen_replay(ngx_pty_session_t *s,
+    uint64_t *anchor);
 static ngx_int_t ngx_pty_session_keyframe_replayed(ngx_pty_session_t *s,
     uint32_t target);
 static void ngx_pty_session_spawned(ngx_pty_keeper_req_t *req);
+static void ngx_pty_session_tty_mode(ngx_pty_session_t *s);
 static void ngx_pty_session_log_command(ngx_pty_session_t *s,
     ngx_uint_t level, ngx_err_t err, const char *what, ngx_pid_t pid);
 static void ngx_pty_session_store(ngx_pty_session_t *s, u_char *buf,
@@ -223,8 +231,8 @@ ngx_pty_session_spawned(ngx_pty_keeper_req_t *req)
         return;
     }
 
-    /* the screen model is made while the program starts */
-    if (ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
+    /* the screen model is made while the program starts (or a join made it) */
+    if (s->screen == NULL && ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
         /*
          * SIGKILL: the record is freed once closed, and a keeper ending
          * gracefully would write its status into it; the program goes
@@ -556,6 +564,21 @@ ngx_pty_session_get(ngx_pty_session_sh_t *sh)
     }
 
     return s;
+}
+
+
+/*
+ * Whether what is typed now will be echoed (not while a program reads a
+ * password: canonical input without echo), for the agent API's wait_for
+ */
+static void
+ngx_pty_session_tty_mode(ngx_pty_session_t *s)
+{
+    struct termios  tio;
+
+    if (tcgetattr(s->pty->fd, &tio) == 0) {
+        s->sh->tty_noecho = (tio.c_lflag & ICANON) && !(tio.c_lflag & ECHO);
+    }
 }
 
 
@@ -1247,6 +1270,8 @@ ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
 
     /* before the terminal arrives from the keeper, input waits in order */
     if (s->input_len == 0 && s->pty) {
+        ngx_pty_session_tty_mode(s);
+
         n = write(s->pty->fd, data, len);
 
         if (n == (ssize_t) len) {
@@ -1415,6 +1440,13 @@ ngx_pty_session_keyframe(ngx_pty_session_t *s, uint32_t target)
     ngx_uint_t              cols, rows;
     ngx_pty_frame_t        *f;
     ngx_pty_session_sh_t   *sh;
+
+    if (s->owner && s->screen == NULL && s->spawn) {
+        /* joined while its keeper is on its way: the screen is blank */
+        if (ngx_pty_session_screen_init(s, NULL) != NGX_OK) {
+            return NULL;
+        }
+    }
 
     if (!s->owner || s->screen == NULL) {
         return NULL;
@@ -2109,6 +2141,31 @@ ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len)
 }
 
 
+ngx_int_t
+ngx_pty_session_screen_apply(ngx_pty_session_t *s,
+    ngx_pty_screen_handler_pt handler, void *data)
+{
+    uint64_t           anchor;
+    ngx_pty_screen_t  *screen;
+
+    if (s->owner && s->screen) {
+        ngx_pty_session_fold(s, (size_t) -1);
+        handler(s->screen, data);
+        return NGX_OK;
+    }
+
+    screen = ngx_pty_session_screen_replay(s, &anchor);
+    if (screen == NULL) {
+        return NGX_ERROR;
+    }
+
+    handler(screen, data);
+    ngx_pty_screen_destroy(screen);
+
+    return NGX_OK;
+}
+
+
 /*
  * The screen in a worker that does not own the terminal: a screen model
  * made for the occasion from the newest Keyframe in the ring and the
@@ -2478,7 +2535,14 @@ ngx_pty_session_drain_inbox(ngx_pty_session_t *s)
             break;
 
         case NGX_PTY_INBOX_KEYFRAME:
-            (void) ngx_pty_session_keyframe(s, rec.target);
+            if (ngx_pty_session_keyframe(s, rec.target) == NULL
+                && rec.target)
+            {
+                /* the client waits for it (ngx_pty_binding_hold()) */
+                (void) ngx_pty_session_append(s, NGX_PTY_FRAME_ERROR,
+                    rec.target, (u_char *) NGX_PTY_KEYFRAME_UNAVAILABLE,
+                    sizeof(NGX_PTY_KEYFRAME_UNAVAILABLE) - 1);
+            }
             break;
 
         case NGX_PTY_INBOX_KILL:
@@ -2610,8 +2674,8 @@ ngx_pty_sessions_wake(ngx_int_t slot)
 
 /*
  * The zone is too full for a live session, or for one that ended after
- * ended_before: the ended session that ended first is forgotten (ngx_pty_shm_forget_oldest), its rings given back at
- * once, and the view that holds its record, the owner's, dropped: here,
+ * ended_before: the ended session that ended first is forgotten
+ * (ngx_pty_shm_forget_oldest), its rings given back at once, and the view that holds its record, the owner's, dropped: here,
  * or by the owner when its doorbell rings.  1: something was given back.
  */
 static ngx_uint_t

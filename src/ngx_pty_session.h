@@ -147,6 +147,17 @@ ngx_pty_frame_t *ngx_pty_session_append(ngx_pty_session_t *s,
 
 u_char *ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len);
 
+/*
+ * Calls handler with the session's screen as it is now: the owner's
+ * model, or one rebuilt from the ring (after the end too).  NGX_ERROR:
+ * no memory.
+ */
+typedef void (*ngx_pty_screen_handler_pt)(ngx_pty_screen_t *screen,
+    void *data);
+
+ngx_int_t ngx_pty_session_screen_apply(ngx_pty_session_t *s,
+    ngx_pty_screen_handler_pt handler, void *data);
+
 /* a Closed payload; buf holds at least NGX_PTY_CLOSED_MAX bytes */
 #define NGX_PTY_CLOSED_MAX  1200
 

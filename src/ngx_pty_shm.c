@@ -15,15 +15,19 @@ static ngx_pty_shm_reclaim_pt  ngx_pty_shm_reclaimer;
  * keeps: a late joiner's RoleAssigned and MembershipChanged */
 #define NGX_PTY_RING_SPARE     512
 #define NGX_PTY_SCROLL_MIN     64
+#define NGX_PTY_SCROLL_TAIL    16384   /* an ended session's unread output
+                                          kept when the zone is pressed */
 
 
 static void ngx_pty_scroll_reserve(ngx_pty_session_sh_t *s, size_t scroll);
 static ngx_uint_t ngx_pty_ring_unarchived(ngx_pty_ring_t *ring);
+static ngx_uint_t ngx_pty_shm_pressed(void);
 static ngx_pty_session_sh_t *ngx_pty_shm_find_by_name(ngx_uint_t name);
 static void ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool,
     ngx_pty_session_sh_t *s);
 
 
+/* ordered by the id's hash, then by the id: a lookup finds any of equals */
 static void
 ngx_pty_shm_rbtree_insert(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
     ngx_rbtree_node_t *sentinel)
@@ -31,7 +35,15 @@ ngx_pty_shm_rbtree_insert(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
     ngx_rbtree_node_t  **p;
 
     for ( ;; ) {
-        p = (node->key < temp->key) ? &temp->left : &temp->right;
+        if (node->key != temp->key) {
+            p = (node->key < temp->key) ? &temp->left : &temp->right;
+
+        } else {
+            p = (ngx_strncasecmp(((ngx_pty_session_sh_t *) node)->id,
+                                 ((ngx_pty_session_sh_t *) temp)->id,
+                                 NGX_PTY_ID_LEN) < 0)
+                ? &temp->left : &temp->right;
+        }
 
         if (*p == sentinel) {
             break;
@@ -84,14 +96,19 @@ ngx_pty_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     }
 
     ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_pty_shm_rbtree_insert);
+    /* names are unique: nginx's own insert */
     ngx_rbtree_init(&sh->names, &sh->names_sentinel,
-                    ngx_pty_shm_rbtree_insert);
+                    ngx_rbtree_insert_value);
     ngx_queue_init(&sh->sessions);
     sh->next_client = 1;
 
     /* two nginx instances on one host must not ring each other's workers */
     sh->nonce = ((uint64_t) ngx_random() << 32) ^ (uint64_t) ngx_random()
                 ^ ((uint64_t) ngx_pid << 16) ^ (uint64_t) ngx_time();
+
+    if (ngx_pty_random(sh->mcp_secret, sizeof(sh->mcp_secret)) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     shpool->data = sh;
     shm_zone->data = sh;
@@ -303,6 +320,7 @@ ngx_pty_shm_find_by_name(ngx_uint_t name)
 static ngx_pty_session_sh_t *
 ngx_pty_shm_find_by_id(u_char *id)
 {
+    ngx_int_t              rc;
     ngx_rbtree_key_t       key;
     ngx_rbtree_node_t     *node, *sentinel;
     ngx_pty_session_sh_t  *s;
@@ -320,12 +338,13 @@ ngx_pty_shm_find_by_id(u_char *id)
 
         s = (ngx_pty_session_sh_t *) node;
 
-        if (ngx_strncasecmp(id, s->id, NGX_PTY_ID_LEN) == 0) {
+        rc = ngx_strncasecmp(id, s->id, NGX_PTY_ID_LEN);
+
+        if (rc == 0) {
             return s;
         }
 
-        /* equal keys go right on insert */
-        node = node->right;
+        node = (rc < 0) ? node->left : node->right;
     }
 
     return NULL;
@@ -375,7 +394,17 @@ ngx_pty_shm_session_retain(ngx_pty_session_sh_t *s)
 static void
 ngx_pty_shm_unlink_locked(ngx_pty_session_sh_t *s)
 {
+    ngx_pty_tomb_t  *t;
+
     if (s->state != NGX_PTY_STATE_GONE) {
+        t = &ngx_pty_zone.sh->tombs[ngx_pty_zone.sh->tomb_next++
+                                    % NGX_PTY_TOMBS];
+        t->name = s->name;
+        ngx_memcpy(t->id, s->id, NGX_PTY_ID_LEN);
+        t->closed_at = (s->state == NGX_PTY_STATE_CLOSED) ? s->closed_at : 0;
+        t->exit_code = s->exit_code;
+        t->closed_reason = s->closed_reason;
+
         ngx_rbtree_delete(&ngx_pty_zone.sh->rbtree, &s->node);
         ngx_rbtree_delete(&ngx_pty_zone.sh->names, &s->name_node);
         ngx_queue_remove(&s->queue);
@@ -386,6 +415,54 @@ ngx_pty_shm_unlink_locked(ngx_pty_session_sh_t *s)
 
 
 /* takes the session out of the tables: no new lookups find it */
+ngx_int_t
+ngx_pty_shm_tomb_find(ngx_str_t *id, ngx_pty_tomb_t *tomb)
+{
+    ngx_int_t         n, rc;
+    ngx_uint_t        i;
+    ngx_pty_tomb_t   *t;
+    ngx_slab_pool_t  *shpool;
+
+    shpool = ngx_pty_zone.shpool;
+    n = 0;
+
+    if (id->len > 4 && ngx_strncmp(id->data, "pty-", 4) == 0) {
+        n = ngx_atoi(id->data + 4, id->len - 4);
+
+        if (n <= 0) {
+            return NGX_ABORT;
+        }
+
+    } else if (id->len != NGX_PTY_ID_LEN) {
+        return NGX_ABORT;
+    }
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    rc = NGX_DECLINED;
+
+    /* newest first: a name is given again once free */
+    for (i = 1; i <= NGX_PTY_TOMBS; i++) {
+        t = &ngx_pty_zone.sh->tombs[(ngx_pty_zone.sh->tomb_next - i)
+                                    % NGX_PTY_TOMBS];
+
+        if (t->name != 0
+            && ((n > 0 && t->name == (ngx_uint_t) n)
+                || (n == 0 && ngx_memcmp(t->id, id->data, NGX_PTY_ID_LEN)
+                              == 0)))
+        {
+            *tomb = *t;
+            rc = NGX_OK;
+            break;
+        }
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return rc;
+}
+
+
 void
 ngx_pty_shm_session_unlink(ngx_pty_session_sh_t *s)
 {
@@ -1388,48 +1465,19 @@ ngx_pty_ring_keep(ngx_pty_ring_t *ring)
 
 
 /*
- * The smallest ring that holds the records from off on at their logical
- * offsets (no record may cross its end) and a late joiner's frames.
+ * An ended session's ring, nobody joined, cut down to the records from
+ * where a late reader starts (ngx_pty_ring_keep) and room for a joiner's
+ * frames.  The records move on to offsets after the old head, at the
+ * start of a lap of the smaller ring: no record crosses its end, and an
+ * offset anyone kept is below the new tail (a reader there starts over
+ * at the tail, as a lagging one does).
  */
-static size_t
-ngx_pty_ring_fit(ngx_pty_ring_t *ring, uint64_t from)
-{
-    size_t            size, n;
-    uint64_t          off;
-    ngx_pty_frame_t  *f;
-
-    size = 256;
-
-    while (size < ring->head - from + NGX_PTY_RING_SPARE) {
-        size *= 2;
-    }
-
-again:
-
-    if (size >= ring->size) {
-        return ring->size;
-    }
-
-    for (off = from; off < ring->head; off += n) {
-        f = (ngx_pty_frame_t *) (ring->data + off % ring->size);
-        n = ngx_pty_ring_need(f->len);
-
-        if (off % size + n > size) {
-            size *= 2;
-            goto again;
-        }
-    }
-
-    return size;
-}
-
-
 static void
 ngx_pty_ring_compact(ngx_pty_session_sh_t *s)
 {
     u_char           *data, *old;
     size_t            size, cur, n;
-    uint64_t          from, head, off;
+    uint64_t          from, head, off, tail;
     ngx_pty_ring_t   *ring;
     ngx_pty_frame_t  *f;
 
@@ -1440,9 +1488,12 @@ ngx_pty_ring_compact(ngx_pty_session_sh_t *s)
     cur = ring->size;
     head = ring->head;
     from = (cur && ring->data) ? ngx_pty_ring_keep(ring) : head;
-    size = cur ? ngx_pty_ring_fit(ring, from) : 0;
 
     ngx_pty_shm_unlock(s);
+
+    for (size = 256; size < head - from + NGX_PTY_RING_SPARE; size *= 2) {
+        /* void */
+    }
 
     if (size >= cur) {
         return;
@@ -1460,19 +1511,26 @@ ngx_pty_ring_compact(ngx_pty_session_sh_t *s)
     /* a joiner's frames came meanwhile: it is looked at again later */
     if (ring->head == head && ring->size == cur && ring->tail <= from) {
 
+        tail = (head + size - 1) / size * size;
         ring->frames = 0;
 
         for (off = from; off < head; off += n) {
             f = (ngx_pty_frame_t *) (ring->data + off % cur);
             n = ngx_pty_ring_need(f->len);
-            ngx_memcpy(data + off % size, f, n);
+            ngx_memcpy(data + (tail + off - from) % size, f, n);
             ring->frames += (f->kind != NGX_PTY_FRAME_PAD);
         }
 
         old = ring->data;
         ring->data = data;
         ring->size = size;
-        ring->tail = from;
+        ring->tail = tail;
+        ring->head = tail + (head - from);
+
+        /* the archive's cursor moves with the records it points at */
+        ring->archived = (ring->archived >= from)
+                         ? tail + (ngx_min(ring->archived, head) - from)
+                         : tail;
     }
 
     ngx_pty_shm_unlock(s);
@@ -1481,13 +1539,19 @@ ngx_pty_ring_compact(ngx_pty_session_sh_t *s)
 }
 
 
-/* the scrollback keeps what the API reader has not taken (nor re-reads) */
+/*
+ * The scrollback keeps what the API reader has not taken (nor re-reads),
+ * or, once the zone is half full, the last NGX_PTY_SCROLL_TAIL bytes of
+ * it: ended sessions nobody reads must not fill the zone.  A reader
+ * behind the tail finds the loss marked (ngx_pty_reader.c).
+ */
 static void
 ngx_pty_scroll_compact(ngx_pty_session_sh_t *s)
 {
     u_char            *data, *old;
     size_t             size, cur, n;
     uint64_t           from, head, off;
+    ngx_uint_t         cut;
     ngx_pty_scroll_t  *sc;
 
     sc = s->scroll;
@@ -1504,12 +1568,21 @@ ngx_pty_scroll_compact(ngx_pty_session_sh_t *s)
 
     ngx_pty_shm_unlock(s);
 
+    cut = (head - from > NGX_PTY_SCROLL_TAIL && ngx_pty_shm_pressed());
+
+    if (cut) {
+        from = head - NGX_PTY_SCROLL_TAIL;
+    }
+
     size = ngx_max(ngx_align(head - from, NGX_PTY_SCROLL_MIN),
                    NGX_PTY_SCROLL_MIN);
 
     if (size >= cur) {
         return;
     }
+
+    /* the new ring holds from here: no byte it claims is left uncopied */
+    from = (head > size) ? head - size : 0;
 
     data = ngx_slab_alloc(ngx_pty_zone.shpool, size);
     if (data == NULL) {
@@ -1521,7 +1594,7 @@ ngx_pty_scroll_compact(ngx_pty_session_sh_t *s)
     old = data;
 
     if (sc->head == head && sc->size == cur
-        && ngx_min(s->api_cursor, s->api_line) >= from)
+        && (cut || ngx_min(s->api_cursor, s->api_line) >= from))
     {
         for (off = from; off < head; off += n) {
             n = ngx_min(head - off, cur - off % cur);
@@ -1538,6 +1611,18 @@ ngx_pty_scroll_compact(ngx_pty_session_sh_t *s)
     ngx_pty_shm_unlock(s);
 
     ngx_slab_free(ngx_pty_zone.shpool, old);
+}
+
+
+/* half the zone is taken */
+static ngx_uint_t
+ngx_pty_shm_pressed(void)
+{
+    ngx_slab_pool_t  *shpool;
+
+    shpool = ngx_pty_zone.shpool;
+
+    return shpool->pfree < (ngx_uint_t) (shpool->last - shpool->pages) / 2;
 }
 
 

@@ -206,6 +206,14 @@ struct ngx_pty_session_sh_s {
     u_char                    *api_spill;     /* taken, not delivered */
     size_t                     api_spill_len;
     size_t                     api_spill_size;
+    uint64_t                   api_input;     /* scrollback head when the
+                                                 last input was written */
+    uint64_t                   api_gap;       /* lost since the last line
+                                                 boundary fed */
+    ngx_uint_t                 api_resync;    /* skipping to a line feed
+                                                 after a loss */
+    ngx_uint_t                 tty_noecho;    /* input is not echoed (a
+                                                 password prompt) */
     uint32_t                   loc_tag;       /* API location that started
                                                  it (pty_max_sessions) */
 
@@ -265,6 +273,18 @@ typedef enum {
 } ngx_pty_inbox_type_e;
 
 
+/* what is left of a session forgotten: for the answer to a late caller */
+#define NGX_PTY_TOMBS  128
+
+typedef struct {
+    ngx_uint_t                 name;
+    u_char                     id[NGX_PTY_ID_LEN];
+    uint64_t                   closed_at;     /* unix ms; 0: not ended */
+    ngx_int_t                  exit_code;
+    ngx_uint_t                 closed_reason;
+} ngx_pty_tomb_t;
+
+
 /* a revocation: connections of that principal made before it end */
 #define NGX_PTY_REVOKED_MAX  64
 
@@ -285,6 +305,9 @@ struct ngx_pty_shm_s {
     ngx_uint_t                 live;
     uint64_t                   nonce;     /* names this zone's doorbells */
     ngx_pty_worker_sh_t        workers[NGX_PTY_WORKERS_MAX];
+    ngx_uint_t                 tomb_next;
+    ngx_pty_tomb_t             tombs[NGX_PTY_TOMBS];
+    u_char                     mcp_secret[32];  /* signs MCP session ids */
     ngx_atomic_t               revoked_next;
     ngx_pty_revoked_t          revoked[NGX_PTY_REVOKED_MAX];
 
@@ -332,6 +355,13 @@ ngx_pty_session_sh_t *ngx_pty_shm_session_find(ngx_str_t *id);
 void ngx_pty_shm_session_retain(ngx_pty_session_sh_t *s);
 void ngx_pty_shm_session_release(ngx_pty_session_sh_t *s);
 void ngx_pty_shm_session_unlink(ngx_pty_session_sh_t *s);
+
+/*
+ * A session no longer in the table, by pty-N or UUID: NGX_OK with what
+ * is left of it (of the last NGX_PTY_TOMBS forgotten); NGX_DECLINED:
+ * none of those; NGX_ABORT: not a session id at all.
+ */
+ngx_int_t ngx_pty_shm_tomb_find(ngx_str_t *id, ngx_pty_tomb_t *tomb);
 
 /*
  * Zone memory for a session, or for a new one (s NULL).  When the zone is

@@ -993,6 +993,54 @@ ngx_pty_text_complete(ngx_pty_text_t *t)
 }
 
 
+int
+ngx_pty_text_break(ngx_pty_text_t *t)
+{
+    t->state = ngx_pty_st_ground;
+    t->utf8_need = 0;
+    t->string_len = 0;
+    t->up = 0;
+
+    t->col = 0;
+
+    if (t->len) {
+        return ngx_pty_text_complete(t);
+    }
+
+    if (t->sent_len) {
+        /* what was taken of the line ended without its line feed */
+        if (ngx_pty_text_reserve(&t->out, &t->out_alloc, t->out_len + 1)
+            != 0)
+        {
+            return -1;
+        }
+
+        t->out[t->out_len++] = '\n';
+        t->sent_len = 0;
+    }
+
+    return 0;
+}
+
+
+int
+ngx_pty_text_note(ngx_pty_text_t *t, const u_char *data, size_t len)
+{
+    if (ngx_pty_text_break(t) != 0
+        || ngx_pty_text_reserve(&t->out, &t->out_alloc, t->out_len + len + 1)
+           != 0)
+    {
+        return -1;
+    }
+
+    memcpy(t->out + t->out_len, data, len);
+    t->out_len += len;
+    t->out[t->out_len++] = '\n';
+
+    return 0;
+}
+
+
 /* over max_pending: drop the oldest half, at a line boundary */
 
 static void

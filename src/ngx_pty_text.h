@@ -86,5 +86,16 @@ int ngx_pty_text_feed(ngx_pty_text_t *t, const u_char *data, size_t len);
 int ngx_pty_text_take(ngx_pty_text_t *t, ngx_pty_text_view_t *v);
 int ngx_pty_text_peek(ngx_pty_text_t *t, ngx_pty_text_view_t *v);
 
+/*
+ * Output was lost here: a sequence or character cut by the loss is
+ * abandoned, and the current line ends as it is (with '\n' after text
+ * already taken of it), so that nothing fed later joins it.  0, or -1 if
+ * out of memory.
+ */
+int ngx_pty_text_break(ngx_pty_text_t *t);
+
+/* a line of the reader's own (a loss marker) after a break: 0 or -1 */
+int ngx_pty_text_note(ngx_pty_text_t *t, const u_char *data, size_t len);
+
 
 #endif /* _NGX_PTY_TEXT_H_INCLUDED_ */

@@ -24,10 +24,16 @@ typedef struct {
 } ngx_pty_transcript_t;
 
 
+static ngx_int_t ngx_pty_transcript_frames_call(ngx_http_request_t *r,
+    json_t *req);
+static ngx_int_t ngx_pty_transcript_history(ngx_http_request_t *r,
+    json_t *req);
 static ngx_int_t ngx_pty_transcript_post(ngx_http_request_t *r,
     ngx_pty_archive_read_t *rd, ngx_pty_archive_done_pt handler,
     ngx_uint_t text, ngx_uint_t frames);
 static void ngx_pty_transcript_cleanup(void *data);
+static void ngx_pty_transcript_finish(ngx_pty_transcript_t *tr,
+    ngx_int_t rc);
 static void ngx_pty_transcript_done(ngx_pty_archive_read_t *rd);
 static void ngx_pty_history_done(ngx_pty_archive_read_t *rd);
 static ngx_int_t ngx_pty_transcript_answer(ngx_pty_transcript_t *tr);
@@ -39,7 +45,31 @@ static ngx_int_t ngx_pty_transcript_uint(json_t *req, const char *name,
 
 
 ngx_int_t
-ngx_pty_transcript_call(ngx_http_request_t *r, json_t *req)
+ngx_pty_transcript_find(ngx_str_t *name, ngx_int_t tool)
+{
+    if (name->len == 7 && ngx_strncmp(name->data, "history", 7) == 0) {
+        return NGX_PTY_TRANSCRIPT_HISTORY;
+    }
+
+    if (name->len == 10 && ngx_strncmp(name->data, "transcript", 10) == 0) {
+        return NGX_PTY_TRANSCRIPT_FRAMES;
+    }
+
+    return tool;
+}
+
+
+ngx_int_t
+ngx_pty_transcript_call(ngx_http_request_t *r, ngx_int_t call, json_t *req)
+{
+    return (call == NGX_PTY_TRANSCRIPT_HISTORY)
+           ? ngx_pty_transcript_history(r, req)
+           : ngx_pty_transcript_frames_call(r, req);
+}
+
+
+static ngx_int_t
+ngx_pty_transcript_frames_call(ngx_http_request_t *r, json_t *req)
 {
     json_t                  *j;
     uint64_t                 from, to, max;
@@ -113,8 +143,8 @@ ngx_pty_transcript_call(ngx_http_request_t *r, json_t *req)
 }
 
 
-ngx_int_t
-ngx_pty_history_call(ngx_http_request_t *r, json_t *req)
+static ngx_int_t
+ngx_pty_transcript_history(ngx_http_request_t *r, json_t *req)
 {
     uint64_t                 limit;
     ngx_int_t                rc;
@@ -181,6 +211,10 @@ ngx_pty_transcript_post(ngx_http_request_t *r, ngx_pty_archive_read_t *rd,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* a client that goes away ends the request; the read lets go */
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = ngx_http_request_empty_handler;
+
     /* the body's reference to the request is the read's now */
     return NGX_DONE;
 }
@@ -225,8 +259,7 @@ ngx_pty_transcript_done(ngx_pty_archive_read_t *rd)
                             : ngx_pty_auth_api_refuse(r, rc);
     }
 
-    ngx_pty_transcript_cleanup(tr);
-    ngx_http_finalize_request(r, rc);
+    ngx_pty_transcript_finish(tr, rc);
 }
 
 
@@ -427,8 +460,22 @@ ngx_pty_history_done(ngx_pty_archive_read_t *rd)
 
 done:
 
+    ngx_pty_transcript_finish(tr, rc);
+}
+
+
+static void
+ngx_pty_transcript_finish(ngx_pty_transcript_t *tr, ngx_int_t rc)
+{
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+
+    r = tr->request;
+    c = r->connection;
+
     ngx_pty_transcript_cleanup(tr);
     ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
 }
 
 

@@ -17,9 +17,16 @@
 #include "ngx_pty.h"
 
 
-/* API calls: NGX_DONE (answered later), or a status to finalize with */
-ngx_int_t ngx_pty_transcript_call(ngx_http_request_t *r, json_t *req);
-ngx_int_t ngx_pty_history_call(ngx_http_request_t *r, json_t *req);
+/* the API's calls beside the agent engine's tools: below NGX_ERROR */
+#define NGX_PTY_TRANSCRIPT_HISTORY  -2
+#define NGX_PTY_TRANSCRIPT_FRAMES   -3
+
+/* the call by name, or tool (the engine's answer for that name) */
+ngx_int_t ngx_pty_transcript_find(ngx_str_t *name, ngx_int_t tool);
+
+/* NGX_DONE (answered later), or a status to finalize with */
+ngx_int_t ngx_pty_transcript_call(ngx_http_request_t *r, ngx_int_t call,
+    json_t *req);
 
 
 #endif /* _NGX_PTY_TRANSCRIPT_H_INCLUDED_ */

@@ -258,3 +258,14 @@ ngx_pty_log_escape(u_char *dst, size_t size, const u_char *s, size_t len)
 
     return p - dst;
 }
+
+
+uint32_t
+ngx_pty_loc_tag(ngx_str_t *name)
+{
+    uint32_t  tag;
+
+    tag = ngx_crc32_short(name->data, name->len);
+
+    return tag ? tag : 1;
+}

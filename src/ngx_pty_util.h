@@ -35,6 +35,9 @@ u_char *ngx_pty_json_escape(u_char *dst, const u_char *s, size_t len);
 
 ngx_int_t ngx_pty_random(void *buf, size_t len);
 
+/* a location by its name, which survives reloads (pty_max_sessions) */
+uint32_t ngx_pty_loc_tag(ngx_str_t *name);
+
 /*
  * Text from a client or a program, made safe for the error log: control
  * bytes, '"', '\\' and bytes >= 0x7f become \xNN, so nothing can end a

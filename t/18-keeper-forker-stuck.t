@@ -26,7 +26,7 @@ use Test::Nginx;
 use Test::Nginx::Pty;
 use Test::Nginx::Procs qw(alive stat_of children titled);
 use Test::Nginx::PtyAPI qw(api_call parse_response);
-use Test::Nginx::PtyWS qw(json_encode json_decode);
+use Test::Nginx::PtyWS qw(json_encode json_decode session_frame_kind);
 
 my $t = pty_nginx(workers => 1,
     # the workers' own keeper forker: see t/25 for the spawner's
@@ -39,7 +39,7 @@ $t->allow_log(qr/the keeper forker did not answer in 2 s/,
 # the forker and the spares are found by their process titles, which
 # nginx cannot set when it runs under valgrind
 $t->skip_all_if(Test::Nginx::valgrind(), 'process titles under valgrind');
-$t->plan(25)->run();
+$t->plan(26)->run();
 
 my $port = $t->port(8080);
 my $dir = $t->testdir;
@@ -107,6 +107,14 @@ my $marker = "$dir/never-ran";
     wait_ms => 0 });
 is($r->{state}, 'starting', 'the next start waits for the stopped forker');
 my $waiting = $r->{id};
+
+# a join before its keeper came: the blank screen, not an Error
+my ($wj, undef, @flush) = attach_join($t, $r, role => 'observer');
+ok((grep { (session_frame_kind($_) // '') eq 'Keyframe' } @flush)
+    && !(grep { (session_frame_kind($_) // '') eq 'Error' } @flush),
+    'a join while it starts gets a Keyframe (of the blank screen) at once')
+    or diag(explain \@flush);
+$wj->close;
 ($st, $r) = api_call($port, '/pty/kill', { id => $waiting });
 ok($st == 200 && $r->{state} eq 'exited' && $r->{closed_reason} eq 'killed',
     'kill ends it at once, as killed') or diag(explain $r);

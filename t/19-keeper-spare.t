@@ -92,12 +92,12 @@ for my $n (102 .. 104) {
 my ($st, $r) = api_call($t->port(8081), '/other/start', {
     command => 'echo "size=$(stty size) env=$SPARE_TEST sh=$BASH"',
     cols => 91, rows => 27, wait_for => 'sh=\S+', wait_ms => 5000 });
-like($r->{screen} // '', qr{size=27 91 env=other sh=/usr/bin/bash},
+like($r->{output} // '', qr{size=27 91 env=other sh=/usr/bin/bash},
     'another location: its size, environment and shell');
 ($st, $r) = api_call($port, '/pty/start', {
     command => 'echo "size=$(stty size) env=${SPARE_TEST-unset} sh=$BASH"',
     cols => 100, rows => 40, wait_for => 'sh=\S+', wait_ms => 5000 });
-like($r->{screen} // '', qr{size=40 100 env=unset sh=/bin/bash},
+like($r->{output} // '', qr{size=40 100 env=unset sh=/bin/bash},
     'the first location: its own');
 
 # a burst, each start right after the last one's answer, before its keeper

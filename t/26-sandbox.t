@@ -43,7 +43,7 @@ sub run_cmd {
     my ($p, $cmd) = @_;
     my ($st, $r) = api_call($p, '/pty/start',
         { command => $cmd, wait_for => 'END', wait_ms => 10000 });
-    return $r ? ($r->{screen} // "") : "status $st";
+    return $r ? ($r->{output} // "") : "status $st";
 }
 
 my $out = run_cmd($port, "test -e /proc/$worker && echo SEES-WORKER; "
@@ -74,6 +74,6 @@ ok($t->wait_until(sub { !procs_running("sleep 1201$$")
 ($st, $s) = api_call($t->port(8081), '/pty/start',
     { command => 'cat /proc/1/cmdline', wait_ms => 3000 });
 is($st, 200, 'an allowed command starts');
-like($s->{screen} // "", qr/bwrap/, 'its pid 1 is the sandbox');
+like($s->{output} // "", qr/bwrap/, 'its pid 1 is the sandbox');
 
 $t->stop();

@@ -44,7 +44,7 @@ my $s = agent_start($t, 'python3');
 like($s->{id}, qr/^pty-\d+$/, 'start: id is pty-N');
 like($s->{session_id}, qr/^[0-9a-f]{8}-[0-9a-f]{4}-7/, 'start: UUIDv7');
 
-my $screen = $s->{screen};
+my $screen = $s->{output};
 $screen = agent_collect($t, $s->{id}, qr/>>> $/, 10, initial => $screen)
     unless $screen =~ />>> $/;
 like($screen, qr/^Python 3.*\n>>> $/s, 'start: the banner and the prompt');

@@ -32,7 +32,9 @@ my $r = agent($t, 'write', { id => $id, input => 'echo hi', submit => 1,
     wait_for => 'NEVER-PRINTED', wait_ms => 600 });
 my $took = time - $t0;
 ok(!$r->{matched} && $r->{timed_out}, 'wait_for: timed_out, not matched');
-ok($took >= 0.55 && $took < 3, sprintf('waited the wait_ms (%.2fs)', $took));
+# upper bounds tell a wait from the default 10 s, with room for a loaded
+# machine (answers there come seconds late)
+ok($took >= 0.55 && $took < 8, sprintf('waited the wait_ms (%.2fs)', $took));
 like($r->{output}, qr/^echo hi\nhi\nready\$ $/, 'output still returned');
 
 # Ctrl-C interrupts a sleep; the prompt comes back at once
@@ -41,7 +43,7 @@ $r = agent($t, 'write', { id => $id, input => 'sleep 100', submit => 1,
 ok($r->{running}, 'sleep 100 running');
 $t0 = time;
 $r = agent($t, 'write', { id => $id, input => '\x03', wait_for => 'ready$ ' });
-ok($r->{matched} && time - $t0 < 3, '\x03 interrupts sleep 100');
+ok($r->{matched} && time - $t0 < 8, '\x03 interrupts sleep 100');
 
 $r = agent($t, 'write', { id => $id, input => 'echo "rc=$?"', submit => 1,
     wait_for => 'ready$ ' });
@@ -97,7 +99,7 @@ $t0 = time;
 $r = agent($t, 'write', { id => $id, input => 'echo late', submit => 1,
     wait_ms => 400 });
 $took = time - $t0;
-ok($took >= 0.35 && $took < 2, sprintf('wait_ms 400 waited %.2fs', $took));
+ok($took >= 0.35 && $took < 8, sprintf('wait_ms 400 waited %.2fs', $took));
 like($r->{output}, qr/\nlate\n/, 'and returned the output');
 ok(!exists $r->{matched}, 'no matched without wait_for');
 

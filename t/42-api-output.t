@@ -55,18 +55,18 @@ my $t0;
 my $n = 150000;                      # 1,038,895 bytes of digits and \n
 $t0 = time;
 $s = agent_start($t, "seq 1 $n", wait_ms => 0);
-my ($out, $pages, $max, $missed, $cursor) = ($s->{screen}, 1, 0, 0, 0);
-$cursor = $s->{cursor};
+my ($out, $pages, $max, $missed, $cursor) = ($s->{output}, 1, 0, 0, 0);
+$cursor = $s->{offset};
 my $deadline = time + 20;
 while (time < $deadline) {
-    $r = agent($t, 'write', { id => $s->{id}, cursor => $cursor,
+    $r = agent($t, 'write', { id => $s->{id}, offset => $cursor,
         wait_ms => 100 });
     last unless $r->{_status} == 200;
     $pages++;
     $out .= $r->{output};
     $max = length $r->{output} if length $r->{output} > $max;
     $missed += $r->{missed};
-    $cursor = $r->{cursor};
+    $cursor = $r->{offset};
     last if !$r->{running} && !$r->{more};
 }
 my $took = time - $t0;
@@ -76,7 +76,7 @@ ok($max <= 65536 && $pages > 15, "pages at most 64k (largest $max)");
 is($out, join('', map { "$_\n" } 1 .. $n), 'every line, in order');
 is($cursor, length($out), 'cursor counts the text delivered');
 
-$r = agent($t, 'write', { id => $s->{id}, cursor => 5 });
+$r = agent($t, 'write', { id => $s->{id}, offset => 5 });
 is($r->{error}{code}, 'cursor_mismatch', 'a stale cursor: 409');
 
 # --- a small ring: the loss is reported -------------------------------------

@@ -62,7 +62,7 @@ $r = at('policy', 'start', { command => 'echo allowed', wait_for => 'allowed' })
 ok($r->{_status} == 200 && $r->{matched}, 'an allowed command runs');
 
 $r = at('fixed', 'start', {});
-like($r->{screen}, qr/fixed-command/, 'pty_command runs without "command"');
+like($r->{output}, qr/fixed-command/, 'pty_command runs without "command"');
 at('fixed', 'kill', { id => $r->{id} });
 $r = at('fixed', 'start', { command => 'id' });
 is($r->{error}{code}, 'command_fixed', 'another command: 403 command_fixed');
@@ -98,20 +98,22 @@ agent($t, 'kill', { id => $_ }) for @ids[1 .. $#ids],
 
 my $t0 = time;
 my $s = at('idle', 'start', { command => 'sleep 30', wait_ms => 0 });
-$r = at('idle', 'write', { id => $s->{id}, wait_ms => 5000 });
+$r = at('idle', 'write', { id => $s->{id}, wait_ms => 10000 });
 my $took = time - $t0;
 is($r->{closed_reason}, 'timeout', 'pty_idle_timeout: Closed timeout');
-ok($took > 0.7 && $took < 4, sprintf('after the idle time (%.2fs)', $took));
+# not before its time; the upper bound only tells it from the program's
+# own 30 s (a loaded machine delays timers and answers by seconds)
+ok($took > 0.7 && $took < 10, sprintf('after the idle time (%.2fs)', $took));
 
 # output keeps a session from idling, not from ageing
 $t0 = time;
 $s = at('aged', 'start',
     { command => 'while :; do echo tick; sleep 0.1; done', wait_ms => 0 });
 my ($ws) = attach_join($t, $s, role => 'observer');
-my $closed = wait_kind($ws, 'Closed', 6);
+my $closed = wait_kind($ws, 'Closed', 15);
 $took = time - $t0;
 is($closed->{payload}{reason}, 'timeout', 'pty_max_age: Closed timeout');
-ok($took > 1.3 && $took < 5, sprintf('at the maximum age (%.2fs)', $took));
+ok($took > 1.3 && $took < 15, sprintf('at the maximum age (%.2fs)', $took));
 
 # --- nginx stops: every session ends ---------------------------------------
 

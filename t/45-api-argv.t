@@ -103,7 +103,7 @@ is($r->{error}{code}, 'unknown_program', 'a program not in PATH: 403 '
 $r = strict('start', { command => q{printf '%s|' 'a b' c "d\"e" f\ g '' 'h$i'},
     wait_for => 'h$i|' });
 is($r->{_status}, 200, 'printf with quoted words: 200');
-like($r->{screen}, qr/a b\|c\|d"e\|f g\|\|h\$i\|/,
+like($r->{output}, qr/a b\|c\|d"e\|f g\|\|h\$i\|/,
     'the program got its words exactly as quoted');
 
 $r = strict('start', { command => 'python3 -q', wait_for => '>>> ' });
@@ -117,8 +117,9 @@ strict('kill', { id => $py });
 $r = strict('start', { command => 'cat', wait_ms => 0 });
 is($r->{_status}, 200, 'cat runs');
 $r = strict('write', { id => $r->{id}, input => 'hello', submit => 1,
-    wait_for => "hello\nhello" });
-ok($r->{matched}, 'and echoes');
+    wait_for => "hello" });
+ok($r->{matched} && $r->{output} =~ /^hello\nhello\n/,
+    'and echoes (wait_for is matched by the output, not by the echo)');
 strict('kill', { id => $r->{id} });
 
 $r = strict('start', { command => 'top -b -n1', wait_for => 'PID' });

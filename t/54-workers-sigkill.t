@@ -116,7 +116,11 @@ my ($fresh) = attach_workers($t, $s, 1, not => { map { $_ => 1 }
 ok($fresh && $fresh->[2] == $respawned, 'attached to the new worker');
 my @f = join_session($fresh->[0], replay_from => $last);
 my $txt = join '', map { decode_output($_) } @f;
-my $want = (($txt =~ /tick (\d+)\r\n(?!.*tick)/s)[0] // 0) + 10;
+# ten ticks past the last whole one its observer saw: the replay may hold
+# only the end of a tick line (a line can span two Output frames), so the
+# replayed text alone can hold no whole tick to count from
+my $seen = join '', map { decode_output($_) } @{$frames[1]};
+my $want = (($seen =~ /tick (\d+)\r\n(?!.*tick)/s)[0] // 0) + 10;
 push @f, $fresh->[0]->recv_until(sub {
     ($txt .= decode_output($_[0])) =~ /tick $want\r/ }, 10)
     unless $txt =~ /tick $want\r/;

@@ -41,12 +41,12 @@ my ($st, $r, $h) = call($c[0], 'start', { command =>
 is($st, 200, "started through worker $w[0]");
 is($h->{'x-pty-worker'}, $w[0], '... and answered by it');
 my $id = $r->{id};
-my $text = $r->{screen};
+my $text = $r->{output};
 like($text, qr/\$ $/, 'the start answer has the prompt');
 
 ($st, $r, $h) = call($c[1], 'write', { id => $id, input => 'echo one',
     submit => JSON::PP::true, wait_for => "one\n\$ ",
-    cursor => $r->{cursor} });
+    offset => $r->{offset} });
 is($st, 200, "write through worker $w[1]") or diag explain $r;
 is($h->{'x-pty-worker'}, $w[1], '... answered by it');
 ok($r->{matched}, 'wait_for matched there');
@@ -54,7 +54,7 @@ $text .= $r->{output};
 
 ($st, $r, $h) = call($c[2], 'write', { id => $id, input => 'echo two',
     submit => JSON::PP::true, wait_for => "two\n\$ ",
-    cursor => $r->{cursor} });
+    offset => $r->{offset} });
 is($st, 200, "write through worker $w[2], cursor accepted");
 like($r->{output}, qr/^echo two/,
     'it continues the unfinished line, not repeating the prompt');
@@ -62,7 +62,7 @@ $text .= $r->{output};
 
 ($st, $r) = call($c[0], 'write', { id => $id, input => 'echo three',
     submit => JSON::PP::true, wait_for => "three\n\$ ",
-    cursor => $r->{cursor} });
+    offset => $r->{offset} });
 is($st, 200, "back to worker $w[0]");
 $text .= $r->{output};
 
@@ -78,14 +78,14 @@ like($r->{screen}, qr/three\n\$ ?$/m, 'the screen, rebuilt from the ring');
 # each answer lets go of the session before it is sent: the next call,
 # through another worker at once, is never told the session is busy
 my (@bad, $cursor);
-$cursor = $r->{cursor};
+$cursor = $r->{offset};
 for my $i (1 .. 2000) {
     ($st, $r) = call($c[$i % 3], 'write', { id => $id, input => "echo r$i",
         submit => JSON::PP::true, wait_for => "r$i\n\$ ",
-        cursor => $cursor });
+        offset => $cursor });
     push @bad, "$i: $st " . ($r->{error}{code} // '') if $st != 200;
     last if $st != 200;
-    $cursor = $r->{cursor};
+    $cursor = $r->{offset};
 }
 is("@bad", '', '2000 writes round the workers, each answered at once');
 

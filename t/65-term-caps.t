@@ -77,7 +77,7 @@ is_deeply([@{$f[-1]{payload}}{qw/cols rows/}], [50, 40],
     'the next Resize is the one within the cap');
 ok(!grep({ (kind($_) // '') eq 'Resize' && $_->{payload}{cols} == 1000 } @f),
     'the refused one was not applied');
-($st, $r) = api_call($port, '/pty/list', {});
+($st, $r) = api_call($port, '/pty/list', { full => \1 });
 my ($me) = grep { $_->{id} eq $s->{id} } @{$r->{sessions}};
 is_deeply([@$me{qw/cols rows/}], [50, 40], 'the session is 50x40');
 $ws->close;

@@ -33,8 +33,9 @@ ngx_int_t __wrap_ngx_pty_session_kill(ngx_pty_session_t *s,
     ngx_uint_t reason);
 ngx_pty_session_t *__wrap_ngx_pty_session_start(ngx_pty_start_t *st,
     ngx_log_t *log);
-u_char *__wrap_ngx_pty_session_screen_text(ngx_pty_session_t *s,
-    size_t *len);
+ngx_int_t __wrap_ngx_pty_session_screen_apply(ngx_pty_session_t *s,
+    ngx_pty_screen_handler_pt handler, void *data);
+void __wrap_ngx_pty_session_settle(ngx_pty_session_t *s);
 void __wrap_ngx_pty_sessions_stat(ngx_pty_sessions_stat_t *st);
 
 
@@ -110,17 +111,28 @@ __wrap_ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 }
 
 
-u_char *
-__wrap_ngx_pty_session_screen_text(ngx_pty_session_t *s, size_t *len)
+ngx_int_t
+__wrap_ngx_pty_session_screen_apply(ngx_pty_session_t *s,
+    ngx_pty_screen_handler_pt handler, void *data)
 {
-    u_char  *p;
+    ngx_pty_screen_t  *screen;
 
-    p = malloc(8);
-    fuzz_assert(p != NULL);
-    ngx_memcpy(p, "$ ready", 7);
-    *len = 7;
+    static u_char  text[] = "$ ready\r\n\x1b[7mmenu\x1b[m";
 
-    return p;
+    screen = ngx_pty_screen_create(20, 4);
+    fuzz_assert(screen != NULL);
+
+    ngx_pty_screen_feed(screen, text, sizeof(text) - 1);
+    handler(screen, data);
+    ngx_pty_screen_destroy(screen);
+
+    return NGX_OK;
+}
+
+
+void
+__wrap_ngx_pty_session_settle(ngx_pty_session_t *s)
+{
 }
 
 

@@ -114,7 +114,10 @@ clean_7bit_utf8(const u_char *p, size_t n)
     unsigned  k, need;
 
     for (i = 0; i < n; i++) {
-        if (p[i] == 0x1b || p[i] == 0x07 || (p[i] >= 0x20 && p[i] < 0x7f)) {
+        /* LF and SO: a soft wrap into the top row, the G1 set shifted in */
+        if (p[i] == 0x1b || p[i] == 0x07 || p[i] == 0x0a || p[i] == 0x0e
+            || (p[i] >= 0x20 && p[i] < 0x7f))
+        {
             continue;
         }
 
@@ -122,8 +125,19 @@ clean_7bit_utf8(const u_char *p, size_t n)
                : (p[i] >= 0xe0 && p[i] < 0xf0) ? 2
                : (p[i] >= 0xf0 && p[i] < 0xf5) ? 3 : 0;
 
-        if (need == 0 || i + need >= n) {
+        if (need == 0) {
             return 0;
+        }
+
+        if (i + need >= n) {
+            /* the character the input stopped in, last */
+            for (k = 1; i + k < n; k++) {
+                if ((p[i + k] & 0xc0) != 0x80) {
+                    return 0;
+                }
+            }
+
+            return 1;
         }
 
         for (k = 1; k <= need; k++) {

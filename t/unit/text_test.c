@@ -794,6 +794,43 @@ test_dropped(void)
 }
 
 
+/* a loss: the line ends as it was, a note follows, nothing joins them */
+
+static void
+test_break(void)
+{
+    ngx_pty_text_t       *t;
+    ngx_pty_text_view_t   v;
+
+    t = ngx_pty_text_create(0);
+    if (t == NULL) {
+        printf("Bail out! out of memory\n");
+        exit(2);
+    }
+
+    feed(t, "total=", 6);
+    view(t, &v, 1);
+
+    /* cut inside an escape sequence and a UTF-8 character */
+    feed(t, "\x1b[3", 4);
+    ngx_pty_text_break(t);
+    ngx_pty_text_note(t, (u_char *) "[lost]", 6);
+    feed(t, "42\r\n", 4);
+    view(t, &v, 1);
+    check("break: the taken line ends, the note, then a new line",
+          v.data, v.len, (u_char *) "\n[lost]\n42\n", 11);
+
+    feed(t, "abc\xc3", 4);
+    ngx_pty_text_break(t);
+    feed(t, "def\r\n", 5);
+    view(t, &v, 1);
+    check("break: an unfinished line, never taken, ends as it was",
+          v.data, v.len, (u_char *) "abc\ndef\n", 8);
+
+    ngx_pty_text_destroy(t);
+}
+
+
 /* random control-heavy soup: any split gives the same as one feed */
 
 static void
@@ -854,7 +891,7 @@ test_fuzz(void)
 
 /* tests outside the table and the step lists: peek 12, big 14, dropped 5,
  * fuzz 1 */
-#define FIXED_TESTS  32
+#define FIXED_TESTS  34
 
 
 static ngx_pty_text_step_t  *all_steps[] = {
@@ -895,6 +932,7 @@ main(void)
     test_peek();
     test_big();
     test_dropped();
+    test_break();
     test_fuzz();
 
     if ((size_t) test_no != plan) {

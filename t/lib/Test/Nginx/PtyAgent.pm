@@ -18,7 +18,7 @@ use Test::Nginx::PtyAPI qw(api_call);
 
 our @EXPORT = qw(agent agent_collect agent_start);
 
-my %BOOL = map { $_ => 1 } qw(submit);
+my %BOOL = map { $_ => 1 } qw(submit highlights running full);
 
 sub agent {
     my ($t, $call, $body, %opts) = @_;

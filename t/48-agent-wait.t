@@ -1,0 +1,144 @@
+#!/usr/bin/perl
+
+# What write's wait_for means: output that answers this call's input,
+# not text from before it and not the terminal's echo of the input.
+# wait_for_regex, a wait_for that can never match, unknown members, and
+# paging that answers at once while "more" is true.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use Time::HiRes qw(time);
+use Test::More;
+use Test::Nginx;
+use Test::Nginx::Pty;
+use Test::Nginx::PtyAgent;
+
+my $t = pty_nginx();
+$t->plan(25)->run();
+
+# --- node's REPL: a stale prompt, and "> " inside the echo ------------------
+
+SKIP: {
+    skip 'node is not installed', 3 unless `node --version 2>/dev/null`;
+
+    # node prints its banner, "> ", a history warning and "> " again; start
+    # answers at the first quiet moment, maybe between the two prompts
+    my $s = agent_start($t, 'node', wait_for => '> ');
+    my $r = agent($t, 'write', { id => $s->{id},
+        input => "[1,2,3].map(x => x * 2).join('-')", submit => 1,
+        wait_for => '> ' });
+    ok($r->{matched}, 'node: wait_for "> " matched');
+    like($r->{output}, qr/'2-4-6'\n> $/,
+        'node: the answer is in, after the echo with its "x => "');
+    $r = agent($t, 'write', { id => $s->{id}, input => '6*7', submit => 1,
+        wait_for => '> ' });
+    like($r->{output}, qr/^6\*7\n42\n> $/, 'node: the next one as well');
+    agent($t, 'kill', { id => $s->{id} });
+}
+
+# --- the echo and old text never satisfy the wait ---------------------------
+
+my $sh = 'PS1="ready\$ " exec bash --norc --noprofile -i';
+my $s = agent_start($t, $sh, wait_for => 'ready$ ');
+my $id = $s->{id};
+
+# the unread "MARK" from before the call stays in the answer, unmatched
+agent($t, 'write', { id => $id, input => 'echo MARK', submit => 1,
+    wait_ms => 0 });
+$t->wait_until(sub { agent($t, 'read', { id => $id })->{screen}
+    =~ /^MARK$/m }, 5);
+my $t0 = time;
+my $r = agent($t, 'write', { id => $id, input => 'sleep 1; echo done',
+    submit => 1, wait_for => 'MARK' , wait_ms => 1500 });
+ok(!$r->{matched} && $r->{timed_out}, 'text from before the input: no match');
+like($r->{output}, qr/MARK\nready\$ sleep 1; echo done\n/,
+    'and it is still in the answer');
+$r = agent($t, 'write', { id => $id, wait_for => 'ready$ ' });
+
+# wait_for that is only in the echo of the input times out
+$r = agent($t, 'write', { id => $id, input => 'true ECHO-ONLY', submit => 1,
+    wait_for => 'ECHO-ONLY', wait_ms => 800 });
+ok(!$r->{matched} && $r->{timed_out}, 'wait_for in the echo: no match');
+like($r->{output}, qr/^true ECHO-ONLY\nready\$ $/, 'the echo is returned');
+
+# the same text in the program's output does match
+$r = agent($t, 'write', { id => $id, input => 'echo ECHO-ONLY', submit => 1,
+    wait_for => 'ECHO-ONLY' });
+ok($r->{matched}, 'the same string in the output matches');
+like($r->{output}, qr/^echo ECHO-ONLY\nECHO-ONLY\n/, 'after the echo');
+agent($t, 'write', { id => $id, wait_for => 'ready$ ' });
+
+# a line edited with DEL and the arrows is still known as the echo
+$r = agent($t, 'write', { id => $id,
+    input => 'echo ab\x7fc\e[DX', submit => 1, wait_for => 'aXc' });
+ok($r->{matched}, 'an edited line: its echo known, the output matched');
+like($r->{output}, qr/^echo aXc\naXc\n/, 'edited line and output');
+agent($t, 'write', { id => $id, wait_for => 'ready$ ' });
+
+# a poll (no input) in a session never typed into: all unread output counts
+my $q = agent_start($t, 'echo READY-X; sleep 30', wait_ms => 0);
+$t->wait_until(sub { agent($t, 'read', { id => $q->{id} })->{screen}
+    =~ /READY-X/ }, 5);
+$r = agent($t, 'write', { id => $q->{id}, wait_for => 'READY-X',
+    wait_ms => 1000 });
+ok($r->{matched}, 'a poll matches output already there when nothing was typed');
+agent($t, 'kill', { id => $q->{id} });
+
+# --- wait_for_regex ---------------------------------------------------------
+
+$r = agent($t, 'write', { id => $id, input => 'echo -n "Password: "; read x',
+    submit => 1, wait_for_regex => '(\$ |Password: )$' });
+ok($r->{matched}, 'regex: one of two outcomes');
+like($r->{output}, qr/Password: $/, 'the prompt at the end of the text');
+$r = agent($t, 'write', { id => $id, input => 'x', submit => 1,
+    wait_for_regex => '^ready\$ $' });
+ok($r->{matched}, 'regex: ^ anchors where the text after the echo starts');
+$r = agent($t, 'write', { id => $id, input => 'echo ok', submit => 1,
+    wait_for_regex => 'ok\nready\$ $' });
+ok($r->{matched}, 'regex: the prompt anchored at the end');
+
+$r = agent($t, 'write', { id => $id, wait_for_regex => '(' });
+is($r->{error}{code}, 'bad_regex', 'a bad regex: 400 bad_regex');
+
+# --- bad waits are refused at once ------------------------------------------
+
+$t0 = time;
+$r = agent($t, 'write', { id => $id, wait_for => "ready\$ \r" });
+ok($r->{_status} == 400 && $r->{error}{code} eq 'never_matches'
+    && time - $t0 < 2, 'wait_for with a CR: 400 never_matches at once');
+like($r->{error}{message}, qr/carriage return/, 'saying why');
+$r = agent($t, 'write', { id => $id, wait_for => "a \nb" });
+is($r->{error}{code}, 'never_matches', 'a blank before \n: never_matches');
+
+# --- unknown members ---------------------------------------------------------
+
+$r = agent($t, 'write', { id => $id, waitfor => 'zzz' });
+is($r->{_status}, 400, 'a typo: 400');
+like($r->{error}{message}, qr/unknown member "waitfor"/,
+    'naming the member');
+is($r->{error}{member}, 'waitfor', 'and in its own field');
+
+# --- paging: full pages, no wait while "more" ------------------------------
+
+my $p = agent_start($t, 'seq 1 40000; echo END; sleep 30', wait_ms => 0);
+$t->wait_until(sub { agent($t, 'read', { id => $p->{id} })->{screen}
+    =~ /^END$/m }, 10);
+my @sizes;
+my $slow = 0;
+my $more = 1;
+while ($more) {
+    $t0 = time;
+    $r = agent($t, 'write', { id => $p->{id} });
+    last unless $r->{_status} == 200;
+    $slow++ if time - $t0 > 0.5;
+    push @sizes, length $r->{output};
+    $more = $r->{more};
+}
+pop @sizes;
+ok(@sizes >= 3 && !grep({ $_ != 65536 } @sizes),
+    'every page but the last is full (' . join(',', @sizes) . ')');
+is($slow, 0, 'no wait on a call made while "more" was true');

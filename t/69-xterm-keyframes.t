@@ -1,0 +1,179 @@
+#!/usr/bin/perl
+
+# Keyframes that xterm.js renders exactly.  Two @xterm/headless terminals
+# (5.5.0, the demo page's, and 6.0.0), one fed the whole stream, one fed
+# a Keyframe and the Output after its anchor_sequence, must be identical:
+# every cell (character, width, attributes, colours), soft-wrap flags,
+# cursor, active buffer, modes, character sets, tab stops, margins, the
+# saved cursor, the pen, the title (t/xterm/xtstate.js, t/xterm/difftest.js).
+#
+# 1. The scenario classes through nginx, as a web IDE sees them: a session
+#    prints the first part, a late joiner gets its Keyframe, the session
+#    prints the rest; the Output of a client that watched from the start
+#    and the late joiner's Keyframe and Output go to the comparison.
+# 2. The same corpus (t/xterm/corpus) through build/vtpair, which runs the
+#    module's own snapshot code, with the Keyframe between the parts.
+# 3. The classes known to differ still (t/xterm/known): TODO, one each.
+# 4. Random streams of the classes that pass (gen.js): XTERM_STREAMS of
+#    them (default 2000; 300 under CI), seed XTERM_SEED (default: the
+#    day).  The full run: node t/xterm/difftest.js --random 100000.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use JSON::PP ();
+use MIME::Base64 qw(decode_base64);
+use Test::More;
+use Test::Nginx;
+use Test::Nginx::Pty;
+use Test::Nginx::PtyWS qw(decode_output session_frame_kind);
+
+my $dir = "$FindBin::Bin/xterm";
+my $node = `sh -c 'command -v node'` =~ s/\s+$//r;
+
+die "node is missing: scripts/install-deps.sh installs it\n" unless $node;
+die "t/xterm/node_modules is missing: run make xterm (npm ci in t/xterm)\n"
+    unless -f "$dir/node_modules/.package-lock.json";
+
+my $json = JSON::PP->new->canonical;
+
+sub difftest {
+    my (@args) = @_;
+    my $out = `$node $dir/difftest.js @args 2>&1`;
+    my ($pass, $fail) = $out =~ /^(\d+) passed, (\d+) failed$/m;
+    return ($pass // 0, $fail // -1, $out);
+}
+
+sub read_case {
+    my ($f) = @_;
+    open my $fh, '<', $f or die "$f: $!\n";
+    local $/;
+    return $json->decode(<$fh>);
+}
+
+sub bytes_of {
+    my ($op) = @_;
+    return pack('H*', $op->{x}) if defined $op->{x};
+    my $d = $op->{d};
+    utf8::encode($d);
+    return $d;
+}
+
+my @corpus = sort glob "$dir/corpus/*.json";
+my @known = sort glob "$dir/known/*.json";
+
+# --- 1. through nginx -------------------------------------------------------
+
+my $t = pty_nginx();
+$t->run();
+
+my $n = 0;
+for my $file (@corpus) {
+    my $c = read_case($file);
+    my @ops = @{$c->{ops}};
+    my ($k) = grep { $ops[$_]{keyframe} } 0 .. $#ops;
+
+    # two parts, no resize: what a program prints before and after
+    next if grep { $_->{resize} } @ops;
+    my $p1 = join '', map { bytes_of($_) } @ops[0 .. $k - 1];
+    my $p2 = join '', map { bytes_of($_) } @ops[$k + 1 .. $#ops];
+    (my $name = $file) =~ s{.*/|\.json$}{}g;
+    $t->write_file("$name.1", $p1);
+    $t->write_file("$name.2", $p2);
+    my $td = $t->testdir;
+
+    my $s = start_session($t, "stty raw -echo; cat $td/$name.1; read x; "
+        . "cat $td/$name.2; read y", cols => $c->{cols}, rows => $c->{rows});
+
+    # the client that watches from the start (replayed from the first frame)
+    my ($early, undef, @replay) = attach_join($t, $s, replay_from => 0);
+    my %out;
+    collect(\%out, $_) for @replay;
+    $early->recv_until(sub { collect(\%out, $_[0]);
+        length(join '', values %out) >= length $p1 }, 10,
+        "$name: the first part")
+        if length(join '', values %out) < length $p1;
+
+    # the late joiner
+    my ($late, undef, @flush) = attach_join($t, $s, role => 'observer');
+    my ($kf) = grep { (session_frame_kind($_) // '') eq 'Keyframe' } @flush;
+
+    Test::Nginx::Pty::send_input($early, "\n");
+    my (%late_out, $want);
+    $want = length($p1) + length($p2);
+    $early->recv_until(sub { collect(\%out, $_[0]);
+        length(join '', map { $out{$_} } keys %out) >= $want }, 10,
+        "$name: the second part");
+    my $anchor = $kf ? $kf->{payload}{anchor_sequence} : 0;
+    my $after = length join '', map { $out{$_} } grep { $_ > $anchor }
+        keys %out;
+    collect(\%late_out, $_) for @flush;
+    $late->recv_until(sub { collect(\%late_out, $_[0]);
+        length(join '', map { $late_out{$_} } grep { $_ > $anchor }
+            keys %late_out) >= $after }, 10, "$name: the late joiner's rest")
+        if $after;
+
+    my @seq = sort { $a <=> $b } keys %out;
+    my @late_seq = sort { $a <=> $b } grep { $_ > $anchor } keys %late_out;
+    is(join(',', @late_seq), join(',', grep { $_ > $anchor } @seq),
+        "$name: the late joiner gets the Output after anchor_sequence");
+
+    my $case = {
+        cols => $c->{cols}, rows => $c->{rows},
+        ops => [ map { { x => unpack('H*', $out{$_}) } } @seq ],
+        keyframe => {
+            at => scalar(grep { $_ <= $anchor } @seq),
+            snapshot => $kf ? $kf->{payload}{snapshot} : '',
+            cols => $kf ? $kf->{payload}{snapshot_cols} : $c->{cols},
+            rows => $kf ? $kf->{payload}{snapshot_rows} : $c->{rows},
+        },
+    };
+    $t->write_file("$name.case.json", $json->encode($case));
+    my ($pass, $fail, $log) = difftest('--cases', "$td/$name.case.json");
+    ok($pass == 1 && $fail == 0, "$name: through nginx, xterm.js shows the "
+        . 'same screen to the late joiner') or diag($log);
+
+    $early->close;
+    $late->close;
+    $n++;
+}
+cmp_ok($n, '>=', 15, "$n scenario classes through nginx");
+
+sub collect {
+    my ($h, $m) = @_;
+    return unless ($m->{op} // '') eq 'pty.session_frame';
+    return unless (session_frame_kind($m) // '') eq 'Output';
+    $h->{$m->{sequence}} = decode_base64($m->{payload}{data});
+}
+
+# --- 2. the corpus through build/vtpair -------------------------------------
+
+my ($pass, $fail, $log) = difftest('--quiet', '--cases', @corpus);
+ok($fail == 0 && $pass == @corpus, 'corpus: ' . scalar(@corpus)
+    . ' cases, Keyframe and stream the same in both xterm.js versions')
+    or diag($log);
+
+# --- 3. known differences ------------------------------------------------------
+
+TODO: {
+    local $TODO = 'not restored yet (docs/SNAPSHOT.md, Known differences)';
+    for my $file (@known) {
+        (my $name = $file) =~ s{.*/|\.json$}{}g;
+        my ($p, $f) = difftest('--quiet', '--cases', $file);
+        ok($f == 0 && $p == 1, "known: $name");
+    }
+}
+
+# --- 4. random streams ----------------------------------------------------------
+
+my $streams = $ENV{XTERM_STREAMS} // ($ENV{CI} ? 300 : 2000);
+my $seed = $ENV{XTERM_SEED} // int(time / 86400);
+($pass, $fail, $log) = difftest('--quiet', '--random', $streams,
+    '--seed', $seed, '--classes', 'text,wide', '--max-fail', 3);
+ok($fail == 0 && $pass == $streams, "$streams random streams of text and "
+    . "wide glyphs (seed $seed)") or diag($log);
+
+$t->done_testing();

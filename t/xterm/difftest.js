@@ -1,0 +1,353 @@
+'use strict';
+
+// The differential Keyframe test: a terminal fed the whole stream and a
+// terminal fed a Keyframe plus the output after it must be identical, in
+// xterm.js (@xterm/headless, each version of xtstate.VERSIONS).
+//
+//   node difftest.js --cases FILE|DIR...     cases given (JSON, see below)
+//   node difftest.js --random N [--seed S] [--classes a,b] [--save DIR]
+//
+// A case: {"name", "cols", "rows", "ops": [...], "keyframe": ...}.  An op
+// is {"d": "text"} (UTF-8), {"x": "hex bytes"}, {"resize": [cols, rows]}
+// or {"keyframe": true} (where the late joiner's Keyframe is taken: the
+// snapshot comes from build/vtpair, ngx_pty_screen itself).  A case taken
+// through nginx carries its Keyframe instead: "keyframe": {"at": index of
+// the first op after it, "snapshot": base64, "cols", "rows"}.
+//
+// Random streams mix the classes of gen.js; a failing one is shrunk to a
+// minimal case, printed, and with --save written as DIR/<name>.json.
+// Exit 0 when every case passes, 1 otherwise.
+
+const fs = require('fs');
+const path = require('path');
+const { spawn } = require('child_process');
+const xs = require('./xtstate');
+const gen = require('./gen');
+
+const VTPAIR = process.env.VTPAIR
+    || path.join(__dirname, '..', '..', 'build', 'vtpair');
+
+// --- build/vtpair over a pipe ---------------------------------------------
+
+class Model {
+    constructor() {
+        this.p = spawn(VTPAIR, [], { stdio: ['pipe', 'pipe', 'inherit'] });
+        this.buf = Buffer.alloc(0);
+        this.waiting = null;
+        this.p.stdout.on('data', (d) => {
+            this.buf = Buffer.concat([this.buf, d]);
+            this.check();
+        });
+        this.p.on('exit', (code) => {
+            if (this.waiting) {
+                this.waiting.reject(new Error('vtpair exited ' + code));
+            }
+        });
+    }
+    check() {
+        const w = this.waiting;
+        if (!w || this.buf.length < w.head) {
+            return;
+        }
+        const len = this.buf.readUInt32LE(0);
+        if (this.buf.length < w.head + len) {
+            return;
+        }
+        const r = { data: this.buf.subarray(w.head, w.head + len) };
+        if (w.head === 8) {
+            r.cols = this.buf.readUInt16LE(4);
+            r.rows = this.buf.readUInt16LE(6);
+        }
+        this.buf = this.buf.subarray(w.head + len);
+        this.waiting = null;
+        w.resolve(r);
+    }
+    send(b) { this.p.stdin.write(b); }
+    create(cols, rows) { this.send(this.size('N', cols, rows)); }
+    resize(cols, rows) { this.send(this.size('R', cols, rows)); }
+    size(op, cols, rows) {
+        const b = Buffer.alloc(5);
+        b.write(op, 0, 'latin1');
+        b.writeUInt16LE(cols, 1);
+        b.writeUInt16LE(rows, 3);
+        return b;
+    }
+    feed(data) {
+        const h = Buffer.alloc(5);
+        h.write('D', 0, 'latin1');
+        h.writeUInt32LE(data.length, 1);
+        this.send(Buffer.concat([h, data]));
+    }
+    snapshot() {
+        return new Promise((resolve, reject) => {
+            this.waiting = { resolve, reject, head: 8 };
+            this.send(Buffer.from('S'));
+            this.check();
+        });
+    }
+    close() { this.p.stdin.end(); }
+}
+
+// --- cases -----------------------------------------------------------------
+
+function opBytes(op) {
+    if (op.d !== undefined) {
+        return Buffer.from(op.d, 'utf8');
+    }
+    if (op.x !== undefined) {
+        return Buffer.from(op.x, 'hex');
+    }
+    return null;
+}
+
+// the Keyframe of a case: {at, snapshot (Buffer), cols, rows}
+async function keyframeOf(model, c) {
+    if (c.keyframe) {
+        return { at: c.keyframe.at, cols: c.keyframe.cols,
+                 rows: c.keyframe.rows,
+                 snapshot: Buffer.from(c.keyframe.snapshot, 'base64') };
+    }
+    model.create(c.cols, c.rows);
+    for (let i = 0; i < c.ops.length; i++) {
+        const op = c.ops[i];
+        if (op.keyframe) {
+            const s = await model.snapshot();
+            return { at: i + 1, cols: s.cols, rows: s.rows, snapshot: s.data };
+        }
+        if (op.resize) {
+            model.resize(op.resize[0], op.resize[1]);
+        } else {
+            model.feed(opBytes(op));
+        }
+    }
+    const s = await model.snapshot();
+    return { at: c.ops.length, cols: s.cols, rows: s.rows, snapshot: s.data };
+}
+
+async function apply(t, ops) {
+    for (const op of ops) {
+        if (op.resize) {
+            t.resize(op.resize[0], op.resize[1]);
+        } else if (!op.keyframe) {
+            await xs.write(t, opBytes(op));
+        }
+    }
+}
+
+const terms = {};
+
+// a new terminal each time: RIS leaves some options as the last case set
+// them (5.5 keeps DECSCUSR and ?12 in the options)
+function fresh(X, v, slot, cols, rows) {
+    const key = v + '/' + slot;
+    if (terms[key]) {
+        terms[key].dispose();
+    }
+    return (terms[key] = xs.newTerminal(X, cols, rows));
+}
+
+// [] when the case passes, else the differences found
+async function runCase(model, c) {
+    const kf = await keyframeOf(model, c);
+    const problems = [];
+    for (const v of xs.VERSIONS) {
+        const X = xs.load(v);
+        const a = fresh(X, v, 'a', c.cols, c.rows);
+        await apply(a, c.ops.slice(0, kf.at));
+        const sa = xs.state(a);
+        const b = fresh(X, v, 'b', kf.cols, kf.rows);
+        await xs.write(b, kf.snapshot);
+        let d = xs.diff(sa, xs.state(b), 8);
+        if (!d.length) {
+            await apply(a, c.ops.slice(kf.at));
+            await apply(b, c.ops.slice(kf.at));
+            d = xs.diff(xs.state(a), xs.state(b), 8).map((l) => 'later' + l);
+        }
+        if (d.length) {
+            problems.push(...d.map((l) => 'xterm ' + v + ': ' + l));
+        }
+    }
+    return problems;
+}
+
+// --- shrinking ---------------------------------------------------------------
+
+// the case's ops as [bytes...], the keyframe and resizes kept as markers
+function flatten(c) {
+    return c.ops.map((op) => op.keyframe || op.resize ? op
+        : { x: opBytes(op).toString('hex') });
+}
+
+function validUtf8(c) {
+    const b = Buffer.concat(c.ops.map(opBytes).filter((x) => x));
+    return Buffer.from(b.toString('utf8'), 'utf8').equals(b);
+}
+
+// what kind of difference: the first one's place, without numbers
+function signature(problems) {
+    return problems.length
+        ? problems[0].replace(/^xterm [\d.]+: /, '').replace(/:.*/, '')
+            .replace(/\d+/g, 'N')
+        : '';
+}
+
+// still failing the same way, and no byte string the original could not
+// have been
+async function fails(model, c, utf8, sig) {
+    if (utf8 && !validUtf8(c)) {
+        return false;
+    }
+    return signature(await runCase(model, c)) === sig;
+}
+
+// bytes of each op, halving the piece size (this can make sequences no
+// program writes: only with --shrink-bytes)
+async function shrinkBytes(model, cur, utf8, sig) {
+    for (let i = 0; i < cur.ops.length; i++) {
+        if (cur.ops[i].x === undefined) {
+            continue;
+        }
+        let bytes = Buffer.from(cur.ops[i].x, 'hex');
+        for (let n = bytes.length >> 1 || 1; n >= 1; n = n > 1 ? n >> 1 : 0) {
+            for (let k = 0; k + n <= bytes.length; /* */) {
+                const nb = Buffer.concat([bytes.subarray(0, k),
+                                          bytes.subarray(k + n)]);
+                const ops = cur.ops.slice();
+                ops[i] = { x: nb.toString('hex') };
+                const t = { ...cur, ops };
+                if (await fails(model, t, utf8, sig)) {
+                    cur = t;
+                    bytes = nb;
+                } else {
+                    k += n;
+                }
+            }
+        }
+    }
+    return cur;
+}
+
+let bytes = false;
+
+async function shrink(model, c) {
+    const utf8 = validUtf8(c);
+    const sig = signature(await runCase(model, c));
+    let cur = { ...c, ops: flatten(c) };
+    // whole ops first, then bytes of each op, halving the piece size
+    for (let i = cur.ops.length - 1; i >= 0; i--) {
+        if (cur.ops[i].keyframe) {
+            continue;
+        }
+        const t = { ...cur, ops: cur.ops.filter((_, k) => k !== i) };
+        if (await fails(model, t, utf8, sig)) {
+            cur = t;
+        }
+    }
+    if (bytes) {
+        cur = await shrinkBytes(model, cur, utf8, sig);
+    }
+    // readable again where the bytes are UTF-8
+    cur.ops = cur.ops.map((op) => {
+        if (op.x === undefined) {
+            return op;
+        }
+        const b = Buffer.from(op.x, 'hex');
+        const s = b.toString('utf8');
+        return Buffer.from(s, 'utf8').equals(b) ? { d: s } : op;
+    });
+    return cur;
+}
+
+// --- main --------------------------------------------------------------------
+
+function readCases(p) {
+    if (fs.statSync(p).isDirectory()) {
+        return fs.readdirSync(p).filter((f) => f.endsWith('.json')).sort()
+            .flatMap((f) => readCases(path.join(p, f)));
+    }
+    const j = JSON.parse(fs.readFileSync(p, 'utf8'));
+    return (Array.isArray(j) ? j : [j]).map((c, i) =>
+        ({ name: path.basename(p, '.json') + (Array.isArray(j) ? '#' + i : ''),
+           ...c }));
+}
+
+async function main() {
+    const argv = process.argv.slice(2);
+    const opt = { cases: [], random: 0, seed: 1, classes: null, save: null,
+                  quiet: false, maxFail: 10 };
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        if (a === '--cases') {
+            while (argv[i + 1] && !argv[i + 1].startsWith('--')) {
+                opt.cases.push(...readCases(argv[++i]));
+            }
+        } else if (a === '--random') {
+            opt.random = Number(argv[++i]);
+        } else if (a === '--seed') {
+            opt.seed = Number(argv[++i]);
+        } else if (a === '--classes') {
+            opt.classes = argv[++i].split(',');
+        } else if (a === '--save') {
+            opt.save = argv[++i];
+        } else if (a === '--max-fail') {
+            opt.maxFail = Number(argv[++i]);
+        } else if (a === '--shrink-bytes') {
+            bytes = true;
+        } else if (a === '--quiet') {
+            opt.quiet = true;
+        } else {
+            console.error('unknown argument ' + a);
+            process.exit(2);
+        }
+    }
+
+    const model = new Model();
+    let passed = 0, failed = 0;
+
+    for (const c of opt.cases) {
+        const d = await runCase(model, c);
+        if (d.length) {
+            failed++;
+            console.log('not ok - ' + c.name + '\n  ' + d.join('\n  '));
+        } else {
+            passed++;
+            if (!opt.quiet) {
+                console.log('ok - ' + c.name);
+            }
+        }
+    }
+
+    const rng = gen.rng(opt.seed);
+    for (let i = 0; i < opt.random && failed < opt.maxFail; i++) {
+        const c = gen.randomCase(rng, opt.classes);
+        c.name = 'random seed ' + opt.seed + ' #' + i;
+        const d = await runCase(model, c);
+        if (!d.length) {
+            passed++;
+            continue;
+        }
+        failed++;
+        const m = await shrink(model, c);
+        const dm = await runCase(model, m);
+        m.name = 'shrunk-' + opt.seed + '-' + i;
+        console.log('not ok - ' + c.name + ' (shrunk: '
+            + JSON.stringify({ cols: m.cols, rows: m.rows, ops: m.ops })
+            + ')\n  ' + (dm.length ? dm : d).join('\n  '));
+        if (opt.save) {
+            fs.mkdirSync(opt.save, { recursive: true });
+            fs.writeFileSync(path.join(opt.save, m.name + '.json'),
+                JSON.stringify({ cols: m.cols, rows: m.rows, ops: m.ops },
+                               null, 1) + '\n');
+        }
+    }
+
+    model.close();
+    console.log(passed + ' passed, ' + failed + ' failed');
+    process.exit(failed ? 1 : 0);
+}
+
+if (require.main === module) {
+    main().catch((e) => { console.error(e); process.exit(2); });
+}
+
+module.exports = { runCase, Model };

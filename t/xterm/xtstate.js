@@ -1,0 +1,156 @@
+'use strict';
+
+// What a web IDE's terminal shows and keeps, read out of an @xterm/headless
+// Terminal: every visible cell (character, width, attributes, colours,
+// underline style and colour), soft-wrap flags, the cursor, the active
+// buffer, modes, charsets, tab stops, margins, the saved cursor, the pen
+// and the title.  state() gives a plain object; diff() lists differences.
+
+const path = require('path');
+
+const VERSIONS = ['5.5', '6.0'];
+
+function load(version) {
+    return require(path.join(__dirname, 'node_modules', 'xterm-' + version));
+}
+
+function newTerminal(X, cols, rows) {
+    const t = new X.Terminal({ cols, rows, allowProposedApi: true,
+                               scrollback: 1000, logLevel: 'off' });
+    t._title = '';
+    t.onTitleChange((s) => { t._title = s; });
+    return t;
+}
+
+// parsed at once (the public write() waits for a timer between chunks)
+function write(t, data) {
+    const wb = t._core._writeBuffer;
+    if (wb && wb.writeSync) {
+        wb.writeSync(data);
+        return Promise.resolve();
+    }
+    return new Promise((resolve) => t.write(data, resolve));
+}
+
+function attrs(a) {
+    // a CellData or an AttributeData: colours, flags, extended attributes
+    const ext = a.extended || {};
+    return {
+        fg: a.getFgColorMode() + ':' + a.getFgColor(),
+        bg: a.getBgColorMode() + ':' + a.getBgColor(),
+        bold: !!a.isBold(), dim: !!a.isDim(), italic: !!a.isItalic(),
+        underline: a.isUnderline() ? (ext.underlineStyle || 1) : 0,
+        ulcolor: a.isUnderlineColorDefault && !a.isUnderlineColorDefault()
+            ? a.getUnderlineColorMode() + ':' + a.getUnderlineColor() : '',
+        blink: !!a.isBlink(), inverse: !!a.isInverse(),
+        invisible: !!a.isInvisible(), strike: !!a.isStrikethrough(),
+        overline: !!(a.isOverline && a.isOverline()),
+        protected: !!(a.isProtected && a.isProtected()),
+    };
+}
+
+function attrKey(o) {
+    return Object.keys(o).filter((k) => o[k]).map((k) =>
+        o[k] === true ? k : k + '=' + o[k]).join(',');
+}
+
+function lines(core, buf, rows, cols) {
+    const out = [];
+    const cell = new (buf.getNullCell().constructor)();
+    for (let y = 0; y < rows; y++) {
+        const line = buf.lines.get(buf.ybase + y);
+        const cells = [];
+        for (let x = 0; x < cols; x++) {
+            line.loadCell(x, cell);
+            cells.push(JSON.stringify(cell.getChars()) + '/' + cell.getWidth()
+                + ' ' + attrKey(attrs(cell)));
+        }
+        out.push({ wrapped: !!line.isWrapped, cells });
+    }
+    return out;
+}
+
+function charsetName(cs) {
+    if (!cs) {
+        return 'ascii';
+    }
+    if (cs.q === '\u2500') {
+        return 'dec-graphics';
+    }
+    if (cs['#'] === '\u00a3' && Object.keys(cs).length === 1) {
+        return 'uk';
+    }
+    return JSON.stringify(cs);
+}
+
+function bufState(core, buf, rows, cols) {
+    const tabs = Object.keys(buf.tabs).map(Number).filter((x) => x < cols)
+        .sort((a, b) => a - b).join(',');
+    return {
+        lines: lines(core, buf, rows, cols),
+        scrollTop: buf.scrollTop, scrollBottom: buf.scrollBottom,
+        tabs,
+        savedX: buf.savedX, savedY: buf.savedY,
+        savedAttr: attrKey(attrs(buf.savedCurAttrData)),
+        savedCharset: charsetName(buf.savedCharset),
+    };
+}
+
+function state(t) {
+    const core = t._core;
+    const bs = core._bufferService;
+    const cols = t.cols, rows = t.rows;
+    const ih = core._inputHandler;
+    const cs = core._charsetService;
+    const dec = core.coreService.decPrivateModes;
+    const opt = core.optionsService.rawOptions || core.optionsService.options;
+    const st = {
+        size: cols + 'x' + rows,
+        active: t.buffer.active.type,
+        x: bs.buffer.x, y: bs.buffer.y,
+        cursorHidden: !!core.coreService.isCursorHidden,
+        cursorStyle: dec.cursorStyle !== undefined ? dec.cursorStyle
+            : opt.cursorStyle,
+        cursorBlink: dec.cursorBlink !== undefined ? dec.cursorBlink
+            : opt.cursorBlink,
+        modes: JSON.stringify(Object.assign({}, dec, {
+            cursorStyle: undefined, cursorBlink: undefined })),
+        insert: !!core.coreService.modes.insertMode,
+        mouse: core.coreMouseService.activeProtocol + '/'
+            + core.coreMouseService.activeEncoding,
+        glevel: cs.glevel,
+        charsets: [0, 1, 2, 3].map((i) => charsetName(cs._charsets[i])),
+        pen: attrKey(attrs(ih._curAttrData)),
+        title: t._title,
+        buffer: bufState(core, bs.buffer, rows, cols),
+    };
+    if (st.active === 'alternate') {
+        st.normal = bufState(core, bs.buffers.normal, rows, cols);
+    }
+    return st;
+}
+
+// differences between two states, as readable lines (at most max)
+function diff(a, b, max) {
+    const out = [];
+    max = max || 20;
+    function cmp(pfx, x, y) {
+        if (out.length >= max) {
+            return;
+        }
+        if (x && typeof x === 'object') {
+            for (const k of new Set([...Object.keys(x), ...Object.keys(y || {})])) {
+                cmp(pfx + '.' + k, x[k], (y || {})[k]);
+            }
+            return;
+        }
+        if (x !== y) {
+            out.push(pfx + ': stream ' + JSON.stringify(x) + ' keyframe '
+                + JSON.stringify(y));
+        }
+    }
+    cmp('', a, b);
+    return out;
+}
+
+module.exports = { VERSIONS, load, newTerminal, write, state, diff };
