@@ -51,6 +51,8 @@ static void ngx_pty_auth_ident_marker(void *data);
 static u_char *ngx_pty_auth_word(u_char *p, u_char *last, ngx_str_t *word);
 static void ngx_pty_auth_make(ngx_http_request_t *r, ngx_pty_ident_t *id);
 static ngx_uint_t ngx_pty_auth_scopes(ngx_str_t *text);
+static ngx_int_t ngx_pty_auth_caller(ngx_http_request_t *r,
+    ngx_pty_ident_t **idp);
 static ngx_int_t ngx_pty_auth_need(ngx_pty_ident_t *id, ngx_uint_t right,
     ngx_uint_t scope);
 static ngx_uint_t ngx_pty_auth_has_scope(ngx_str_t *text, u_char *name,
@@ -607,16 +609,13 @@ ngx_int_t
 ngx_pty_auth_check(ngx_http_request_t *r, ngx_pty_session_sh_t *sh,
     ngx_uint_t scope)
 {
+    ngx_int_t         rc;
     ngx_uint_t        right;
     ngx_pty_ident_t  *id;
 
-    id = ngx_pty_auth_ident(r);
-    if (id == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    if (id->status) {
-        return NGX_HTTP_UNAUTHORIZED;
+    rc = ngx_pty_auth_caller(r, &id);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     right = NGX_PTY_RIGHT_OWNER;
@@ -641,16 +640,13 @@ ngx_int_t
 ngx_pty_auth_check_acl(ngx_http_request_t *r, u_char *sid, ngx_uint_t name,
     ngx_str_t *acl, ngx_uint_t scope)
 {
+    ngx_int_t         rc;
     ngx_uint_t        right;
     ngx_pty_ident_t  *id;
 
-    id = ngx_pty_auth_ident(r);
-    if (id == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    if (id->status) {
-        return NGX_HTTP_UNAUTHORIZED;
+    rc = ngx_pty_auth_caller(r, &id);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     right = ngx_pty_auth_acl_right(id, acl->data, acl->len);
@@ -664,6 +660,23 @@ ngx_pty_auth_check_acl(ngx_http_request_t *r, u_char *sid, ngx_uint_t name,
     id->right = right;
 
     return ngx_pty_auth_need(id, right, scope);
+}
+
+
+/* the caller's identity, if it has a principal */
+static ngx_int_t
+ngx_pty_auth_caller(ngx_http_request_t *r, ngx_pty_ident_t **idp)
+{
+    ngx_pty_ident_t  *id;
+
+    id = ngx_pty_auth_ident(r);
+    if (id == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    *idp = id;
+
+    return id->status ? NGX_HTTP_UNAUTHORIZED : NGX_OK;
 }
 
 

@@ -62,6 +62,18 @@ ngx_pty_transcript_find(ngx_str_t *name, ngx_int_t tool)
 ngx_int_t
 ngx_pty_transcript_call(ngx_http_request_t *r, ngx_int_t call, json_t *req)
 {
+    ngx_int_t  rc;
+
+    rc = ngx_pty_auth_check(r, NULL, NGX_PTY_SCOPE_OBSERVE);
+    if (rc != NGX_OK) {
+        return ngx_pty_auth_api_refuse(r, rc);
+    }
+
+    if (!ngx_pty_archive_on()) {
+        return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "no_archive",
+                                 "no pty_archive is configured");
+    }
+
     return (call == NGX_PTY_TRANSCRIPT_HISTORY)
            ? ngx_pty_transcript_history(r, req)
            : ngx_pty_transcript_frames_call(r, req);
@@ -73,20 +85,10 @@ ngx_pty_transcript_frames_call(ngx_http_request_t *r, json_t *req)
 {
     json_t                  *j;
     uint64_t                 from, to, max;
-    ngx_int_t                rc, n;
+    ngx_int_t                n;
     ngx_str_t                id;
     ngx_uint_t               frames;
     ngx_pty_archive_read_t  *rd;
-
-    rc = ngx_pty_auth_check(r, NULL, NGX_PTY_SCOPE_OBSERVE);
-    if (rc != NGX_OK) {
-        return ngx_pty_auth_api_refuse(r, rc);
-    }
-
-    if (!ngx_pty_archive_on()) {
-        return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "no_archive",
-                                 "no pty_archive is configured");
-    }
 
     j = json_object_get(req, "id");
 
@@ -147,18 +149,7 @@ static ngx_int_t
 ngx_pty_transcript_history(ngx_http_request_t *r, json_t *req)
 {
     uint64_t                 limit;
-    ngx_int_t                rc;
     ngx_pty_archive_read_t  *rd;
-
-    rc = ngx_pty_auth_check(r, NULL, NGX_PTY_SCOPE_OBSERVE);
-    if (rc != NGX_OK) {
-        return ngx_pty_auth_api_refuse(r, rc);
-    }
-
-    if (!ngx_pty_archive_on()) {
-        return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "no_archive",
-                                 "no pty_archive is configured");
-    }
 
     if (ngx_pty_transcript_uint(req, "limit", 100, &limit) != NGX_OK
         || limit == 0 || limit > 10000)
