@@ -165,8 +165,12 @@ ASAN_CC_OPT := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 ASAN_LD_OPT := -fsanitize=address,undefined -Wl,-z,relro -Wl,-z,now -fPIC
 # 72 instrumented workers on a small machine starve the keeper forker
 # past its deadline (an alert): that test runs in make test only, as do
-# the build check and the Debian package (neither uses the ASan module)
-ASAN_TESTS  ?= $(filter-out t/61-workers-many.t t/01-build-incremental.t t/77-deb.t,$(wildcard t/*.t))
+# the build check and the Debian package (neither uses the ASan module),
+# and the browser, client library and xterm.js tests, whose time goes to
+# node and chromium (the module paths they use run in other tests too)
+ASAN_TESTS  ?= $(filter-out t/61-workers-many.t t/01-build-incremental.t \
+                 t/77-deb.t t/75-web-client.t t/76-browser.t \
+                 t/69-xterm-keyframes.t,$(wildcard t/*.t))
 
 $(ASAN_TREE)/objs/Makefile: config
 	@scripts/configure-nginx.sh "$(NGINX_SRC)" "$(ASAN_TREE)" "$(CURDIR)" \

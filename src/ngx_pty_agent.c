@@ -662,6 +662,7 @@ static ngx_int_t
 ngx_pty_agent_write(ngx_pty_agent_call_t *call, json_t *args)
 {
     ngx_int_t                  rc;
+    json_int_t                 delivered;
     ngx_str_t                  input;
     ngx_uint_t                 submit, offset, waiting;
     ngx_pty_reader_t          *rd;
@@ -723,14 +724,15 @@ ngx_pty_agent_write(ngx_pty_agent_call_t *call, json_t *args)
     }
 
     if (offset != NGX_CONF_UNSET_UINT && offset != s->sh->api_delivered) {
+        /* the view may go with the put */
+        delivered = s->sh->api_delivered;
         ngx_pty_reader_unclaim(s->sh);
         ngx_pty_session_put(s);
         (void) ngx_pty_agent_error(call, NGX_HTTP_CONFLICT,
                                    "cursor_mismatch", "\"offset\" is not "
                                    "where this session's output was last "
                                    "read up to");
-        ngx_pty_agent_fact(call, "offset",
-                           json_integer((json_int_t) s->sh->api_delivered));
+        ngx_pty_agent_fact(call, "offset", json_integer(delivered));
         return NGX_OK;
     }
 

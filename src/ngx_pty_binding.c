@@ -7,6 +7,7 @@
 #include "ngx_pty_binding.h"
 #include "ngx_pty_ext.h"
 #include "ngx_pty_replay.h"
+#include "ngx_pty_a2a.h"
 #include "ngx_pty_util.h"
 
 
@@ -217,7 +218,7 @@ ngx_pty_binding_message(ngx_pty_ws_t *ws, u_char *data, size_t len)
     } else if (ngx_strcmp(op, "ping") == 0) {
         ngx_pty_binding_pong(cl, msg, id);
 
-    } else {
+    } else if (ngx_pty_a2a_dispatch(cl, msg, op, id) == NGX_DECLINED) {
         ngx_pty_binding_error(cl, id, NGX_PTY_ERR_UNSUPPORTED_OPERATION,
                               "operation not supported");
     }
@@ -634,7 +635,9 @@ ngx_pty_binding_pull(ngx_pty_client_t *cl)
     ngx_pty_ws_shared_t   *sf;
     ngx_pty_session_sh_t  *sh;
 
-    if (!cl->joined || cl->done || cl->ws.finished || cl->ws.close_sent) {
+    if ((!cl->joined && !cl->a2a_watch) || cl->done || cl->ws.finished
+        || cl->ws.close_sent)
+    {
         return;
     }
 
@@ -652,6 +655,11 @@ again:
 
         ngx_pty_shm_lock(sh);
 
+        if (cl->cursor < sh->ring->tail && !cl->joined) {
+            /* a task follower has no screen to catch up with */
+            cl->cursor = sh->ring->tail;
+        }
+
         if (cl->cursor < sh->ring->tail) {
             ngx_pty_shm_unlock(sh);
 
@@ -667,7 +675,7 @@ again:
         if (f == NULL) {
             ngx_pty_shm_unlock(sh);
 
-            if (sh->state >= NGX_PTY_STATE_CLOSED) {
+            if (sh->state >= NGX_PTY_STATE_CLOSED && cl->joined) {
                 /* joined after the end: its Closed frame is behind us */
                 ngx_pty_binding_goodbye(cl, "session_closed", NULL);
                 return;
@@ -677,7 +685,8 @@ again:
         }
 
         if ((f->target && f->target != cl->client_id)
-            || f->seq == cl->sent_seq)
+            || f->seq == cl->sent_seq
+            || (!cl->joined && !ngx_pty_a2a_wants(cl, f)))
         {
             ngx_pty_shm_unlock(sh);
             continue;
@@ -1341,6 +1350,7 @@ ngx_pty_binding_closed(ngx_pty_ws_t *ws)
     }
 
     ngx_pty_ext_detach(cl);
+    ngx_pty_a2a_closed(cl);
     ngx_pty_binding_cache_leave(cl);
 
     if (cl->service_parameters) {

@@ -61,6 +61,7 @@ struct ngx_pty_client_s {
 
     json_t                    *service_parameters;
     ngx_pty_ident_t           *ident;        /* fixed at the upgrade */
+    void                      *a2a;          /* the tasks it follows */
 
     /* replay older than the ring (ngx_pty_replay.c) */
     void                      *replay;       /* ngx_pty_archive_read_t */
@@ -78,6 +79,7 @@ struct ngx_pty_client_s {
     unsigned                   lagged:1;
     unsigned                   replaying:1;  /* from the archive */
     unsigned                   replay_sent:1;
+    unsigned                   a2a_watch:1;  /* walks the ring for tasks */
     unsigned                   holding:1;    /* its Keyframe is on its way */
     unsigned                   hold_all:1;   /* after a lag: all but it */
 };

@@ -6,6 +6,7 @@
 #include "ngx_pty.h"
 #include "ngx_pty_ext.h"
 #include "ngx_pty_replay.h"
+#include "ngx_pty_a2a.h"
 #include "ngx_pty_util.h"
 #include "ngx_pty_audit.h"
 
@@ -56,8 +57,6 @@ static void ngx_pty_ext_joined(ngx_pty_client_t *cl, json_t *id,
 static void ngx_pty_ext_leave(ngx_pty_client_t *cl, json_t *id);
 static void ngx_pty_ext_input(ngx_pty_client_t *cl, json_t *payload,
     json_t *id);
-static ngx_int_t ngx_pty_ext_paced(ngx_pty_client_t *cl, json_t *id,
-    size_t cost);
 static void ngx_pty_ext_resize(ngx_pty_client_t *cl, json_t *payload,
     json_t *id);
 static void ngx_pty_ext_request_role(ngx_pty_client_t *cl, json_t *payload,
@@ -814,7 +813,7 @@ ngx_pty_ext_input(ngx_pty_client_t *cl, json_t *payload, json_t *id)
 
 
 /* within pty_input_rate; else dropped, and the client is told so */
-static ngx_int_t
+ngx_int_t
 ngx_pty_ext_paced(ngx_pty_client_t *cl, json_t *id, size_t cost)
 {
     if (ngx_pty_bucket_take(&cl->input, &cl->conf->input_rate, cost)
@@ -1128,6 +1127,10 @@ u_char *
 ngx_pty_ext_frame_write(u_char *p, ngx_pty_frame_t *f)
 {
     ngx_str_t  src, dst;
+
+    if (f->kind == NGX_PTY_FRAME_TASK) {
+        return ngx_pty_a2a_frame_write(p, f);
+    }
 
     p = ngx_pty_cpylit(p, "{\"op\":\"pty.session_frame\",\"id\":\"");
     p = ngx_pty_uuid_format(p, f->id);

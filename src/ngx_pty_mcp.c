@@ -494,7 +494,10 @@ ngx_pty_mcp_tools_call(ngx_http_request_t *r, json_t *id, json_t *params)
     }
 
     rc = ngx_pty_mcp_result(r, id, ngx_pty_mcp_tool_result(&ctx->call));
+
+    /* the pool's cleanup would drop it again */
     json_decref(ctx->call.answer);
+    ctx->call.answer = NULL;
 
     return rc;
 }

@@ -23,7 +23,8 @@ typedef enum {
     NGX_PTY_FRAME_KEYFRAME,
     NGX_PTY_FRAME_CLOSED,
     NGX_PTY_FRAME_ERROR,
-    NGX_PTY_FRAME_REVOKE         /* never sent: its target is revoked */
+    NGX_PTY_FRAME_REVOKE,        /* never sent: its target is revoked */
+    NGX_PTY_FRAME_TASK           /* an A2A TaskStatusUpdate (ngx_pty_a2a.c) */
 } ngx_pty_frame_kind_e;
 
 

@@ -858,9 +858,14 @@ export class PtyApi {
         return json;
     }
 
-    /** @returns {Promise<any[]>} */
-    async list() {
-        const r = await this.call('list');
+    /**
+     * The sessions the caller may see, newest first, each with where and
+     * how to attach (`full`); filters as docs/API.md gives them.
+     * @param {{running?: boolean, command?: string, limit?: number}} [filter]
+     * @returns {Promise<any[]>}
+     */
+    async list(filter) {
+        const r = await this.call('list', Object.assign({ full: true }, filter));
         return r.sessions || [];
     }
 
