@@ -6,6 +6,7 @@
 
 #include "ngx_pty.h"
 #include "ngx_pty_session.h"
+#include "ngx_pty_archive.h"
 #include "ngx_pty_keeper.h"
 #include "ngx_pty_doorbell.h"
 #include "ngx_pty_ext.h"
@@ -672,6 +673,7 @@ ngx_pty_session_notify(ngx_pty_session_t *s)
 {
     ngx_pty_session_notify_local(s);
     ngx_pty_doorbell_wake(s->sh, &s->sh->listen_mask);
+    ngx_pty_archive_wake();
 }
 
 
@@ -892,10 +894,13 @@ ngx_pty_session_append_output(ngx_pty_session_sh_t *sh, u_char *buf,
     size_t n)
 {
     size_t            k;
-    uint64_t          seq;
+    uint64_t          seq, off;
     ngx_pty_frame_t  *f;
 
-    for (seq = 0; n; buf += k, n -= k) {
+    /* the scrollback takes the same bytes after: the archive maps them */
+    off = sh->scroll->head;
+
+    for (seq = 0; n; buf += k, n -= k, off += k) {
         k = n;
 
         while ((f = ngx_pty_ring_append(sh, NGX_PTY_FRAME_OUTPUT, 0, buf, k))
@@ -904,7 +909,10 @@ ngx_pty_session_append_output(ngx_pty_session_sh_t *sh, u_char *buf,
             k /= 2;
         }
 
-        seq = f ? f->seq : seq;
+        if (f) {
+            f->offset = off;
+            seq = f->seq;
+        }
     }
 
     return seq;
