@@ -8,9 +8,6 @@
 #   make deb        the Debian package libnginx-mod-http-pty_<version>_<arch>.deb
 #                   in build/deb/ (dpkg-buildpackage, dh-sequence-nginx)
 #   make bench      run the benchmarks in t/bench (the last: make idle)
-#   make bench-archive  output throughput with and without pty_archive, the
-#                   archive writer's CPU per MiB, the zone after 1,000
-#                   short sessions (t/bench/archive.pl)
 #   make idle       10,000 idle sessions: memory per session, all usable
 #                   (IDLE_SESSIONS to change the number)
 #   make load       500 sessions, 2,000 clients, every frame checked
@@ -49,8 +46,8 @@ BUILT := $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
 WEB := src/web
 WEB_STAMP := $(WEB)/node_modules/.package-lock.json
 
-.PHONY: all deps run test unit bench bench-archive idle load soak clean \
-        distclean test-asan fuzz fuzz-build xterm web test-deps built deb
+.PHONY: all deps run test unit bench idle load soak clean distclean \
+        test-asan fuzz fuzz-build xterm web test-deps built deb
 
 all: deps $(BUILT)
 
@@ -142,9 +139,6 @@ bench: all $(BENCH_BINS)
 	perl t/bench/run.pl
 	perl t/bench/fanout.pl
 	perl t/bench/idle.pl
-
-bench-archive: all $(BUILD)/wsbench
-	perl t/bench/archive.pl
 
 idle: all
 	perl t/bench/idle.pl

@@ -26,7 +26,6 @@
 #include "ngx_pty_limit.h"
 #include "ngx_pty_auth.h"
 #include "ngx_pty_audit.h"
-#include "ngx_pty_archive.h"
 
 #include <sys/prctl.h>
 
@@ -61,7 +60,6 @@ static void ngx_pty_exit_process(ngx_cycle_t *cycle);
 static ngx_int_t ngx_pty_merge_caps(ngx_conf_t *cf, ngx_pty_loc_conf_t *prev,
     ngx_pty_loc_conf_t *conf);
 static void ngx_pty_exit_master(ngx_cycle_t *cycle);
-static ngx_int_t ngx_pty_init_module(ngx_cycle_t *cycle);
 
 
 static ngx_conf_num_bounds_t  ngx_pty_size_bounds = {
@@ -461,34 +459,6 @@ static ngx_command_t  ngx_pty_commands[] = {
       0,
       NULL },
 
-    { ngx_string("pty_archive"),
-      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE12,
-      ngx_pty_archive_set,
-      NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
-      NULL },
-
-    { ngx_string("pty_archive_retention"),
-      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_msec_slot,
-      NGX_HTTP_MAIN_CONF_OFFSET,
-      offsetof(ngx_pty_main_conf_t, archive_retention),
-      NULL },
-
-    { ngx_string("pty_archive_max_size"),
-      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_off_slot,
-      NGX_HTTP_MAIN_CONF_OFFSET,
-      offsetof(ngx_pty_main_conf_t, archive_max_size),
-      NULL },
-
-    { ngx_string("pty_archive_prune_interval"),
-      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_msec_slot,
-      NGX_HTTP_MAIN_CONF_OFFSET,
-      offsetof(ngx_pty_main_conf_t, archive_prune),
-      NULL },
-
     { ngx_string("pty_closed_linger"),
       NGX_PTY_LOC|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,
@@ -521,7 +491,7 @@ ngx_module_t  ngx_pty_module = {
     ngx_pty_commands,                      /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    ngx_pty_init_module,                   /* init module */
+    ngx_pty_spawner_init,                  /* init module */
     ngx_pty_init_process,                  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -681,9 +651,6 @@ ngx_pty_create_main_conf(ngx_conf_t *cf)
 
     pmcf->zone_max_sessions = NGX_CONF_UNSET_UINT;
     pmcf->audit = NGX_CONF_UNSET_PTR;
-    pmcf->archive_retention = NGX_CONF_UNSET_MSEC;
-    pmcf->archive_max_size = NGX_CONF_UNSET;
-    pmcf->archive_prune = NGX_CONF_UNSET_MSEC;
 
     return pmcf;
 }
@@ -702,7 +669,7 @@ ngx_pty_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_uint_value(pmcf->zone_max_sessions, 0);
     ngx_conf_init_ptr_value(pmcf->audit, NULL);
 
-    return ngx_pty_archive_init_conf(cf, pmcf);
+    return NGX_CONF_OK;
 }
 
 
@@ -1384,26 +1351,9 @@ ngx_pty_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-/* in the master: the spawner, then the archive writer */
-static ngx_int_t
-ngx_pty_init_module(ngx_cycle_t *cycle)
-{
-    if (ngx_pty_spawner_init(cycle) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    return ngx_pty_archive_init_module(cycle);
-}
-
-
 static ngx_int_t
 ngx_pty_init_process(ngx_cycle_t *cycle)
 {
-    /* the writer learns that the master is gone when its line closes */
-    if (ngx_process != NGX_PROCESS_SINGLE) {
-        ngx_pty_archive_forked();
-    }
-
     if (ngx_process != NGX_PROCESS_WORKER
         && ngx_process != NGX_PROCESS_SINGLE)
     {
@@ -1425,10 +1375,6 @@ ngx_pty_init_process(ngx_cycle_t *cycle)
     ngx_pty_instance_started();
 
     if (ngx_pty_shm_zone() && ngx_pty_keeper_forker_start(cycle) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    if (ngx_pty_archive_init_process(cycle) != NGX_OK) {
         return NGX_ERROR;
     }
 

@@ -20,7 +20,7 @@ set -eu
 PKGS="make gcc perl nginx nginx-dev libvterm-dev libjansson-dev libpcre2-dev
       libsqlite3-dev libssl-dev zlib1g-dev
       libprotocol-websocket-perl libjson-validator-perl libjson-perl
-      libjson-xs-perl python3 procps vim-tiny bsdutils bubblewrap sqlite3"
+      libjson-xs-perl python3 procps vim-tiny bsdutils bubblewrap"
 
 missing=""
 

@@ -96,14 +96,6 @@ typedef struct {
     ngx_uid_t                  uid_last;
 
     ngx_open_file_t           *audit;          /* pty_audit_log; NULL: off */
-
-    /* the archive (ngx_pty_archive.c): the database; len 0: off */
-    ngx_str_t                  archive;
-    ngx_msec_t                 archive_retention;  /* of ended sessions */
-    off_t                      archive_max_size;
-    ngx_msec_t                 archive_prune;      /* how often */
-    ngx_str_t                  archive_threads;    /* the thread pool */
-    void                      *archive_pool;       /* ngx_thread_pool_t */
 } ngx_pty_main_conf_t;
 
 

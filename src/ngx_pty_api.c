@@ -8,7 +8,6 @@
  */
 
 #include "ngx_pty.h"
-#include "ngx_pty_transcript.h"
 #include "ngx_pty_api.h"
 #include "ngx_pty_agent.h"
 #include "ngx_pty_ext.h"
@@ -46,7 +45,7 @@ ngx_pty_api_find_call(ngx_http_request_t *r)
     name.data = p;
     name.len = last - p;
 
-    return ngx_pty_transcript_find(&name, ngx_pty_agent_tool(&name));
+    return ngx_pty_agent_tool(&name);
 }
 
 
@@ -76,7 +75,7 @@ ngx_pty_api_handler(ngx_http_request_t *r)
     if (ngx_pty_api_find_call(r) == NGX_ERROR) {
         return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "unknown_call",
                                  "calls are start, write, kill, list, read, "
-                                 "status, revoke, history, transcript");
+                                 "status, revoke");
     }
 
     if (ngx_pty_auth_token_in_query(r)) {
@@ -156,11 +155,7 @@ ngx_pty_api_body_handler(ngx_http_request_t *r)
         return;
     }
 
-    rc = ngx_pty_api_find_call(r);
-
-    /* the archive's calls read it in a thread; the engine has the rest */
-    rc = (rc < NGX_ERROR) ? ngx_pty_transcript_call(r, rc, req)
-                          : ngx_pty_api_call(r, rc, req);
+    rc = ngx_pty_api_call(r, ngx_pty_api_find_call(r), req);
 
     json_decref(req);
 

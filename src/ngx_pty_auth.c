@@ -51,10 +51,6 @@ static void ngx_pty_auth_ident_marker(void *data);
 static u_char *ngx_pty_auth_word(u_char *p, u_char *last, ngx_str_t *word);
 static void ngx_pty_auth_make(ngx_http_request_t *r, ngx_pty_ident_t *id);
 static ngx_uint_t ngx_pty_auth_scopes(ngx_str_t *text);
-static ngx_int_t ngx_pty_auth_caller(ngx_http_request_t *r,
-    ngx_pty_ident_t **idp);
-static ngx_int_t ngx_pty_auth_need(ngx_pty_ident_t *id, ngx_uint_t right,
-    ngx_uint_t scope);
 static ngx_uint_t ngx_pty_auth_has_scope(ngx_str_t *text, u_char *name,
     size_t len);
 static void ngx_pty_auth_traceparent(ngx_http_request_t *r,
@@ -537,15 +533,6 @@ ngx_pty_auth_touch(ngx_pty_ident_t *id, ngx_pty_session_sh_t *sh)
 ngx_uint_t
 ngx_pty_auth_right(ngx_pty_ident_t *id, ngx_pty_session_sh_t *sh)
 {
-    /* written before the record was linked, never changed: no lock */
-    return ngx_pty_auth_acl_right(id, sh->acl, sh->acl_len);
-}
-
-
-/* what the principal may do by an access list (a record's, an archive's) */
-ngx_uint_t
-ngx_pty_auth_acl_right(ngx_pty_ident_t *id, u_char *acl, size_t acl_len)
-{
     u_char      *p, *last, *name;
     size_t       len;
     ngx_uint_t   right, r;
@@ -560,8 +547,9 @@ ngx_pty_auth_acl_right(ngx_pty_ident_t *id, u_char *acl, size_t acl_len)
 
     right = NGX_PTY_RIGHT_NONE;
 
-    p = acl;
-    last = p + acl_len;
+    /* written before the record was linked, never changed: no lock */
+    p = sh->acl;
+    last = p + sh->acl_len;
 
     while (last - p >= 2) {
         name = p + 2;
@@ -609,13 +597,16 @@ ngx_int_t
 ngx_pty_auth_check(ngx_http_request_t *r, ngx_pty_session_sh_t *sh,
     ngx_uint_t scope)
 {
-    ngx_int_t         rc;
-    ngx_uint_t        right;
+    ngx_uint_t        right, need;
     ngx_pty_ident_t  *id;
 
-    rc = ngx_pty_auth_caller(r, &id);
-    if (rc != NGX_OK) {
-        return rc;
+    id = ngx_pty_auth_ident(r);
+    if (id == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (id->status) {
+        return NGX_HTTP_UNAUTHORIZED;
     }
 
     right = NGX_PTY_RIGHT_OWNER;
@@ -630,60 +621,6 @@ ngx_pty_auth_check(ngx_http_request_t *r, ngx_pty_session_sh_t *sh,
         ngx_pty_auth_touch(id, sh);
         id->right = right;
     }
-
-    return ngx_pty_auth_need(id, right, scope);
-}
-
-
-/* the same for a session the archive has: its list was stored with it */
-ngx_int_t
-ngx_pty_auth_check_acl(ngx_http_request_t *r, u_char *sid, ngx_uint_t name,
-    ngx_str_t *acl, ngx_uint_t scope)
-{
-    ngx_int_t         rc;
-    ngx_uint_t        right;
-    ngx_pty_ident_t  *id;
-
-    rc = ngx_pty_auth_caller(r, &id);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    right = ngx_pty_auth_acl_right(id, acl->data, acl->len);
-
-    if (right == NGX_PTY_RIGHT_NONE) {
-        return NGX_HTTP_NOT_FOUND;
-    }
-
-    ngx_memcpy(id->session_id, sid, NGX_PTY_ID_LEN);
-    id->session_name = name;
-    id->right = right;
-
-    return ngx_pty_auth_need(id, right, scope);
-}
-
-
-/* the caller's identity, if it has a principal */
-static ngx_int_t
-ngx_pty_auth_caller(ngx_http_request_t *r, ngx_pty_ident_t **idp)
-{
-    ngx_pty_ident_t  *id;
-
-    id = ngx_pty_auth_ident(r);
-    if (id == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    *idp = id;
-
-    return id->status ? NGX_HTTP_UNAUTHORIZED : NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_pty_auth_need(ngx_pty_ident_t *id, ngx_uint_t right, ngx_uint_t scope)
-{
-    ngx_uint_t  need;
 
     if ((id->scopes & scope) != scope) {
         return NGX_HTTP_FORBIDDEN;

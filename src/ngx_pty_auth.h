@@ -108,11 +108,6 @@ ngx_pty_ident_t *ngx_pty_auth_ident(ngx_http_request_t *r);
 ngx_int_t ngx_pty_auth_check(ngx_http_request_t *r, ngx_pty_session_sh_t *sh,
     ngx_uint_t scope);
 ngx_uint_t ngx_pty_auth_right(ngx_pty_ident_t *id, ngx_pty_session_sh_t *sh);
-/* the same for a session the archive has, by the list stored with it */
-ngx_int_t ngx_pty_auth_check_acl(ngx_http_request_t *r, u_char *sid,
-    ngx_uint_t name, ngx_str_t *acl, ngx_uint_t scope);
-ngx_uint_t ngx_pty_auth_acl_right(ngx_pty_ident_t *id, u_char *acl,
-    size_t acl_len);
 
 /* may the attached principal be controller (its scopes and the list)? */
 #define ngx_pty_auth_may_control(id)                                          \

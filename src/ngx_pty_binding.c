@@ -6,7 +6,6 @@
 #include "ngx_pty.h"
 #include "ngx_pty_binding.h"
 #include "ngx_pty_ext.h"
-#include "ngx_pty_replay.h"
 #include "ngx_pty_a2a.h"
 #include "ngx_pty_util.h"
 
@@ -75,6 +74,7 @@ static void ngx_pty_binding_hello(ngx_pty_client_t *cl);
 static void ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg,
     json_t *id);
 static u_char *ngx_pty_binding_head(u_char *p, const char *op, json_t *id);
+static ngx_int_t ngx_pty_binding_lagged(ngx_pty_client_t *cl);
 static ngx_uint_t ngx_pty_binding_held(ngx_pty_client_t *cl,
     ngx_pty_frame_t *f);
 static ngx_int_t ngx_pty_binding_held_closed(ngx_pty_client_t *cl);
@@ -84,6 +84,8 @@ static void ngx_pty_binding_cache_leave(ngx_pty_client_t *cl);
 static ngx_pty_ws_shared_t *ngx_pty_binding_cached(ngx_pty_client_t *cl,
     ngx_pty_frame_t *f);
 static ngx_pty_frame_t *ngx_pty_binding_copy(ngx_pty_client_t *cl,
+    ngx_pty_frame_t *f);
+static ngx_pty_ws_shared_t *ngx_pty_binding_serialize(ngx_pty_client_t *cl,
     ngx_pty_frame_t *f);
 
 
@@ -641,12 +643,6 @@ ngx_pty_binding_pull(ngx_pty_client_t *cl)
         return;
     }
 
-    if (cl->replaying) {
-        /* older than the ring: from the archive first */
-        ngx_pty_replay_pull(cl);
-        return;
-    }
-
     sh = cl->session->sh;
 
 again:
@@ -886,7 +882,7 @@ ngx_pty_binding_copy(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
 
 
 /* builds the WebSocket frame once; kept if other clients here need it */
-ngx_pty_ws_shared_t *
+static ngx_pty_ws_shared_t *
 ngx_pty_binding_serialize(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
 {
     ngx_pty_ws_shared_t    *sf;
@@ -951,7 +947,7 @@ ngx_pty_binding_more(ngx_pty_client_t *cl)
 }
 
 
-ngx_int_t
+static ngx_int_t
 ngx_pty_binding_lagged(ngx_pty_client_t *cl)
 {
     ngx_uint_t        closed;
@@ -1342,8 +1338,6 @@ ngx_pty_binding_closed(ngx_pty_ws_t *ws)
     if (cl->keyframe_ev.timer_set) {
         ngx_del_timer(&cl->keyframe_ev);
     }
-
-    ngx_pty_replay_stop(cl);
 
     if (cl->session == NULL) {
         return;

@@ -63,11 +63,6 @@ struct ngx_pty_client_s {
     ngx_pty_ident_t           *ident;        /* fixed at the upgrade */
     void                      *a2a;          /* the tasks it follows */
 
-    /* replay older than the ring (ngx_pty_replay.c) */
-    void                      *replay;       /* ngx_pty_archive_read_t */
-    uint64_t                   replay_next;  /* sequence wanted next */
-    json_t                    *replay_id;    /* the join's, for its Error */
-
     ngx_pty_bucket_t           input;        /* pty_input_rate */
     ngx_pty_log_limit_t        logs[NGX_PTY_LOG_N];
 
@@ -77,8 +72,6 @@ struct ngx_pty_client_s {
     unsigned                   leaving:1;
     unsigned                   done:1;
     unsigned                   lagged:1;
-    unsigned                   replaying:1;  /* from the archive */
-    unsigned                   replay_sent:1;
     unsigned                   a2a_watch:1;  /* walks the ring for tasks */
     unsigned                   holding:1;    /* its Keyframe is on its way */
     unsigned                   hold_all:1;   /* after a lag: all but it */
@@ -102,11 +95,6 @@ ngx_uint_t ngx_pty_binding_log(ngx_pty_client_t *cl,
 ngx_int_t ngx_pty_binding_send_frame(ngx_pty_client_t *cl,
     ngx_pty_frame_t *f);
 ngx_int_t ngx_pty_binding_closed_copy(ngx_pty_client_t *cl);
-/* PTY_OUTPUT_LAGGED and a Keyframe: the client starts over in the ring */
-ngx_int_t ngx_pty_binding_lagged(ngx_pty_client_t *cl);
-/* a frame built for this client (shared with the worker's others) */
-ngx_pty_ws_shared_t *ngx_pty_binding_serialize(ngx_pty_client_t *cl,
-    ngx_pty_frame_t *f);
 void ngx_pty_binding_hold(ngx_pty_client_t *cl, uint64_t after,
     ngx_uint_t all);
 

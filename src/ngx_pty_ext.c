@@ -5,7 +5,6 @@
 
 #include "ngx_pty.h"
 #include "ngx_pty_ext.h"
-#include "ngx_pty_replay.h"
 #include "ngx_pty_a2a.h"
 #include "ngx_pty_util.h"
 #include "ngx_pty_audit.h"
@@ -21,7 +20,6 @@ typedef struct {
     u_char                    *label;
     size_t                     label_len;
     json_t                    *replay;       /* replay_from, or NULL */
-    json_t                    *id;           /* the request's */
     ngx_uint_t                 want;         /* the role asked, then given */
     ngx_uint_t                 cols;         /* 0: not given */
     ngx_uint_t                 rows;
@@ -52,6 +50,8 @@ static void ngx_pty_ext_join_refused(ngx_pty_client_t *cl, json_t *id,
     ngx_pty_ext_admit_e rc);
 static ngx_uint_t ngx_pty_ext_cursor_locked(ngx_pty_client_t *cl,
     ngx_pty_ext_join_t *j);
+static ngx_uint_t ngx_pty_ext_closed_ahead(ngx_pty_ring_t *ring,
+    uint64_t off);
 static void ngx_pty_ext_joined(ngx_pty_client_t *cl, json_t *id,
     ngx_pty_ext_join_t *j, ngx_uint_t out_of_range);
 static void ngx_pty_ext_leave(ngx_pty_client_t *cl, json_t *id);
@@ -428,7 +428,6 @@ ngx_pty_ext_join_args(ngx_pty_client_t *cl, json_t *msg, json_t *id,
     j->label = j->label_buf;
 
     j->replay = json_object_get(msg, "replay_from");
-    j->id = id;
     j->downgraded = 0;
     j->first_controller = 0;
 
@@ -577,18 +576,12 @@ ngx_pty_ext_cursor_locked(ngx_pty_client_t *cl, ngx_pty_ext_join_t *j)
         return 0;
     }
 
-    if (from < ra_seq && ngx_pty_replay_start(cl, from, j->id)) {
-        /* older than the ring: the archive has it, or says it has not */
-        j->closed_copy = 0;
-        return 0;
-    }
-
     return 1;
 }
 
 
 /* whether a broadcast Closed lies on the walk from off */
-ngx_uint_t
+static ngx_uint_t
 ngx_pty_ext_closed_ahead(ngx_pty_ring_t *ring, uint64_t off)
 {
     ngx_pty_frame_t  *f;

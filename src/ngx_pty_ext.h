@@ -25,8 +25,6 @@ u_char *ngx_pty_ext_frame_write(u_char *p, ngx_pty_frame_t *f);
 ngx_pty_frame_t *ngx_pty_ext_error_frame(ngx_pty_client_t *cl,
     const char *code, const char *message);
 ngx_int_t ngx_pty_ext_membership(ngx_pty_session_t *s);
-/* whether a broadcast Closed lies on the walk from off; caller locks */
-ngx_uint_t ngx_pty_ext_closed_ahead(ngx_pty_ring_t *ring, uint64_t off);
 
 
 #endif /* _NGX_PTY_EXT_H_INCLUDED_ */

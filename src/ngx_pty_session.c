@@ -6,7 +6,6 @@
 
 #include "ngx_pty.h"
 #include "ngx_pty_session.h"
-#include "ngx_pty_archive.h"
 #include "ngx_pty_keeper.h"
 #include "ngx_pty_doorbell.h"
 #include "ngx_pty_ext.h"
@@ -673,7 +672,6 @@ ngx_pty_session_notify(ngx_pty_session_t *s)
 {
     ngx_pty_session_notify_local(s);
     ngx_pty_doorbell_wake(s->sh, &s->sh->listen_mask);
-    ngx_pty_archive_wake();
 }
 
 
@@ -894,13 +892,10 @@ ngx_pty_session_append_output(ngx_pty_session_sh_t *sh, u_char *buf,
     size_t n)
 {
     size_t            k;
-    uint64_t          seq, off;
+    uint64_t          seq;
     ngx_pty_frame_t  *f;
 
-    /* the scrollback takes the same bytes after: the archive maps them */
-    off = sh->scroll->head;
-
-    for (seq = 0; n; buf += k, n -= k, off += k) {
+    for (seq = 0; n; buf += k, n -= k) {
         k = n;
 
         while ((f = ngx_pty_ring_append(sh, NGX_PTY_FRAME_OUTPUT, 0, buf, k))
@@ -909,10 +904,7 @@ ngx_pty_session_append_output(ngx_pty_session_sh_t *sh, u_char *buf,
             k /= 2;
         }
 
-        if (f) {
-            f->offset = off;
-            seq = f->seq;
-        }
+        seq = f ? f->seq : seq;
     }
 
     return seq;

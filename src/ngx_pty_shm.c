@@ -20,7 +20,6 @@ static ngx_pty_shm_reclaim_pt  ngx_pty_shm_reclaimer;
 
 
 static void ngx_pty_scroll_reserve(ngx_pty_session_sh_t *s, size_t scroll);
-static ngx_uint_t ngx_pty_ring_unarchived(ngx_pty_ring_t *ring);
 static ngx_uint_t ngx_pty_shm_pressed(void);
 static ngx_pty_session_sh_t *ngx_pty_shm_find_by_name(ngx_uint_t name);
 static void ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool,
@@ -940,20 +939,7 @@ ngx_pty_ring_may_grow(ngx_pty_ring_t *ring)
         return 0;
     }
 
-    return ring->size < ring->grow_to || ring->frames < ring->min_frames
-           || ngx_pty_ring_unarchived(ring);
-}
-
-
-/*
- * The oldest record is not in the archive yet, and the archive keeps up:
- * the ring grows (up to max_size) rather than lose it.  A writer that
- * fails clears archive_ok, and rings evict as without one.
- */
-static ngx_uint_t
-ngx_pty_ring_unarchived(ngx_pty_ring_t *ring)
-{
-    return ngx_pty_zone.sh->archive_ok && ring->tail >= ring->archived;
+    return ring->size < ring->grow_to || ring->frames < ring->min_frames;
 }
 
 
@@ -1453,14 +1439,7 @@ ngx_pty_ring_keep(ngx_pty_ring_t *ring)
         }
     }
 
-    kf = ngx_min(kf, closed);
-
-    /* what the archive has not stored yet stays too */
-    if (ngx_pty_zone.sh->archive_ok && ring->archived < kf) {
-        kf = ngx_max(ring->archived, ring->tail);
-    }
-
-    return kf;
+    return (kf < closed) ? kf : closed;
 }
 
 
@@ -1526,11 +1505,6 @@ ngx_pty_ring_compact(ngx_pty_session_sh_t *s)
         ring->size = size;
         ring->tail = tail;
         ring->head = tail + (head - from);
-
-        /* the archive's cursor moves with the records it points at */
-        ring->archived = (ring->archived >= from)
-                         ? tail + (ngx_min(ring->archived, head) - from)
-                         : tail;
     }
 
     ngx_pty_shm_unlock(s);

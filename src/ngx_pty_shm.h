@@ -48,8 +48,7 @@ typedef struct {
     uint16_t                   rows;
     uint16_t                   reserved;
     u_char                     id[16];    /* the frame's UUIDv7 */
-    uint64_t                   offset;    /* Output: scrollback offset of
-                                             its first byte */
+    uint64_t                   reserved2;
 } ngx_pty_frame_t;
 
 
@@ -74,8 +73,6 @@ struct ngx_pty_ring_s {
     uint32_t                   grow_failed;
     uint32_t                   capped;      /* max_size: by
                                                pty_session_max_memory */
-    uint64_t                   archived;    /* below: stored by the archive
-                                               (ngx_pty_archive.h) */
     u_char                    *data;
 };
 
@@ -237,12 +234,6 @@ struct ngx_pty_session_sh_s {
     /* who may reach it (ngx_pty_auth.c); set before it is linked */
     size_t                     acl_len;
     u_char                    *acl;
-
-    /* the archive writer's (ngx_pty_archiver.c), under the session lock */
-    uint64_t                   archive_sid;   /* its row in the database */
-    uint64_t                   archive_seq;   /* stored up to this frame */
-    ngx_uint_t                 archive_gen;   /* writer that set them */
-    ngx_uint_t                 archive_done;  /* its Closed is stored */
 };
 
 
@@ -311,17 +302,6 @@ struct ngx_pty_shm_s {
     u_char                     mcp_secret[32];  /* signs MCP session ids */
     ngx_atomic_t               revoked_next;
     ngx_pty_revoked_t          revoked[NGX_PTY_REVOKED_MAX];
-
-    /*
-     * The archive writer (ngx_pty_archiver.c): its pid while it runs,
-     * a wake on its way (coalesced as the workers' rung), a count of
-     * writers so far, and whether it keeps up (rings then keep frames
-     * it has not stored rather than evict them).
-     */
-    ngx_atomic_t               archiver;
-    ngx_atomic_t               archive_rung;
-    ngx_atomic_t               archive_gen;
-    ngx_atomic_t               archive_ok;
 };
 
 
