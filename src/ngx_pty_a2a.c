@@ -100,6 +100,7 @@ static ngx_pty_a2a_task_t *ngx_pty_a2a_create(ngx_pty_client_t *cl,
     json_t *message, json_t *args, json_t *id, ngx_uint_t streaming);
 static void ngx_pty_a2a_free(ngx_pty_a2a_task_t *t);
 static void ngx_pty_a2a_done(ngx_pty_agent_call_t *call);
+static ngx_int_t ngx_pty_a2a_add_page(ngx_pty_a2a_task_t *t, json_t *page);
 static ngx_int_t ngx_pty_a2a_next_page(ngx_pty_a2a_task_t *t, json_t *page);
 static void ngx_pty_a2a_end(ngx_pty_a2a_task_t *t, const char *state,
     const char *text, json_t *output);
@@ -563,8 +564,9 @@ ngx_pty_a2a_done(ngx_pty_agent_call_t *call)
     }
 
     if (t->output) {
-        /* the pages before, then this one */
-        if (ngx_pty_a2a_next_page(t, output) == NGX_ERROR) {
+        /* the pages before, then this one: the wait is over, even when
+         * more is waiting (it matched, timed out or the program ended) */
+        if (ngx_pty_a2a_add_page(t, output) != NGX_OK) {
             ngx_pty_a2a_end(t, "failed", "out of memory", NULL);
             return;
         }
@@ -600,20 +602,13 @@ ngx_pty_a2a_done(ngx_pty_agent_call_t *call)
 }
 
 
-/*
- * Adds a page to the task's output; unless the page was the last one
- * (t->args NULL), starts the wait for the next.  NGX_AGAIN: waiting;
- * NGX_OK: added; NGX_DECLINED: over the cap; NGX_ERROR.
- */
+/* adds a page to the task's output */
 static ngx_int_t
-ngx_pty_a2a_next_page(ngx_pty_a2a_task_t *t, json_t *page)
+ngx_pty_a2a_add_page(ngx_pty_a2a_task_t *t, json_t *page)
 {
-    size_t       have, add;
-    u_char      *buf;
-    json_t      *all;
-    ngx_int_t    rc;
-    ngx_msec_t   waited;
-    json_int_t   wait;
+    size_t   have, add;
+    u_char  *buf;
+    json_t  *all;
 
     have = json_string_length(t->output);
     add = json_string_length(page);
@@ -644,11 +639,31 @@ ngx_pty_a2a_next_page(ngx_pty_a2a_task_t *t, json_t *page)
     /* what the deltas sent of this page was delivered with it */
     t->sent = (t->sent > add) ? t->sent - add : 0;
 
+    return NGX_OK;
+}
+
+
+/*
+ * Adds a page to the task's output and, while more is waiting, starts the
+ * wait for the next.  NGX_AGAIN: waiting; NGX_OK: added, it was the last;
+ * NGX_DECLINED: over the cap; NGX_ERROR.
+ */
+static ngx_int_t
+ngx_pty_a2a_next_page(ngx_pty_a2a_task_t *t, json_t *page)
+{
+    ngx_int_t   rc;
+    ngx_msec_t  waited;
+    json_int_t  wait;
+
+    if (ngx_pty_a2a_add_page(t, page) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     if (!json_is_true(json_object_get(t->call.answer, "more"))) {
         return NGX_OK;
     }
 
-    if (have + add >= NGX_PTY_A2A_OUTPUT_MAX) {
+    if (json_string_length(t->output) >= NGX_PTY_A2A_OUTPUT_MAX) {
         return NGX_DECLINED;
     }
 
