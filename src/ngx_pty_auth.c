@@ -1117,6 +1117,17 @@ ngx_pty_auth_bearer(ngx_http_request_t *r, ngx_str_t *tok)
             return NGX_DECLINED;
         }
 
+        /*
+         * Decoded, it can hold any byte; proxy_set_header would write a
+         * CR LF in it into the auth subrequest as another header, or as
+         * another request.  A token is visible ASCII (RFC 6750 b64token).
+         */
+        for (p = tok->data; p < tok->data + tok->len; p++) {
+            if (*p <= 0x20 || *p >= 0x7f) {
+                return NGX_DECLINED;
+            }
+        }
+
         return NGX_OK;
     }
 

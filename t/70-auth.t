@@ -110,7 +110,7 @@ $attach
 CONF
 
 auth_server($t, 8081);
-$t->plan(84)->run();
+$t->plan(86)->run();
 
 my $port = $t->port(8080);
 
@@ -187,6 +187,15 @@ refused(ws('stale', $fake, subprotocol => 1), 4401, 'UNAUTHENTICATED',
     'an expired bearer in the subprotocol');
 $tok{junk} = 'not.a.token.at-all';
 refused(ws('junk', $fake), 4401, 'UNAUTHENTICATED', 'an invalid bearer');
+
+# decoded from base64url, a subprotocol token could carry CR LF into the
+# auth subrequest's headers ("Bearer $pty_bearer_token"): refused instead
+refused(Test::Nginx::PtyWS->connect(port => $port,
+    path => $fake->{attach_path}, protocols => ['pty-ws.v1', 'bearer.'
+    . encode_base64url("$tok{alice}\r\nX-Injected: 1")]), 4401,
+    'UNAUTHENTICATED', 'a subprotocol token with CR LF in it');
+ok(!grep({ /x-injected/ } split /\n/, $t->read_file('auth-requests.log')),
+    'its bytes never reach the auth service as a header');
 
 my $plain = Test::Nginx::PtyWS->connect(port => $port,
     path => $fake->{attach_path}, headers => { Upgrade => undef,
