@@ -949,19 +949,25 @@ ngx_pty_auth_revoke(ngx_str_t *principal, ngx_log_t *log,
     ngx_uint_t              i, n;
     ngx_queue_t            *q;
     ngx_pty_zone_t         *zone;
+    ngx_pty_revoked_t      *rv;
     ngx_pty_session_sh_t  **all, *sh;
 
     zone = ngx_pty_shm_zone();
     *connections = 0;
 
-    /* for connections that have not joined yet: refused when they do */
-    i = ngx_atomic_fetch_add(&zone->sh->revoked_next, 1) % NGX_PTY_REVOKED_MAX;
-    zone->sh->revoked[i].at = 0;
-    zone->sh->revoked[i].hash = ngx_crc32_short(principal->data,
-                                                principal->len);
-    zone->sh->revoked[i].at = ngx_pty_now_ms();
-
     ngx_shmtx_lock(&zone->shpool->mutex);
+
+    /* for connections that have not joined yet, or fell behind */
+    rv = &zone->sh->revoked[zone->sh->revoked_next % NGX_PTY_REVOKED_MAX];
+    rv->seq++;
+    ngx_memory_barrier();
+    rv->at = ngx_pty_now_ms();
+    rv->len = ngx_min(principal->len, sizeof(rv->principal));
+    ngx_memcpy(rv->principal, principal->data, rv->len);
+    ngx_memory_barrier();
+    rv->seq++;
+    ngx_memory_barrier();
+    zone->sh->revoked_next++;
 
     n = zone->sh->live;
     all = ngx_alloc((n + 1) * sizeof(ngx_pty_session_sh_t *), log);
@@ -1000,25 +1006,49 @@ ngx_pty_auth_revoke(ngx_str_t *principal, ngx_log_t *log,
 ngx_uint_t
 ngx_pty_auth_revoked(ngx_pty_ident_t *id)
 {
-    uint32_t         hash;
-    ngx_uint_t       i;
-    ngx_pty_zone_t  *zone;
+    ngx_uint_t          i, seq, match;
+    ngx_atomic_uint_t   next;
+    ngx_pty_zone_t     *zone;
+    ngx_pty_revoked_t  *rv;
 
     zone = ngx_pty_shm_zone();
 
-    if (zone == NULL || id->anonymous || zone->sh->revoked_next == 0) {
+    if (zone == NULL || id->anonymous || id->revoked) {
+        return id->revoked;
+    }
+
+    next = zone->sh->revoked_next;
+
+    if (next == id->revoked_seen) {
         return 0;
     }
 
-    hash = ngx_crc32_short(id->principal.data, id->principal.len);
+    ngx_memory_barrier();
 
     for (i = 0; i < NGX_PTY_REVOKED_MAX; i++) {
-        if (zone->sh->revoked[i].hash == hash
-            && zone->sh->revoked[i].at >= id->since)
-        {
+        rv = &zone->sh->revoked[i];
+
+        seq = rv->seq;
+        if (seq & 1) {
+            /* being written: counted in revoked_next when it is done */
+            continue;
+        }
+
+        ngx_memory_barrier();
+
+        match = (rv->at >= id->since && rv->len == id->principal.len
+                 && ngx_memcmp(rv->principal, id->principal.data, rv->len)
+                    == 0);
+
+        ngx_memory_barrier();
+
+        if (match && rv->seq == seq) {
+            id->revoked = 1;
             return 1;
         }
     }
+
+    id->revoked_seen = next;
 
     return 0;
 }
@@ -1043,10 +1073,14 @@ ngx_pty_auth_revoke_session(ngx_pty_session_sh_t *sh, ngx_str_t *principal)
         m = ngx_queue_data(q, ngx_pty_member_t, queue);
 
         if (m->principal_len == principal->len
-            && ngx_strncmp(m->principal, principal->data, principal->len) == 0
-            && ngx_pty_ring_append(sh, NGX_PTY_FRAME_REVOKE, m->client_id,
-                                   (u_char *) "{}", 2))
+            && ngx_strncmp(m->principal, principal->data, principal->len) == 0)
         {
+            /*
+             * The frame ends it at once; when the ring has no room, the
+             * wake-up below makes its pull find the revocation table
+             */
+            (void) ngx_pty_ring_append(sh, NGX_PTY_FRAME_REVOKE,
+                                       m->client_id, (u_char *) "{}", 2);
             n++;
         }
     }

@@ -110,7 +110,7 @@ $attach
 CONF
 
 auth_server($t, 8081);
-$t->plan(86)->run();
+$t->plan(88)->run();
 
 my $port = $t->port(8080);
 
@@ -348,6 +348,15 @@ $l1->disconnect;
 
 ###############################################################################
 # revocation
+
+# revoking a principal whose CRC32 is alice's ends none of alice's
+my $a5 = ws('alice', $s);               # attached, not joined yet
+$a5->recv_json(5);
+($st, $j) = api('root', 'revoke', { principal => 'mallory-nfykt*Tt' });
+is($j->{connections}, 0, 'a principal with no connections: none ended');
+($ra) = grep { kind($_) eq 'RoleAssigned' } join_session($a5);
+ok($ra, 'alice, whose CRC32 is the same, still joins');
+$a5->disconnect;
 
 my $a2 = ws('alice', $s);
 $a2->recv_json(5);
