@@ -390,11 +390,25 @@ ngx_pty_auth_make(ngx_http_request_t *r, ngx_pty_ident_t *id)
 
     last = id->principal.data + id->principal.len;
 
-    /* a principal is a name: nothing that could end a line or a field */
-    for (p = id->principal.data; p < last; p++) {
+    /*
+     * A principal is a name: nothing that could end a line or a field,
+     * and UTF-8, for it goes into text frames (MembershipChanged), which
+     * a browser drops its connection over if they are not
+     */
+    for (p = id->principal.data; p < last; /* void */) {
+        if (*p >= 0x80) {
+            if (ngx_utf8_decode(&p, last - p) > 0x10ffff) {
+                return;
+            }
+
+            continue;
+        }
+
         if (*p < 0x20 || *p == 0x7f) {
             return;
         }
+
+        p++;
     }
 
     if (plcf->scopes == NULL) {

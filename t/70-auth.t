@@ -110,7 +110,7 @@ $attach
 CONF
 
 auth_server($t, 8081);
-$t->plan(88)->run();
+$t->plan(91)->run();
 
 my $port = $t->port(8080);
 
@@ -204,6 +204,14 @@ is($plain->status, 401, 'a plain HTTP client gets the plain 401');
 
 ($st, $j) = api('stale', 'list');
 is($st, 401, 'API with an expired token: 401');
+
+# a principal goes into text frames: one that is not UTF-8 is none
+$tok{latin} = token("caf\xe9", 'pty:observe pty:start', 600);
+$tok{utf8} = token("caf\xc3\xa9", 'pty:observe pty:start', 600);
+($st) = api('latin', 'list');
+is($st, 401, 'a principal that is not UTF-8: 401');
+($st) = api('utf8', 'list');
+is($st, 200, 'one in UTF-8 is a principal');
 
 ###############################################################################
 # alice's session: hers, observed and controlled by whom it is shared with
@@ -389,6 +397,11 @@ like(read_output($c, qr/STILL2/), qr/STILL2/, 'carl stays');
 
 ($st) = api('alice', 'kill', { id => $s->{id} });
 is($st, 200, 'alice kills her session');
+
+# a command the audit line cuts, cut between characters (parsed below)
+($st) = api('alice', 'start', { command => 'true ' . ("\x{e9}" x 200),
+    wait_ms => 0 });
+is($st, 200, 'a long command of two-byte characters');
 
 my @audit = map { Test::Nginx::PtyWS::json_decode($_) }
     split /\n/, $t->read_file('audit.log');
