@@ -110,7 +110,7 @@ $attach
 CONF
 
 auth_server($t, 8081);
-$t->plan(91)->run();
+$t->plan(93)->run();
 
 my $port = $t->port(8080);
 
@@ -332,10 +332,18 @@ is($st, 200, 'pty:admin reaches every session');
 ###############################################################################
 # tokens in the URL, the auth subrequest's headers, limit_conn
 
+my $asked = () = ($t->read_file('auth-requests.log') // '') =~ /\n/g;
 ($st, $j) = api_call($port, '/pty/list?access_token=leaked', {},
     headers => { bearer($tok{alice}) });
 is($st, 400, 'a token in the query string is refused');
 is($j->{error}{code}, 'token_in_query', 'and named');
+my $ws_q = Test::Nginx::PtyWS->connect(port => $port,
+    path => "$s->{attach_path}?token=leaked", headers => { bearer($tok{alice}) });
+is($ws_q->status, 400, 'an upgrade with one too');
+$ws_q->disconnect;
+my $now = () = ($t->read_file('auth-requests.log') // '') =~ /\n/g;
+is($now, $asked, 'refused before auth_request could send the URI to the '
+    . 'auth service');
 
 my $leak = ws('alice', $s, path => '/leaky' . $s->{attach_path});
 isnt($leak->status, 101,
