@@ -78,12 +78,6 @@ ngx_pty_api_handler(ngx_http_request_t *r)
                                  "status, revoke");
     }
 
-    if (ngx_pty_auth_token_in_query(r)) {
-        return ngx_pty_api_error(r, NGX_HTTP_BAD_REQUEST, "token_in_query",
-                                 "tokens must not ride in the URL: send "
-                                 "Authorization: Bearer");
-    }
-
     /* who calls, before a byte of the body is read */
     rc = ngx_pty_auth_check(r, NULL, 0);
     if (rc != NGX_OK) {

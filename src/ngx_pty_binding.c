@@ -643,6 +643,12 @@ ngx_pty_binding_pull(ngx_pty_client_t *cl)
         return;
     }
 
+    if (ngx_pty_auth_revoked(cl->ident)) {
+        /* its revoke frame went by unread: it fell behind, or no room */
+        ngx_pty_binding_goodbye(cl, "principal_revoked", NULL);
+        return;
+    }
+
     sh = cl->session->sh;
 
 again:

@@ -128,11 +128,7 @@ ngx_pty_mcp_handler(ngx_http_request_t *r)
                                  "this server's");
     }
 
-    if (ngx_pty_auth_token_in_query(r)) {
-        return ngx_pty_mcp_error(r, NGX_HTTP_BAD_REQUEST, NULL,
-                                 NGX_PTY_RPC_INVALID, "tokens must not ride "
-                                 "in the URL: send Authorization: Bearer");
-    }
+    /* a token in the query string was refused before auth_request */
 
     /* who calls, before a byte of the body is read: HTTP's 401 */
     rc = ngx_pty_auth_check(r, NULL, 0);
