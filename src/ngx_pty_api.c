@@ -18,7 +18,6 @@
 
 
 static void ngx_pty_api_body_handler(ngx_http_request_t *r);
-static ngx_int_t ngx_pty_api_body(ngx_http_request_t *r, ngx_buf_t **bp);
 static ngx_int_t ngx_pty_api_call(ngx_http_request_t *r, ngx_int_t tool,
     json_t *req);
 static void ngx_pty_api_done(ngx_pty_agent_call_t *call);
@@ -230,7 +229,7 @@ ngx_pty_api_done(ngx_pty_agent_call_t *call)
  * The body as one buffer (NULL when empty).  It may arrive in two: what
  * came with the header, and the rest; a body spilled to a file is refused.
  */
-static ngx_int_t
+ngx_int_t
 ngx_pty_api_body(ngx_http_request_t *r, ngx_buf_t **bp)
 {
     size_t        len;

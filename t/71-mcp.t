@@ -50,7 +50,7 @@ my $t = pty_nginx(extra_http => '
             pty_mcp;
         }
     }');
-$t->plan(42)->run();
+$t->plan(43)->run();
 
 my $port = $t->port(8081);
 my $url = "http://127.0.0.1:$port/mcp";
@@ -153,6 +153,13 @@ is($st, 403, 'an Origin that is not the server: 403');
 ($st) = api_request($port, 'GET', '/mcp', undef, no_body => 1,
     headers => { Accept => 'text/event-stream', 'Mcp-Session-Id' => $sid });
 is($st, 405, 'GET (no server stream): 405');
+
+# a body longer than the header buffer (1k) comes in two parts: the one
+# read with the header, and the rest
+($st, $j) = rpc({ jsonrpc => '2.0', id => 6, method => 'initialize',
+    params => { protocolVersion => '2025-06-18', capabilities => {},
+        clientInfo => { name => 'x' x 4000, version => '0' } } });
+is($st, 200, 'a body read in two parts is one message');
 
 # --- with principals: the auth issue's rules hold here too -----------------
 
