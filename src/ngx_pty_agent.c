@@ -588,6 +588,7 @@ ngx_pty_agent_start(ngx_pty_agent_call_t *call, json_t *args)
     w = ngx_pty_agent_wait_create(call, s, &wa, ngx_pty_agent_text_check,
                                   ngx_pty_agent_text_answer);
     if (w == NULL) {
+        ngx_pty_session_put(s);
         return NGX_ERROR;
     }
 
@@ -742,6 +743,7 @@ ngx_pty_agent_write(ngx_pty_agent_call_t *call, json_t *args)
                                   ngx_pty_agent_text_answer);
     if (w == NULL) {
         ngx_pty_reader_unclaim(s->sh);
+        ngx_pty_session_put(s);
         return NGX_ERROR;
     }
 
@@ -864,6 +866,7 @@ ngx_pty_agent_read(ngx_pty_agent_call_t *call, json_t *args)
     w = ngx_pty_agent_wait_create(call, s, &wa, ngx_pty_agent_screen_check,
                                   ngx_pty_agent_screen_answer);
     if (w == NULL) {
+        ngx_pty_session_put(s);
         return NGX_ERROR;
     }
 
@@ -904,6 +907,7 @@ ngx_pty_agent_kill(ngx_pty_agent_call_t *call, json_t *args)
     w = ngx_pty_agent_wait_create(call, s, &wa, ngx_pty_agent_closed_check,
                                   ngx_pty_agent_describe_answer);
     if (w == NULL) {
+        ngx_pty_session_put(s);
         return NGX_ERROR;
     }
 
@@ -1286,7 +1290,10 @@ ngx_pty_agent_session(ngx_pty_agent_call_t *call, json_t *args,
 
 /* waiters */
 
-/* a waiter on s (which it puts when done, or here on failure) */
+/*
+ * A waiter on s, which it puts when done; on failure (NULL) the caller
+ * still has s, to let go of what it holds first and then put it.
+ */
 static ngx_pty_agent_wait_t *
 ngx_pty_agent_wait_create(ngx_pty_agent_call_t *call, ngx_pty_session_t *s,
     ngx_pty_agent_waitargs_t *wa, ngx_pty_agent_check_pt check,
@@ -1296,7 +1303,6 @@ ngx_pty_agent_wait_create(ngx_pty_agent_call_t *call, ngx_pty_session_t *s,
 
     w = ngx_pcalloc(call->pool, sizeof(ngx_pty_agent_wait_t));
     if (w == NULL) {
-        ngx_pty_session_put(s);
         return NULL;
     }
 
