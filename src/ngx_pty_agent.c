@@ -229,13 +229,11 @@ ngx_pty_agent_run(ngx_pty_agent_call_t *call, ngx_uint_t tool, json_t *args)
                                  "the arguments must be a JSON object");
     }
 
-    if (ngx_pty_agent_members(call, &ngx_pty_agent_tools[tool], args)
-        != NGX_DECLINED)
-    {
-        return NGX_OK;
-    }
+    rc = ngx_pty_agent_members(call, &ngx_pty_agent_tools[tool], args);
 
-    rc = ngx_pty_agent_tools[tool].handler(call, args);
+    if (rc == NGX_DECLINED) {
+        rc = ngx_pty_agent_tools[tool].handler(call, args);
+    }
 
     if (rc == NGX_OK && call->answer == NULL) {
         return NGX_ERROR;
@@ -290,7 +288,12 @@ ngx_pty_agent_members(ngx_pty_agent_call_t *call, ngx_pty_agent_tool_t *tool,
             return NGX_ERROR;
         }
 
-        len = ngx_min(len, 64);
+        if (len > 64) {
+            /* cut where a character starts */
+            for (len = 64; len && (key[len] & 0xc0) == 0x80; len--) {
+                /* void */
+            }
+        }
 
         ngx_snprintf(msg, 320, "unknown member \"%*s\": %s takes %s%Z",
                      len, key, tool->name,
@@ -2055,11 +2058,34 @@ ngx_int_t
 ngx_pty_agent_error(ngx_pty_agent_call_t *call, ngx_uint_t status,
     const char *code, const char *message)
 {
+    u_char        *p, *q;
+    json_t        *m;
+    const u_char  *c;
+
     json_decref(call->answer);
 
     call->status = status;
-    call->answer = json_pack("{s:{s:s, s:s}}", "error", "code", code,
-                             "message", message);
+    call->answer = NULL;
+
+    m = json_string(message);
+
+    if (m == NULL) {
+        /* it quotes input cut inside a character (a regex's error) */
+        p = ngx_pnalloc(call->pool, ngx_strlen(message) + 1);
+        if (p == NULL) {
+            return NGX_OK;
+        }
+
+        for (c = (const u_char *) message, q = p; *c; c++) {
+            *q++ = (*c < 0x80) ? *c : '?';
+        }
+
+        *q = '\0';
+        m = json_string((char *) p);
+    }
+
+    call->answer = json_pack("{s:{s:s, s:o}}", "error", "code", code,
+                             "message", m);
 
     return NGX_OK;
 }

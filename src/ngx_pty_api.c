@@ -201,6 +201,7 @@ ngx_pty_api_call(ngx_http_request_t *r, ngx_int_t tool, json_t *req)
     }
 
     if (rc != NGX_OK) {
+        json_decref(call->answer);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
