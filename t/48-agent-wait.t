@@ -18,7 +18,7 @@ use Test::Nginx::Pty;
 use Test::Nginx::PtyAgent;
 
 my $t = pty_nginx();
-$t->plan(25)->run();
+$t->plan(27)->run();
 
 # --- node's REPL: a stale prompt, and "> " inside the echo ------------------
 
@@ -142,3 +142,19 @@ pop @sizes;
 ok(@sizes >= 3 && !grep({ $_ != 65536 } @sizes),
     'every page but the last is full (' . join(',', @sizes) . ')');
 is($slow, 0, 'no wait on a call made while "more" was true');
+
+# --- a regex that backtracks without end does not stall the worker ---------
+
+my $bt = agent_start($t, q{sh -c 'printf "%s" aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; }
+    . q{sleep 30'}, wait_for => 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa');
+my $best = 9;
+for (1 .. 3) {
+    $t0 = time;
+    $r = agent($t, 'read', { id => $bt->{id}, wait_for_regex => '(a+)+[^a ]',
+        wait_ms => 0 });
+    $best = time - $t0 if time - $t0 < $best;
+}
+ok(!$r->{matched}, 'an exponential regex: no match');
+# PCRE2's own limit let one look take a third of a second
+ok($best < 0.1, sprintf('and one look costs little (%.3f s)', $best));
+agent($t, 'kill', { id => $bt->{id} });
