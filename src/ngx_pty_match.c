@@ -16,6 +16,7 @@
 
 
 #define NGX_PTY_ECHO_LINES  32      /* the last lines of an input kept */
+#define NGX_PTY_ECHO_WORK   (16 * 1024 * 1024) /* bytes moved, at most */
 
 /*
  * A caller's regex runs in the event loop, on every look at new output:
@@ -197,7 +198,7 @@ ngx_pty_echo_t *
 ngx_pty_echo_create(ngx_pool_t *pool, u_char *input, size_t len)
 {
     u_char          *p, *last, *buf, c;
-    size_t           n, cur;
+    size_t           n, cur, work;
     ngx_pty_echo_t  *e;
 
     e = ngx_pcalloc(pool, sizeof(ngx_pty_echo_t));
@@ -214,10 +215,21 @@ ngx_pty_echo_create(ngx_pool_t *pool, u_char *input, size_t len)
 
     n = 0;
     cur = 0;
+    work = 0;
     last = input + len;
 
     for (p = input; p < last; p++) {
         c = *p;
+
+        /* each edit inside a line moves its tail: n^2 for a long line */
+        work += n - cur;
+
+        if (c == '\t' || work > NGX_PTY_ECHO_WORK) {
+            /* a completion, or too costly to replay: the echo is unknown */
+            e->n = 0;
+            e->submitted = 0;
+            return e;
+        }
 
         if (c == '\r' || c == '\n') {
             if (c == '\r' && p + 1 < last && p[1] == '\n') {
@@ -229,13 +241,6 @@ ngx_pty_echo_create(ngx_pool_t *pool, u_char *input, size_t len)
             n = 0;
             cur = 0;
             continue;
-        }
-
-        if (c == '\t') {
-            /* a completion: what it echoes cannot be known */
-            e->n = 0;
-            e->submitted = 0;
-            return e;
         }
 
         if (c == 0x1b) {
