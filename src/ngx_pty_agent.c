@@ -973,9 +973,11 @@ ngx_pty_agent_list(ngx_pty_agent_call_t *call, json_t *args)
         if (ngx_pty_auth_right(id, sh) == NGX_PTY_RIGHT_NONE
             || (running && ngx_pty_agent_is_closed(sh))
             || (command.len
-                && ngx_strlcasestrn(sh->command, sh->command + sh->command_len,
-                                    command.data, command.len - 1)
-                   == NULL))
+                && (command.len > sh->command_len
+                    || ngx_strlcasestrn(sh->command,
+                                        sh->command + sh->command_len,
+                                        command.data, command.len - 1)
+                       == NULL)))
         {
             continue;
         }
