@@ -16,7 +16,9 @@ use Test::More;
 use Test::Nginx;
 use Test::Nginx::Pty;
 use Test::Nginx::PtyAPI qw(api_call api_request);
-use Test::Nginx::PtyWS qw(json_decode);
+use Test::Nginx::PtyWS qw(json_decode json_encode);
+use IO::Select;
+use IO::Socket::INET;
 
 my $node = `node --version 2>/dev/null`;
 plan(skip_all => 'node is not installed (scripts/install-deps.sh installs '
@@ -50,7 +52,7 @@ my $t = pty_nginx(extra_http => '
             pty_mcp;
         }
     }');
-$t->plan(43)->run();
+$t->plan(45)->run();
 
 my $port = $t->port(8081);
 my $url = "http://127.0.0.1:$port/mcp";
@@ -160,6 +162,42 @@ is($st, 405, 'GET (no server stream): 405');
     params => { protocolVersion => '2025-06-18', capabilities => {},
         clientInfo => { name => 'x' x 4000, version => '0' } } });
 is($st, 200, 'a body read in two parts is one message');
+
+# a client that goes away from a progress stream ends the wait (and its
+# timers): the session takes the next write at once
+($st, $j) = rpc({ jsonrpc => '2.0', id => 7, method => 'tools/call',
+    params => { name => 'pty_start', arguments => { command => 'cat',
+        wait_ms => 0 } } }, 'Mcp-Session-Id' => $sid);
+my $cat = $j->{result}{structuredContent}{id} // '';
+my $call = json_encode({ jsonrpc => '2.0', id => 8, method => 'tools/call',
+    params => { name => 'pty_write', _meta => { progressToken => 'p1' },
+        arguments => { id => $cat, wait_for => 'never', wait_ms => 30000 } }
+});
+my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port)
+    or die "connect: $!";
+print $sock "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:$port\r\n"
+    . "Accept: application/json, text/event-stream\r\n"
+    . "Content-Type: application/json\r\nMcp-Session-Id: $sid\r\n"
+    . "Content-Length: " . length($call) . "\r\n\r\n$call";
+my $stream = '';
+my $deadline = time + 10;
+while (time < $deadline && $stream !~ /notifications\/progress/) {
+    last unless IO::Select->new($sock)->can_read($deadline - time);
+    last unless sysread($sock, my $buf, 4096);
+    $stream .= $buf;
+}
+like($stream, qr/notifications\/progress/, 'a progress event on the stream');
+close $sock;
+my $free;
+$deadline = time + 5;
+while (time < $deadline) {
+    ($st, $j) = rpc({ jsonrpc => '2.0', id => 9, method => 'tools/call',
+        params => { name => 'pty_write', arguments => { id => $cat } } },
+        'Mcp-Session-Id' => $sid);
+    last if $free = !$j->{result}{isError};
+    select undef, undef, undef, 0.05;
+}
+ok($free, 'its client gone, the session is free again');
 
 # --- with principals: the auth issue's rules hold here too -----------------
 
