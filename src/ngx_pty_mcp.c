@@ -376,12 +376,17 @@ ngx_pty_mcp_tools_list(ngx_http_request_t *r, json_t *id)
         tools = json_incref(ngx_pty_mcp_tools_cache);
 
     } else {
-        /* pty_command: start takes no command */
+        /* pty_command: start takes no command; the others still need "id" */
         tools = json_deep_copy(ngx_pty_mcp_tools_cache);
 
         json_array_foreach(tools, i, tool) {
-            json_object_del(json_object_get(tool, "inputSchema"),
-                            "required");
+            if (ngx_strcmp(json_string_value(json_object_get(tool, "name")),
+                           "pty_start")
+                == 0)
+            {
+                json_object_del(json_object_get(tool, "inputSchema"),
+                                "required");
+            }
         }
     }
 

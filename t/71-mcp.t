@@ -35,6 +35,10 @@ my $t = pty_nginx(extra_http => '
         location /mcp {
             pty_mcp;
         }
+        location /mcp-fixed {
+            pty_command "cat";
+            pty_mcp;
+        }
     }
 
     map $pty_bearer_token $mcp_who {
@@ -52,7 +56,7 @@ my $t = pty_nginx(extra_http => '
             pty_mcp;
         }
     }');
-$t->plan(45)->run();
+$t->plan(47)->run();
 
 my $port = $t->port(8081);
 my $url = "http://127.0.0.1:$port/mcp";
@@ -162,6 +166,20 @@ is($st, 405, 'GET (no server stream): 405');
     params => { protocolVersion => '2025-06-18', capabilities => {},
         clientInfo => { name => 'x' x 4000, version => '0' } } });
 is($st, 200, 'a body read in two parts is one message');
+
+# pty_command: pty_start needs no command; the other tools still need id
+my ($fsid) = (rpc({ jsonrpc => '2.0', id => 1, method => 'initialize',
+    params => { protocolVersion => '2025-06-18', capabilities => {},
+        clientInfo => { name => 'raw', version => '0' } } }))[2]
+    {'mcp-session-id'};
+($st, $j) = api_call($port, '/mcp-fixed', { jsonrpc => '2.0', id => 2,
+    method => 'tools/list' }, headers => { %accept,
+        'Mcp-Session-Id' => $fsid });
+my %fixed = map { $_->{name} => $_->{inputSchema} }
+    @{$j->{result}{tools} // []};
+ok($fixed{pty_start} && !$fixed{pty_start}{required},
+    'pty_command: pty_start requires nothing');
+is_deeply($fixed{pty_write}{required}, ['id'], 'pty_write still needs id');
 
 # a client that goes away from a progress stream ends the wait (and its
 # timers): the session takes the next write at once
