@@ -18,7 +18,6 @@
 
 
 static void ngx_pty_api_body_handler(ngx_http_request_t *r);
-static ngx_int_t ngx_pty_api_body(ngx_http_request_t *r, ngx_buf_t **bp);
 static ngx_int_t ngx_pty_api_call(ngx_http_request_t *r, ngx_int_t tool,
     json_t *req);
 static void ngx_pty_api_done(ngx_pty_agent_call_t *call);
@@ -196,6 +195,7 @@ ngx_pty_api_call(ngx_http_request_t *r, ngx_int_t tool, json_t *req)
     }
 
     if (rc != NGX_OK) {
+        json_decref(call->answer);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -224,7 +224,7 @@ ngx_pty_api_done(ngx_pty_agent_call_t *call)
  * The body as one buffer (NULL when empty).  It may arrive in two: what
  * came with the header, and the rest; a body spilled to a file is refused.
  */
-static ngx_int_t
+ngx_int_t
 ngx_pty_api_body(ngx_http_request_t *r, ngx_buf_t **bp)
 {
     size_t        len;
