@@ -767,6 +767,11 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
             return;
         }
 
+        if (msg.type != NGX_PTY_KEEPER_READY && fd != NGX_INVALID_FILE) {
+            /* only READY carries one */
+            close(fd);
+        }
+
         if (msg.type == NGX_PTY_KEEPER_READY
             || msg.type == NGX_PTY_KEEPER_FAILED)
         {
