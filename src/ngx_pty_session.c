@@ -388,9 +388,7 @@ ngx_pty_session_adopt(ngx_pty_session_t *s)
 
     owner = sh->owner;
 
-    if (owner == ngx_pid
-        || (owner > 0 && (kill(owner, 0) == 0 || ngx_errno != NGX_ESRCH)))
-    {
+    if (owner == ngx_pid || ngx_pty_pid_alive(owner)) {
         ngx_pty_shm_unlock(sh);
         return NGX_DECLINED;
     }
