@@ -770,17 +770,30 @@ ngx_pty_shm_lock_recover(ngx_atomic_t *lock)
 }
 
 
+/* NGX_OK: need more bytes fit; NGX_AGAIN: after a grow; NGX_DECLINED */
+static ngx_int_t
+ngx_pty_inbox_room(ngx_pty_session_sh_t *s, size_t need)
+{
+    if (s->inbox_len + need <= s->inbox_size) {
+        return NGX_OK;
+    }
+
+    return (s->inbox_len + need > s->inbox_max) ? NGX_DECLINED : NGX_AGAIN;
+}
+
+
 ngx_int_t
 ngx_pty_inbox_put(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
     const u_char *data)
 {
-    size_t  need;
+    size_t     need;
+    ngx_int_t  rc;
 
     need = sizeof(ngx_pty_inbox_t) + ngx_align(rec->len, 8);
 
-    if (s->inbox_len + need > s->inbox_size) {
-        return (s->inbox_len + need > s->inbox_max) ? NGX_DECLINED
-                                                    : NGX_AGAIN;
+    rc = ngx_pty_inbox_room(s, need);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     ngx_memcpy(s->inbox + s->inbox_len, rec, sizeof(ngx_pty_inbox_t));
@@ -800,13 +813,14 @@ ngx_int_t
 ngx_pty_inbox_unshift(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
     const u_char *data)
 {
-    size_t  need;
+    size_t     need;
+    ngx_int_t  rc;
 
     need = sizeof(ngx_pty_inbox_t) + ngx_align(rec->len, 8);
 
-    if (s->inbox_len + need > s->inbox_size) {
-        return (s->inbox_len + need > s->inbox_max) ? NGX_DECLINED
-                                                    : NGX_AGAIN;
+    rc = ngx_pty_inbox_room(s, need);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     if (s->inbox_len) {
