@@ -869,6 +869,7 @@ ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd, ngx_pid_t child)
     len = s->input_len;
     s->input = NULL;
     s->input_len = 0;
+    s->input_size = 0;
 
     ngx_pty_session_drain_inbox(s);
 
@@ -1237,6 +1238,7 @@ ngx_pty_session_log_input(ngx_pty_session_t *s, ngx_uint_t level)
 ngx_int_t
 ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
 {
+    size_t            size;
     ssize_t           n;
     u_char           *p;
     ngx_pty_inbox_t   rec;
@@ -1300,18 +1302,26 @@ ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
         return NGX_ERROR;
     }
 
-    p = ngx_alloc(s->input_len + len, s->log);
-    if (p == NULL) {
-        return NGX_ERROR;
+    if (s->input_len + len > s->input_size) {
+        /* doubling: a flood of small inputs is not copied again each */
+        size = ngx_max(s->input_size * 2, 4096);
+        size = ngx_min(ngx_max(size, s->input_len + len), NGX_PTY_INPUT_MAX);
+
+        p = ngx_alloc(size, s->log);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        if (s->input) {
+            ngx_memcpy(p, s->input, s->input_len);
+            ngx_free(s->input);
+        }
+
+        s->input = p;
+        s->input_size = size;
     }
 
-    if (s->input) {
-        ngx_memcpy(p, s->input, s->input_len);
-        ngx_free(s->input);
-    }
-
-    ngx_memcpy(p + s->input_len, data, len);
-    s->input = p;
+    ngx_memcpy(s->input + s->input_len, data, len);
     s->input_len += len;
 
     if (s->pty && ngx_handle_write_event(s->pty->write, 0) != NGX_OK) {
