@@ -5204,11 +5204,33 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
 }
 
 
+/* a cell's text: its glyph and combining marks, a blank as a space */
+static u_char *
+ngx_pty_cell_utf8(u_char *p, const ngx_pty_row_t *row, unsigned col,
+    const ngx_pty_cell_t *c)
+{
+    unsigned  i;
+
+    if (c->ch == 0) {
+        *p++ = ' ';
+        return p;
+    }
+
+    p += ngx_pty_utf8_put(p, c->ch);
+
+    for (i = 0; i < c->ncomb && row->comb; i++) {
+        p += ngx_pty_utf8_put(p, row->comb[col * NGX_PTY_MAX_COMB + i]);
+    }
+
+    return p;
+}
+
+
 u_char *
 ngx_pty_screen_text(ngx_pty_screen_t *s, size_t *len)
 {
     u_char                *buf, *p, *start, *line_end, *text_end;
-    unsigned               r, col, i;
+    unsigned               r, col;
     const ngx_pty_row_t   *row;
     const ngx_pty_cell_t  *c;
 
@@ -5234,18 +5256,9 @@ ngx_pty_screen_text(ngx_pty_screen_t *s, size_t *len)
                 continue;
             }
 
-            if (c->ch == 0) {
-                *p++ = ' ';
-                continue;
-            }
+            p = ngx_pty_cell_utf8(p, row, col, c);
 
-            p += ngx_pty_utf8_put(p, c->ch);
-
-            for (i = 0; i < c->ncomb && row->comb; i++) {
-                p += ngx_pty_utf8_put(p, row->comb[col * NGX_PTY_MAX_COMB + i]);
-            }
-
-            if (c->ch != ' ' || c->ncomb) {
+            if (c->ch != 0 && (c->ch != ' ' || c->ncomb)) {
                 line_end = p;
             }
         }
@@ -5336,7 +5349,7 @@ ngx_pty_screen_span_text(ngx_pty_screen_t *s, ngx_pty_screen_span_t *span,
     u_char *buf)
 {
     u_char                *p;
-    unsigned               col, i;
+    unsigned               col;
     ngx_pty_cell_t         tmp;
     const ngx_pty_row_t   *row;
     const ngx_pty_cell_t  *c;
@@ -5354,19 +5367,8 @@ ngx_pty_screen_span_text(ngx_pty_screen_t *s, ngx_pty_screen_span_t *span,
     {
         c = ngx_pty_row_cell(row, col, &tmp);
 
-        if (c->ch == NGX_PTY_CONT) {
-            continue;
-        }
-
-        if (c->ch == 0) {
-            *p++ = ' ';
-            continue;
-        }
-
-        p += ngx_pty_utf8_put(p, c->ch);
-
-        for (i = 0; i < c->ncomb && row->comb; i++) {
-            p += ngx_pty_utf8_put(p, row->comb[col * NGX_PTY_MAX_COMB + i]);
+        if (c->ch != NGX_PTY_CONT) {
+            p = ngx_pty_cell_utf8(p, row, col, c);
         }
     }
 
