@@ -161,16 +161,22 @@ agent($t, 'kill', { id => $bt->{id} });
 
 # --- the echo of a long line edited in its middle is not replayed at n^2 ----
 
-my $ed = agent_start($t, q{sh -c 'stty raw -echo; cat > /dev/null'},
-    wait_ms => 0);
+# (raw before the write: a canonical line holds only 4 kB, and the rest
+# would queue; a session each try: what one has not read yet counts
+# against the 1 MiB a session queues)
 $best = 99;
+my $ok = 0;
 for (1 .. 3) {
+    my $ed = agent_start($t,
+        q{sh -c 'stty raw -echo; echo RE""ADY; cat > /dev/null'},
+        wait_for => 'READY', wait_ms => 10000);
     $t0 = time;
     $r = agent($t, 'write', { id => $ed->{id}, input => ('a' x 250000)
         . '\x01' . ('a' x 250000), wait_for => 'zz', wait_ms => 0 });
     $best = time - $t0 if time - $t0 < $best;
+    $ok++ if $r->{_status} == 200;
+    agent($t, 'kill', { id => $ed->{id} });
 }
-is($r->{_status}, 200, 'a 500 kB line typed half at its start');
+is($ok, 3, 'a 500 kB line typed half at its start, three times');
 # replayed byte by byte it took 3 s of the worker
 ok($best < 1, sprintf('answered at once (%.3f s)', $best));
-agent($t, 'kill', { id => $ed->{id} });
