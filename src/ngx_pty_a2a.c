@@ -60,6 +60,7 @@ typedef struct {
     unsigned                   read:1;       /* a page came */
     unsigned                   waits:1;      /* for wait_for(_regex) */
     unsigned                   matched:1;    /* and it came */
+    unsigned                   stopping:1;   /* the worker quits */
 } ngx_pty_a2a_task_t;
 
 
@@ -122,8 +123,12 @@ static void ngx_pty_a2a_shrink(json_t *list);
 static void ngx_pty_a2a_watch(ngx_pty_a2a_task_t *t);
 static void ngx_pty_a2a_notify(ngx_pty_listener_t *l);
 static void ngx_pty_a2a_shutdown(ngx_pty_listener_t *l);
+static void ngx_pty_a2a_quit(ngx_pty_listener_t *l);
 static void ngx_pty_a2a_wake(ngx_event_t *ev);
 static void ngx_pty_a2a_delta(ngx_event_t *ev);
+static ngx_int_t ngx_pty_a2a_delta_text(ngx_pty_a2a_task_t *t,
+    const u_char *text, size_t len);
+static void ngx_pty_a2a_page_delta(ngx_pty_a2a_task_t *t, json_t *page);
 static ngx_uint_t ngx_pty_a2a_foreign(ngx_pty_a2a_task_t *t);
 static ngx_uint_t ngx_pty_a2a_may_control(ngx_pty_client_t *cl, json_t *id);
 static ngx_int_t ngx_pty_a2a_cancel_remote(ngx_pty_client_t *cl,
@@ -564,6 +569,8 @@ ngx_pty_a2a_done(ngx_pty_agent_call_t *call)
     }
 
     if (ngx_pty_a2a_reads_on(t, a)) {
+        ngx_pty_a2a_page_delta(t, json_object_get(a, "output"));
+
         switch (ngx_pty_a2a_next_page(t)) {
         case NGX_AGAIN:
             return;
@@ -683,10 +690,33 @@ ngx_pty_a2a_add_page(ngx_pty_a2a_task_t *t, json_t *page)
 
     t->read = 1;
 
-    /* what the deltas sent of this page was delivered with it */
-    t->sent = (t->sent > add) ? t->sent - add : 0;
-
     return NGX_OK;
+}
+
+
+/*
+ * A page read on from: what the deltas did not send of it yet is streamed
+ * now (else a client would see it only in the final artifact), and the
+ * deltas go on from the reader's next page.
+ */
+static void
+ngx_pty_a2a_page_delta(ngx_pty_a2a_task_t *t, json_t *page)
+{
+    size_t  add;
+
+    add = json_string_length(page);
+
+    if (add > t->sent
+        && ngx_pty_a2a_delta_text(t, (const u_char *) json_string_value(page)
+                                     + t->sent, add - t->sent)
+           != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, t->call.log, 0,
+                      "pty: task %*s: a page's update was not stored",
+                      (size_t) NGX_PTY_ID_LEN, t->id);
+    }
+
+    t->sent = (t->sent > add) ? t->sent - add : 0;
 }
 
 
@@ -824,8 +854,10 @@ ngx_pty_a2a_outcome(ngx_pty_a2a_task_t *t)
     }
 
     if (t->listening) {
+        /* the task's reference goes with it: the view may be freed */
         t->listening = 0;
         ngx_pty_session_unlisten(t->session, &t->listener);
+        t->session = NULL;
     }
 
     ngx_pty_a2a_free(t);
@@ -1030,6 +1062,7 @@ ngx_pty_a2a_watch(ngx_pty_a2a_task_t *t)
 
     t->listener.notify = ngx_pty_a2a_notify;
     t->listener.shutdown = ngx_pty_a2a_shutdown;
+    t->listener.quit = ngx_pty_a2a_quit;
     t->listener.data = t;
 
     ngx_pty_shm_lock(t->session->sh);
@@ -1052,10 +1085,41 @@ ngx_pty_a2a_notify(ngx_pty_listener_t *l)
 }
 
 
-/* the worker exits: the engine's wait ends the task */
+/*
+ * The worker exits: the engine's wait, shut down too, ends the task.  The
+ * listener leaves now (left in place, it would be removed for it, then
+ * again by the task's end); the view is pinned until every listener has
+ * gone, so the task's last update can still be stored.
+ */
 static void
 ngx_pty_a2a_shutdown(ngx_pty_listener_t *l)
 {
+    ngx_pty_a2a_task_t  *t = l->data;
+
+    if (t->wake.posted) {
+        ngx_delete_posted_event(&t->wake);
+    }
+
+    t->listening = 0;
+    ngx_pty_session_unlisten(t->session, &t->listener);
+}
+
+
+/*
+ * The worker is told to quit: a task's wait cannot go to another worker,
+ * and would hold this one for up to its wait_ms.  It ends (failed) once
+ * the walk over the listeners is over; the program runs on.
+ */
+static void
+ngx_pty_a2a_quit(ngx_pty_listener_t *l)
+{
+    ngx_pty_a2a_task_t  *t = l->data;
+
+    t->stopping = 1;
+
+    if (!t->wake.posted) {
+        ngx_post_event(&t->wake, &ngx_posted_events);
+    }
 }
 
 
@@ -1065,6 +1129,14 @@ ngx_pty_a2a_wake(ngx_event_t *ev)
     ngx_pty_a2a_task_t  *t;
 
     t = ev->data;
+
+    if (t->stopping) {
+        ngx_pty_agent_cancel(&t->call);
+        ngx_queue_remove(&t->queue);
+        ngx_pty_a2a_end(t, "failed", "nginx is stopping this worker; the "
+                        "program runs on (reconnect, and send it again)");
+        return;
+    }
 
     if (!ngx_pty_a2a_foreign(t)) {
         if (!t->delta.timer_set) {
@@ -1092,7 +1164,6 @@ ngx_pty_a2a_wake(ngx_event_t *ev)
 static void
 ngx_pty_a2a_delta(ngx_event_t *ev)
 {
-    json_t               *task, *delta;
     ngx_pty_reader_t     *rd;
     ngx_pty_a2a_task_t   *t;
     ngx_pty_text_view_t   v;
@@ -1106,26 +1177,45 @@ ngx_pty_a2a_delta(ngx_event_t *ev)
         return;
     }
 
+    if (ngx_pty_a2a_delta_text(t, v.data + t->sent, v.stable - t->sent)
+        == NGX_OK)
+    {
+        t->sent = v.stable;
+    }
+}
+
+
+/* stores a "working" update whose task carries its status only */
+static ngx_int_t
+ngx_pty_a2a_delta_text(ngx_pty_a2a_task_t *t, const u_char *text,
+    size_t len)
+{
+    json_t     *task, *delta;
+    ngx_int_t   rc;
+
     task = json_pack("{s:O, s:O, s:s, s:O}",
                      "id", json_object_get(t->task, "id"),
                      "contextId", json_object_get(t->task, "contextId"),
                      "kind", "task",
                      "status", json_object_get(t->task, "status"));
     delta = json_pack("{s:s, s:[{s:s, s:s%}]}", "state", "working",
-                      "parts", "kind", "text", "text",
-                      v.data + t->sent, v.stable - t->sent);
+                      "parts", "kind", "text", "text", text, len);
+
+    rc = NGX_ERROR;
 
     if (task && delta
         && ngx_pty_a2a_store(t->session, t->call.log, t->id, task, delta,
                              t->sp)
            != NULL)
     {
-        t->sent = v.stable;
         t->delta_at = ngx_current_msec + NGX_PTY_A2A_DELTA_MS;
+        rc = NGX_OK;
     }
 
     json_decref(task);
     json_decref(delta);
+
+    return rc;
 }
 
 

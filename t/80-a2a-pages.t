@@ -20,7 +20,7 @@ use Test::Nginx::PtyA2A;
 
 my $t = pty_nginx(workers => 1, extra_loc => 'pty_api_page_size 4k; pty_input_rate off; '
     . 'pty_input_max 256k;');
-$t->plan(16)->run();
+$t->plan(21)->run();
 
 my $s = start_session($t, SHELL, wait_for => 'ready$ ', wait_ms => 10000);
 my $a = attach($t, $s);
@@ -48,6 +48,18 @@ is(task_state($task), 'completed', 'many pages: completed');
 like(task_output($task), qr/^2999\n3000\nDONE$/m,
     'the artifact runs to what was waited for');
 is($task->{metadata}{matched}, JSON::PP::true(), 'matched');
+
+# streamed: each page read on from is in the working updates, in order,
+# not only in the final artifact
+my ($acc, @ups) = stream_message($a, q{seq 1 3000; echo DO''NE},
+    submit => 1, wait_for => 'DONE', wait_ms => 15000);
+my $streamed = join '', map { $_->{text} // '' }
+    map { @{$_->{payload}{delta}{parts} // []} }
+    grep { task_state($_->{payload}{task}) eq 'working' } @ups;
+my $final = task_output($ups[-1]{payload}{task});
+is(substr($final, 0, length $streamed), $streamed,
+    'streamed: the updates are the artifact\'s start');
+like($streamed, qr/^2000\n/m, 'with the pages read on from');
 
 # no match within wait_ms over several pages: input-required, not
 # completed
@@ -108,5 +120,32 @@ is($e && $e->{payload}{code}, 'INTERNAL', 'a full terminal: INTERNAL')
     or diag explain $e;
 is($e && $e->{payload}{a2a_error}{code}, -32603, 'a2a_error populated');
 
-is($b->invalid_frames + $c->invalid_frames, 0,
+# the worker is told to quit (a reload) while a task waits for a later
+# page: the task ends failed at once (its wait would hold the old worker
+# for its wait_ms), stored for the clients that come back
+my $d = attach($t, $s);
+$d->recv_json(5);
+my $sleep2 = 'sleep 20.' . ($$ % 1000);
+my $id = $d->send_op('SendStreamingMessage', { message => a2a_message(
+    "seq 1 3000; $sleep2", submit => 1, wait_for => 'NEVER',
+    wait_ms => 25000) });
+$tid = $d->recv_match(sub { ($_[0]{id} // '') eq $id }, 5)
+    ->{payload}{task_id};
+$d->recv_until(sub { $_[0]{op} eq 'TaskStatusUpdate'
+    && join('', map { $_->{text} // '' }
+        @{$_[0]{payload}{delta}{parts} // []}) =~ /^\d+$/m }, 10,
+    'a page of output is in');
+ok($t->reload(), 'reloaded');
+my $f = attach($t, $s);
+$f->recv_json(5);
+my $g;
+$t->wait_until(sub {
+    $f->send_op('GetTask', { task_id => $tid });
+    $g = $f->recv_op('GetTask.Response', 5)->{payload}{task};
+    is_terminal($g);
+}, 10);
+is(task_state($g), 'failed', 'the task ended with its worker');
+like($g->{status}{message}{parts}[0]{text}, qr/stopping/, 'and says why');
+
+is($b->invalid_frames + $c->invalid_frames + $f->invalid_frames, 0,
     'every frame matched the schema');
