@@ -224,17 +224,21 @@ $('#refresh').onclick = refresh;
 // the buttons give the keyboard back to the terminal
 const refocus = () => { view && view.terminal.focus(); };
 $('#repaint').onclick = () => { view && view.client.requestKeyframe(); refocus(); };
+// (at once, before the clipboard answers: a key pressed meanwhile must
+// reach the terminal, not press the button again)
 $('#copy').onclick = async () => {
-    if (view && !(await view.copySelection().catch(() => false))) {
+    const v = view;
+    refocus();
+    if (v && !(await v.copySelection().catch(() => false))) {
         notice('select text first (the clipboard needs https or localhost)', false);
     }
-    refocus();
 };
 $('#paste').onclick = async () => {
-    if (view) {
-        await view.paste().catch((e) => notice('paste: ' + e.message, true));
-    }
+    const v = view;
     refocus();
+    if (v) {
+        await v.paste().catch((e) => notice('paste: ' + e.message, true));
+    }
 };
 $('#switch-role').onclick = () => {
     if (view) {

@@ -256,6 +256,12 @@ test('copy and paste through the clipboard buttons',
         }
         await a.evaluate(() => navigator.clipboard.writeText('echo pasted-ü'));
         await a.click('#paste');
+        // the keyboard is the terminal's again at once (Enter on the
+        // button would paste twice); the paste lands before the Enter
+        assert.equal(await a.evaluate(() => document.activeElement.id),
+            '', 'the paste button gave the keyboard back');
+        await waitScreen(a, matches(/^ready\$ echo pasted-ü\s*$/m),
+            'the paste on the command line, once');
         await a.keyboard.press('Enter');
         await waitScreen(a, hasLine('pasted-ü'), 'the pasted command ran');
     }));
