@@ -276,8 +276,10 @@ test('resize: the controller asks, everyone follows, stty sees it',
     { skip, timeout }, async () => {
         const s = await shell();
         const a = join(s);
-        const b = join(s, { role: 'observer' });
+        // (the first connection on a fresh session controls it, whatever
+        // it asked for: the observer joins once the controller has)
         await a.waitForScreen(PROMPT);
+        const b = join(s, { role: 'observer' });
         await b.waitForState('live');
         /** @type {any[]} */
         const seen = [];
