@@ -4863,6 +4863,7 @@ ngx_pty_emit_title(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
     size_t    i;
     u_char    c;
+    uint32_t  u;
     unsigned  n, k;
 
     ngx_pty_emit(e, "\x1b]2;", 4);
@@ -4878,16 +4879,28 @@ ngx_pty_emit_title(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
             continue;
         }
 
-        /* only whole, well-formed UTF-8 sequences pass */
+        /*
+         * only whole, well-formed UTF-8 sequences pass: no overlong form,
+         * surrogate or code point past U+10FFFF (a client decoding the
+         * Keyframe strictly would fail on it)
+         */
         n = ngx_pty_utf8_len(c);
+        u = c & (0x7f >> n);
 
         for (k = 1; n && k < n; k++) {
             if (i + k >= s->title_len || (s->title[i + k] & 0xc0) != 0x80) {
                 n = 0;
+                break;
             }
+
+            u = (u << 6) | (s->title[i + k] & 0x3f);
         }
 
-        if (n == 0) {
+        if (n == 0
+            || u < (n == 2 ? 0x80 : n == 3 ? 0x800 : 0x10000)
+            || u > 0x10ffff
+            || (u >= 0xd800 && u <= 0xdfff))
+        {
             n = 1;
             continue;
         }
