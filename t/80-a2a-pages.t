@@ -110,7 +110,7 @@ for (1 .. 24) {
     my $id = $c->send_op('SendMessage', { message => a2a_message(
         'x' x 200000, wait_ms => 0) });
     my $m = $c->recv_match(sub { ($_[0]{id} // '') eq $id }, 10);
-    diag "$_ $m->{op} " . ($m->{payload}{code} // task_state($m->{payload}{task})) . ' ' . ($m->{payload}{message} // '');
+    note "$_ $m->{op} " . ($m->{payload}{code} // task_state($m->{payload}{task})) . ' ' . ($m->{payload}{message} // '');
     if ($m->{op} eq 'Error') {
         $e = $m;
         last;
