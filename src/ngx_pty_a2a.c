@@ -1087,9 +1087,10 @@ ngx_pty_a2a_notify(ngx_pty_listener_t *l)
 
 /*
  * The worker exits: the engine's wait, shut down too, ends the task.  The
- * listener leaves now (left in place, it would be removed for it, then
- * again by the task's end); the view is pinned until every listener has
- * gone, so the task's last update can still be stored.
+ * listener leaves the queue now (left in place, it would be removed for
+ * it, then again by the task's end), but the task keeps its reference
+ * (unlisten would give it up, and the task's end again): the view is
+ * pinned until every listener has gone, so the last update is stored.
  */
 static void
 ngx_pty_a2a_shutdown(ngx_pty_listener_t *l)
@@ -1101,7 +1102,7 @@ ngx_pty_a2a_shutdown(ngx_pty_listener_t *l)
     }
 
     t->listening = 0;
-    ngx_pty_session_unlisten(t->session, &t->listener);
+    ngx_queue_remove(&l->queue);
 }
 
 
