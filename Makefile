@@ -248,19 +248,25 @@ $(FUZZ_DIR)/fuzz_%: t/fuzz/fuzz_%.c t/fuzz/fuzz.h t/fuzz/fuzz_env.h \
 
 fuzz-build: $(FUZZ_BINS)
 
+# every harness runs, whatever one before it found; failed ones are named
+# at the end (and make fails)
 fuzz: fuzz-build
-	@for f in $(FUZZ_PURE) $(FUZZ_NGX); do \
+	@failed=; for f in $(FUZZ_PURE) $(FUZZ_NGX); do \
 	    mkdir -p $(FUZZ_DIR)/corpus/$$f $(FUZZ_DIR)/crashes/$$f; \
 	    echo "fuzz_$$f: $(FUZZ_SECONDS) s"; \
-	    $(FUZZ_DIR)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) \
+	    if $(FUZZ_DIR)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) \
 	        -print_final_stats=1 $$(cat t/fuzz/fuzz_$$f.options 2>/dev/null) \
 	        -artifact_prefix=$(FUZZ_DIR)/crashes/$$f/ \
 	        $(FUZZ_DIR)/corpus/$$f t/fuzz/corpus/$$f \
-	        > $(FUZZ_DIR)/fuzz_$$f.log 2>&1 \
-	    || { tail -60 $(FUZZ_DIR)/fuzz_$$f.log; exit 1; }; \
-	    grep -E '^stat::(number_of_executed_units|peak_rss)|^#[0-9]+.*DONE' \
-	        $(FUZZ_DIR)/fuzz_$$f.log; \
-	done
+	        > $(FUZZ_DIR)/fuzz_$$f.log 2>&1; \
+	    then \
+	        grep -E '^stat::(number_of_executed_units|peak_rss)|^#[0-9]+.*DONE' \
+	            $(FUZZ_DIR)/fuzz_$$f.log; \
+	    else \
+	        tail -40 $(FUZZ_DIR)/fuzz_$$f.log; failed="$$failed fuzz_$$f"; \
+	    fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
 
 clean:
 	rm -rf $(BUILD)/*.so $(UNIT_BINS) $(TOOL_BINS) $(BENCH_BINS) \

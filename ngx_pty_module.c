@@ -520,13 +520,6 @@ ngx_pty_attach_handler(ngx_http_request_t *r)
                                  "no_zone", "no pty_zone is configured");
     }
 
-    if (ngx_pty_auth_token_in_query(r)) {
-        return ngx_pty_api_error(r, NGX_HTTP_BAD_REQUEST, "token_in_query",
-                                 "tokens must not ride in the URL: send "
-                                 "Authorization: Bearer, or a bearer. "
-                                 "subprotocol entry");
-    }
-
     if (ngx_pty_parse_attach_uri(r, &instance, &id) != NGX_OK) {
         return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "not_found",
                                  "attach at /agents/{instance_id}/sessions/"

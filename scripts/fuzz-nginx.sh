@@ -47,8 +47,11 @@ fi
 
 tree="$dir/nginx-src"
 
-# configured already with these flags: the module's changes only
-if [ -f "$tree/objs/Makefile" ] && [ "$(cat "$tree/.cc_opt" 2>/dev/null)" = "$cc_opt" ]
+# configured already with these flags and the module's file list (its
+# config): the changed sources only
+key="$cc_opt $(cksum < "$addon/config")"
+
+if [ -f "$tree/objs/Makefile" ] && [ "$(cat "$tree/.cc_opt" 2>/dev/null)" = "$key" ]
 then
     make -C "$tree" -f objs/Makefile > "$tree/make.log" 2>&1 || {
         tail -50 "$tree/make.log" >&2
@@ -62,7 +65,7 @@ mkdir -p "$tree"
 tar -xzf "$tarball" -C "$tree" --strip-components=1
 
 cd "$tree"
-echo "$cc_opt" > .cc_opt
+echo "$key" > .cc_opt
 ./configure --with-cc=clang --with-cc-opt="$cc_opt" \
     --with-ld-opt="-fsanitize=address,undefined" \
     --with-pcre --without-http_gzip_module \

@@ -22,9 +22,11 @@ if [ "$(id -u)" = 0 ]; then
     if [ -x /usr/bin/bwrap ]; then
         users="$users
     pty_env HOME=/tmp;
-    pty_sandbox /usr/bin/bwrap --unshare-pid --unshare-ipc --unshare-uts
-                --die-with-parent --new-session --ro-bind / / --proc /proc
-                --dev /dev --tmpfs /tmp --chdir /tmp --;"
+    pty_sandbox /usr/bin/env --ignore-signal=INT,QUIT,TSTP
+                /usr/bin/bwrap --unshare-pid --unshare-ipc --unshare-uts
+                --die-with-parent --ro-bind / / --proc /proc
+                --dev /dev --tmpfs /tmp --chdir /tmp --
+                /usr/bin/env --default-signal=INT,QUIT,TSTP;"
     fi
 else
     users="# pty_user_range: only when nginx starts as root"

@@ -42,9 +42,11 @@ typedef struct {
     json_t                    *task;
     json_t                    *sp;           /* service_parameters */
     json_t                    *args;         /* the next page's write */
-    json_t                    *output;       /* the pages so far */
+    u_char                    *out;          /* the pages so far */
+    size_t                     out_len;
+    size_t                     out_size;
     ngx_msec_t                 started;
-    json_int_t                 wait_ms;      /* asked for, 0: the default */
+    json_int_t                 wait_ms;      /* asked for, -1: the default */
     ngx_pty_listener_t         listener;     /* a cancel from elsewhere */
     ngx_event_t                wake;
     ngx_event_t                delta;        /* the next output delta */
@@ -55,6 +57,10 @@ typedef struct {
     unsigned                   streaming:1;
     unsigned                   listening:1;
     unsigned                   refused:1;
+    unsigned                   read:1;       /* a page came */
+    unsigned                   waits:1;      /* for wait_for(_regex) */
+    unsigned                   matched:1;    /* and it came */
+    unsigned                   stopping:1;   /* the worker quits */
 } ngx_pty_a2a_task_t;
 
 
@@ -100,23 +106,29 @@ static ngx_pty_a2a_task_t *ngx_pty_a2a_create(ngx_pty_client_t *cl,
     json_t *message, json_t *args, json_t *id, ngx_uint_t streaming);
 static void ngx_pty_a2a_free(ngx_pty_a2a_task_t *t);
 static void ngx_pty_a2a_done(ngx_pty_agent_call_t *call);
-static ngx_int_t ngx_pty_a2a_next_page(ngx_pty_a2a_task_t *t, json_t *page);
+static ngx_int_t ngx_pty_a2a_add_page(ngx_pty_a2a_task_t *t, json_t *page);
+static ngx_uint_t ngx_pty_a2a_reads_on(ngx_pty_a2a_task_t *t, json_t *a);
+static ngx_int_t ngx_pty_a2a_next_page(ngx_pty_a2a_task_t *t);
 static void ngx_pty_a2a_end(ngx_pty_a2a_task_t *t, const char *state,
-    const char *text, json_t *output);
+    const char *text);
 static void ngx_pty_a2a_outcome(ngx_pty_a2a_task_t *t);
 static ngx_int_t ngx_pty_a2a_event(ngx_pty_a2a_task_t *t, json_t *delta);
 static ngx_pty_frame_t *ngx_pty_a2a_store(ngx_pty_session_t *s,
-    ngx_pool_t *pool, const u_char *tid, json_t *task, json_t *delta,
+    ngx_log_t *log, const u_char *tid, json_t *task, json_t *delta,
     json_t *sp);
 static ngx_pty_frame_t *ngx_pty_a2a_append(ngx_pty_session_t *s,
-    ngx_pool_t *pool, const u_char *tid, json_t *task, json_t *delta,
+    ngx_log_t *log, const u_char *tid, json_t *task, json_t *delta,
     json_t *sp);
 static void ngx_pty_a2a_shrink(json_t *list);
 static void ngx_pty_a2a_watch(ngx_pty_a2a_task_t *t);
 static void ngx_pty_a2a_notify(ngx_pty_listener_t *l);
 static void ngx_pty_a2a_shutdown(ngx_pty_listener_t *l);
+static void ngx_pty_a2a_quit(ngx_pty_listener_t *l);
 static void ngx_pty_a2a_wake(ngx_event_t *ev);
 static void ngx_pty_a2a_delta(ngx_event_t *ev);
+static ngx_int_t ngx_pty_a2a_delta_text(ngx_pty_a2a_task_t *t,
+    const u_char *text, size_t len);
+static void ngx_pty_a2a_page_delta(ngx_pty_a2a_task_t *t, json_t *page);
 static ngx_uint_t ngx_pty_a2a_foreign(ngx_pty_a2a_task_t *t);
 static ngx_uint_t ngx_pty_a2a_may_control(ngx_pty_client_t *cl, json_t *id);
 static ngx_int_t ngx_pty_a2a_cancel_remote(ngx_pty_client_t *cl,
@@ -294,11 +306,11 @@ ngx_pty_a2a_start(ngx_pty_client_t *cl, json_t *payload, json_t *id,
                       (size_t) NGX_PTY_ID_LEN, t->id);
     }
 
+    /* before the answer: a first page at once may be followed by waits */
+    ngx_pty_a2a_watch(t);
+
     if (rc == NGX_OK) {
         ngx_pty_a2a_done(&t->call);
-
-    } else {
-        ngx_pty_a2a_watch(t);
     }
 
     return NGX_OK;
@@ -310,6 +322,7 @@ static ngx_pty_a2a_task_t *
 ngx_pty_a2a_create(ngx_pty_client_t *cl, json_t *message, json_t *args,
     json_t *id, ngx_uint_t streaming)
 {
+    json_t              *v;
     ngx_pool_t          *pool;
     ngx_http_request_t  *r;
     ngx_pty_a2a_task_t  *t;
@@ -345,7 +358,8 @@ ngx_pty_a2a_create(ngx_pty_client_t *cl, json_t *message, json_t *args,
     /* a page of output is not the end: the next one is waited for */
     t->args = json_deep_copy(args);
     t->started = ngx_current_msec;
-    t->wait_ms = json_integer_value(json_object_get(args, "wait_ms"));
+    v = json_object_get(args, "wait_ms");
+    t->wait_ms = json_is_integer(v) ? json_integer_value(v) : -1;
 
     t->task = ngx_pty_a2a_new_task(t, message, cl);
     t->session = ngx_pty_session_get(cl->session->sh);
@@ -381,8 +395,12 @@ ngx_pty_a2a_free(ngx_pty_a2a_task_t *t)
     json_decref(t->task);
     json_decref(t->sp);
     json_decref(t->args);
-    json_decref(t->output);
     json_decref(t->req_id);
+
+    if (t->out) {
+        ngx_free(t->out);
+    }
+
     ngx_destroy_pool(t->pool);
 }
 
@@ -517,7 +535,7 @@ ngx_pty_a2a_new_task(ngx_pty_a2a_task_t *t, json_t *message,
 static void
 ngx_pty_a2a_done(ngx_pty_agent_call_t *call)
 {
-    json_t              *a, *output, *v;
+    json_t              *a, *v;
     const char          *state, *why;
     ngx_pty_a2a_task_t  *t;
 
@@ -536,53 +554,54 @@ ngx_pty_a2a_done(ngx_pty_agent_call_t *call)
     if (call->status != NGX_HTTP_OK) {
         v = json_object_get(json_object_get(a, "error"), "message");
         ngx_pty_a2a_end(t, "failed", json_is_string(v) ? json_string_value(v)
-                                                       : "the write failed",
-                        t->output);
+                                                       : "the write failed");
         return;
     }
 
-    output = json_object_get(a, "output");
+    if (ngx_pty_a2a_add_page(t, json_object_get(a, "output")) != NGX_OK) {
+        ngx_pty_a2a_end(t, "failed", "out of memory");
+        return;
+    }
 
-    if (json_is_true(json_object_get(a, "more"))
-        && !json_is_true(json_object_get(a, "matched"))
-        && !json_is_true(json_object_get(a, "timed_out"))
-        && json_is_true(json_object_get(a, "running")))
-    {
-        switch (ngx_pty_a2a_next_page(t, output)) {
+    if (json_object_get(a, "matched")) {
+        t->waits = 1;
+        t->matched |= json_is_true(json_object_get(a, "matched"));
+    }
+
+    if (ngx_pty_a2a_reads_on(t, a)) {
+        ngx_pty_a2a_page_delta(t, json_object_get(a, "output"));
+
+        switch (ngx_pty_a2a_next_page(t)) {
         case NGX_AGAIN:
             return;
         case NGX_ERROR:
-            ngx_pty_a2a_end(t, "failed", "the next page could not be read",
-                            t->output);
+            ngx_pty_a2a_end(t, "failed", "the next page could not be read");
+            return;
+        case NGX_ABORT:
+            ngx_pty_a2a_end(t, t->matched ? "completed" : "input-required",
+                            "the sender went away; more output is "
+                            "waiting: send an empty message for the rest");
             return;
         default: /* NGX_DECLINED: the output is over the cap */
-            ngx_pty_a2a_end(t, "input-required", "the output is over 1 MiB; "
-                            "send an empty message for the rest", t->output);
+            ngx_pty_a2a_end(t, t->matched ? "completed" : "input-required",
+                            "the output is over 1 MiB; send an empty "
+                            "message for the rest");
             return;
         }
     }
 
-    if (t->output) {
-        /* the pages before, then this one */
-        if (ngx_pty_a2a_next_page(t, output) == NGX_ERROR) {
-            ngx_pty_a2a_end(t, "failed", "out of memory", NULL);
-            return;
-        }
-
-        output = t->output;
-    }
-
-    if (json_is_true(json_object_get(a, "timed_out"))
-        && json_is_true(json_object_get(a, "running")))
-    {
-        state = "input-required";
-        why = "the wait timed out; the program is still running";
-
-    } else if (json_is_false(json_object_get(a, "running"))
-               && json_is_false(json_object_get(a, "matched")))
+    if (t->waits && !t->matched
+        && json_is_false(json_object_get(a, "running")))
     {
         state = "failed";
         why = "the program exited before what was waited for came";
+
+    } else if (t->waits ? !t->matched
+                        : (json_is_true(json_object_get(a, "timed_out"))
+                           && json_is_true(json_object_get(a, "running"))))
+    {
+        state = "input-required";
+        why = "the wait timed out; the program is still running";
 
     } else {
         state = "completed";
@@ -593,65 +612,147 @@ ngx_pty_a2a_done(ngx_pty_agent_call_t *call)
     v = json_deep_copy(a);
     if (v) {
         json_object_del(v, "output");
+
+        if (t->waits) {
+            /* of the whole task: the pages after a match wait for none */
+            json_object_set_new(v, "matched", json_boolean(t->matched));
+        }
+
         json_object_set_new(t->task, "metadata", v);
     }
 
-    ngx_pty_a2a_end(t, state, why, output);
+    ngx_pty_a2a_end(t, state, why);
 }
 
 
 /*
- * Adds a page to the task's output; unless the page was the last one
- * (t->args NULL), starts the wait for the next.  NGX_AGAIN: waiting;
- * NGX_OK: added; NGX_DECLINED: over the cap; NGX_ERROR.
+ * Whether the task reads another page.  A wait also ends when a page is
+ * full, whether or not more text waits just then: until what is waited
+ * for came, that wait goes on; once it came (or without one), the text
+ * already waiting is read too, at once, for it may hold the match.
  */
-static ngx_int_t
-ngx_pty_a2a_next_page(ngx_pty_a2a_task_t *t, json_t *page)
+static ngx_uint_t
+ngx_pty_a2a_reads_on(ngx_pty_a2a_task_t *t, json_t *a)
 {
-    size_t       have, add;
-    u_char      *buf;
-    json_t      *all;
-    ngx_int_t    rc;
-    ngx_msec_t   waited;
-    json_int_t   wait;
+    if (json_is_true(json_object_get(a, "timed_out"))
+        || json_string_length(json_object_get(a, "output")) == 0)
+    {
+        /* over, or no progress */
+        return 0;
+    }
 
-    have = json_string_length(t->output);
+    if (json_is_true(json_object_get(a, "more"))) {
+        return 1;
+    }
+
+    /* a full page ends on a character, up to 3 bytes short */
+    return t->waits && !t->matched
+           && json_is_true(json_object_get(a, "running"))
+           && json_string_length(json_object_get(a, "output")) + 4
+              > t->call.conf->api_page_size;
+}
+
+
+/* adds a page to the task's output */
+static ngx_int_t
+ngx_pty_a2a_add_page(ngx_pty_a2a_task_t *t, json_t *page)
+{
+    size_t   add, size;
+    u_char  *buf;
+
     add = json_string_length(page);
 
-    buf = ngx_alloc(have + add + 1, t->call.log);
-    if (buf == NULL) {
-        return NGX_ERROR;
+    if (t->out_len + add > t->out_size) {
+        /* doubled: a task of many pages copies its output a few times */
+        size = ngx_max(2 * t->out_size, t->out_len + add);
+
+        buf = ngx_alloc(size, t->call.log);
+        if (buf == NULL) {
+            return NGX_ERROR;
+        }
+
+        if (t->out_len) {
+            ngx_memcpy(buf, t->out, t->out_len);
+        }
+
+        if (t->out) {
+            ngx_free(t->out);
+        }
+
+        t->out = buf;
+        t->out_size = size;
     }
 
-    ngx_memcpy(buf, json_string_value(t->output), have);
-    ngx_memcpy(buf + have, json_string_value(page), add);
-
-    all = json_stringn((char *) buf, have + add);
-    ngx_free(buf);
-
-    if (all == NULL) {
-        return NGX_ERROR;
+    if (add) {
+        ngx_memcpy(t->out + t->out_len, json_string_value(page), add);
+        t->out_len += add;
     }
 
-    json_decref(t->output);
-    t->output = all;
+    t->read = 1;
 
-    /* what the deltas sent of this page was delivered with it */
+    return NGX_OK;
+}
+
+
+/*
+ * A page read on from: what the deltas did not send of it yet is streamed
+ * now (else a client would see it only in the final artifact), and the
+ * deltas go on from the reader's next page.
+ */
+static void
+ngx_pty_a2a_page_delta(ngx_pty_a2a_task_t *t, json_t *page)
+{
+    size_t  add;
+
+    add = json_string_length(page);
+
+    if (add > t->sent
+        && ngx_pty_a2a_delta_text(t, (const u_char *) json_string_value(page)
+                                     + t->sent, add - t->sent)
+           != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, t->call.log, 0,
+                      "pty: task %*s: a page's update was not stored",
+                      (size_t) NGX_PTY_ID_LEN, t->id);
+    }
+
     t->sent = (t->sent > add) ? t->sent - add : 0;
+}
 
-    if (!json_is_true(json_object_get(t->call.answer, "more"))) {
-        return NGX_OK;
+
+/*
+ * Starts the wait for the next page.  NGX_AGAIN: waiting or ended;
+ * NGX_DECLINED: the output is over the cap; NGX_ABORT: the connection
+ * that sent the task has gone (the engine's checks need its request);
+ * NGX_ERROR.
+ */
+static ngx_int_t
+ngx_pty_a2a_next_page(ngx_pty_a2a_task_t *t)
+{
+    ngx_int_t   rc;
+    ngx_msec_t  waited;
+    json_int_t  wait;
+
+    if (t->out_len >= NGX_PTY_A2A_OUTPUT_MAX) {
+        return NGX_DECLINED;
     }
 
-    if (have + add >= NGX_PTY_A2A_OUTPUT_MAX) {
-        return NGX_DECLINED;
+    if (t->client == NULL) {
+        return NGX_ABORT;
+    }
+
+    if (t->matched) {
+        /* what waits is read at once */
+        json_object_del(t->args, "wait_for");
+        json_object_del(t->args, "wait_for_regex");
+        json_object_del(t->args, "settle_ms");
     }
 
     /* the wait_ms asked for is for the whole task */
     wait = t->wait_ms;
     waited = ngx_current_msec - t->started;
 
-    if (wait) {
+    if (wait >= 0) {
         json_object_set_new(t->args, "wait_ms",
                             json_integer(wait > (json_int_t) waited
                                          ? wait - (json_int_t) waited : 0));
@@ -680,15 +781,16 @@ ngx_pty_a2a_next_page(ngx_pty_a2a_task_t *t, json_t *page)
 
 /* the terminal update, the SendMessage answer, and the end of t */
 static void
-ngx_pty_a2a_end(ngx_pty_a2a_task_t *t, const char *state, const char *text,
-    json_t *output)
+ngx_pty_a2a_end(ngx_pty_a2a_task_t *t, const char *state, const char *text)
 {
     json_t  *delta, *parts;
 
     delta = json_pack("{s:s}", "state", state);
 
-    if (json_is_string(output)) {
-        parts = json_pack("[{s:s, s:O}]", "kind", "text", "text", output);
+    if (t->read) {
+        /* pages end on characters: the whole is UTF-8 */
+        parts = json_pack("[{s:s, s:s%}]", "kind", "text", "text",
+                          t->out ? (char *) t->out : "", t->out_len);
         json_array_append_new(json_object_get(t->task, "artifacts"),
                               json_pack("{s:s, s:s, s:O}",
                                         "artifactId", "output",
@@ -752,8 +854,10 @@ ngx_pty_a2a_outcome(ngx_pty_a2a_task_t *t)
     }
 
     if (t->listening) {
+        /* the task's reference goes with it: the view may be freed */
         t->listening = 0;
         ngx_pty_session_unlisten(t->session, &t->listener);
+        t->session = NULL;
     }
 
     ngx_pty_a2a_free(t);
@@ -794,7 +898,7 @@ ngx_pty_a2a_status(json_t *task, const char *state, const char *text)
 static ngx_int_t
 ngx_pty_a2a_event(ngx_pty_a2a_task_t *t, json_t *delta)
 {
-    return ngx_pty_a2a_store(t->session, t->pool, t->id, t->task, delta,
+    return ngx_pty_a2a_store(t->session, t->call.log, t->id, t->task, delta,
                              t->sp)
            ? NGX_OK : NGX_ERROR;
 }
@@ -806,13 +910,13 @@ ngx_pty_a2a_event(ngx_pty_a2a_task_t *t, json_t *delta)
  * SendMessage answer has them whole).
  */
 static ngx_pty_frame_t *
-ngx_pty_a2a_store(ngx_pty_session_t *s, ngx_pool_t *pool, const u_char *tid,
+ngx_pty_a2a_store(ngx_pty_session_t *s, ngx_log_t *log, const u_char *tid,
     json_t *task, json_t *delta, json_t *sp)
 {
     json_t           *t2, *d2;
     ngx_pty_frame_t  *f;
 
-    f = ngx_pty_a2a_append(s, pool, tid, task, delta, sp);
+    f = ngx_pty_a2a_append(s, log, tid, task, delta, sp);
     if (f) {
         return f;
     }
@@ -830,7 +934,7 @@ ngx_pty_a2a_store(ngx_pty_session_t *s, ngx_pool_t *pool, const u_char *tid,
     ngx_pty_a2a_shrink(json_object_get(t2, "artifacts"));
     ngx_pty_a2a_shrink(d2);
 
-    f = ngx_pty_a2a_append(s, pool, tid, t2, d2, sp);
+    f = ngx_pty_a2a_append(s, log, tid, t2, d2, sp);
 
     json_decref(t2);
     json_decref(d2);
@@ -885,13 +989,15 @@ ngx_pty_a2a_shrink(json_t *list)
 
 
 static ngx_pty_frame_t *
-ngx_pty_a2a_append(ngx_pty_session_t *s, ngx_pool_t *pool,
+ngx_pty_a2a_append(ngx_pty_session_t *s, ngx_log_t *log,
     const u_char *tid, json_t *task, json_t *delta, json_t *sp)
 {
-    char     *text;
-    size_t    len;
-    json_t   *o;
-    u_char   *buf, *p;
+    char             *text;
+    size_t            len;
+    json_t           *o;
+    u_char           *buf, *p;
+    ngx_pty_frame_t  *f;
+
     /* the delta first: a cancel is seen at a fixed place (foreign) */
     o = delta ? json_pack("{s:O, s:O}", "delta", delta, "task", task)
               : json_pack("{s:{s:s}, s:O}", "delta", "state", "working",
@@ -914,7 +1020,8 @@ ngx_pty_a2a_append(ngx_pty_session_t *s, ngx_pool_t *pool,
         len += json_dumpb(sp, NULL, 0, JSON_COMPACT);
     }
 
-    buf = ngx_pnalloc(pool, len);
+    /* not from the task's pool: a long task stores many updates */
+    buf = ngx_alloc(len, log);
     if (buf == NULL) {
         free(text);
         return NULL;
@@ -931,7 +1038,10 @@ ngx_pty_a2a_append(ngx_pty_session_t *s, ngx_pool_t *pool,
         p += json_dumpb(sp, (char *) p, buf + len - p, JSON_COMPACT);
     }
 
-    return ngx_pty_session_append(s, NGX_PTY_FRAME_TASK, 0, buf, p - buf);
+    f = ngx_pty_session_append(s, NGX_PTY_FRAME_TASK, 0, buf, p - buf);
+    ngx_free(buf);
+
+    return f;
 }
 
 
@@ -952,6 +1062,7 @@ ngx_pty_a2a_watch(ngx_pty_a2a_task_t *t)
 
     t->listener.notify = ngx_pty_a2a_notify;
     t->listener.shutdown = ngx_pty_a2a_shutdown;
+    t->listener.quit = ngx_pty_a2a_quit;
     t->listener.data = t;
 
     ngx_pty_shm_lock(t->session->sh);
@@ -974,10 +1085,42 @@ ngx_pty_a2a_notify(ngx_pty_listener_t *l)
 }
 
 
-/* the worker exits: the engine's wait ends the task */
+/*
+ * The worker exits: the engine's wait, shut down too, ends the task.  The
+ * listener leaves the queue now (left in place, it would be removed for
+ * it, then again by the task's end), but the task keeps its reference
+ * (unlisten would give it up, and the task's end again): the view is
+ * pinned until every listener has gone, so the last update is stored.
+ */
 static void
 ngx_pty_a2a_shutdown(ngx_pty_listener_t *l)
 {
+    ngx_pty_a2a_task_t  *t = l->data;
+
+    if (t->wake.posted) {
+        ngx_delete_posted_event(&t->wake);
+    }
+
+    t->listening = 0;
+    ngx_queue_remove(&l->queue);
+}
+
+
+/*
+ * The worker is told to quit: a task's wait cannot go to another worker,
+ * and would hold this one for up to its wait_ms.  It ends (failed) once
+ * the walk over the listeners is over; the program runs on.
+ */
+static void
+ngx_pty_a2a_quit(ngx_pty_listener_t *l)
+{
+    ngx_pty_a2a_task_t  *t = l->data;
+
+    t->stopping = 1;
+
+    if (!t->wake.posted) {
+        ngx_post_event(&t->wake, &ngx_posted_events);
+    }
 }
 
 
@@ -987,6 +1130,14 @@ ngx_pty_a2a_wake(ngx_event_t *ev)
     ngx_pty_a2a_task_t  *t;
 
     t = ev->data;
+
+    if (t->stopping) {
+        ngx_pty_agent_cancel(&t->call);
+        ngx_queue_remove(&t->queue);
+        ngx_pty_a2a_end(t, "failed", "nginx is stopping this worker; the "
+                        "program runs on (reconnect, and send it again)");
+        return;
+    }
 
     if (!ngx_pty_a2a_foreign(t)) {
         if (!t->delta.timer_set) {
@@ -1014,7 +1165,6 @@ ngx_pty_a2a_wake(ngx_event_t *ev)
 static void
 ngx_pty_a2a_delta(ngx_event_t *ev)
 {
-    json_t               *task, *delta;
     ngx_pty_reader_t     *rd;
     ngx_pty_a2a_task_t   *t;
     ngx_pty_text_view_t   v;
@@ -1028,25 +1178,45 @@ ngx_pty_a2a_delta(ngx_event_t *ev)
         return;
     }
 
+    if (ngx_pty_a2a_delta_text(t, v.data + t->sent, v.stable - t->sent)
+        == NGX_OK)
+    {
+        t->sent = v.stable;
+    }
+}
+
+
+/* stores a "working" update whose task carries its status only */
+static ngx_int_t
+ngx_pty_a2a_delta_text(ngx_pty_a2a_task_t *t, const u_char *text,
+    size_t len)
+{
+    json_t     *task, *delta;
+    ngx_int_t   rc;
+
     task = json_pack("{s:O, s:O, s:s, s:O}",
                      "id", json_object_get(t->task, "id"),
                      "contextId", json_object_get(t->task, "contextId"),
                      "kind", "task",
                      "status", json_object_get(t->task, "status"));
     delta = json_pack("{s:s, s:[{s:s, s:s%}]}", "state", "working",
-                      "parts", "kind", "text", "text",
-                      v.data + t->sent, v.stable - t->sent);
+                      "parts", "kind", "text", "text", text, len);
+
+    rc = NGX_ERROR;
 
     if (task && delta
-        && ngx_pty_a2a_store(t->session, t->pool, t->id, task, delta, t->sp)
+        && ngx_pty_a2a_store(t->session, t->call.log, t->id, task, delta,
+                             t->sp)
            != NULL)
     {
-        t->sent = v.stable;
         t->delta_at = ngx_current_msec + NGX_PTY_A2A_DELTA_MS;
+        rc = NGX_OK;
     }
 
     json_decref(task);
     json_decref(delta);
+
+    return rc;
 }
 
 
@@ -1330,7 +1500,7 @@ ngx_pty_a2a_cancel(ngx_pty_client_t *cl, json_t *msg, json_t *payload,
     (void) ngx_pty_session_input(t->session, (u_char *) "\x03", 1);
 
     task = json_incref(t->task);
-    ngx_pty_a2a_end(t, "canceled", "canceled by the client", NULL);
+    ngx_pty_a2a_end(t, "canceled", "canceled by the client");
 
     (void) ngx_pty_a2a_reply(cl, "CancelTask.Response", id,
                              json_pack("{s:o}", "task", task));
@@ -1343,23 +1513,15 @@ ngx_pty_a2a_cancel(ngx_pty_client_t *cl, json_t *msg, json_t *payload,
 static ngx_int_t
 ngx_pty_a2a_cancel_remote(ngx_pty_client_t *cl, json_t *task, json_t *id)
 {
-    json_t      *delta;
-    ngx_pool_t  *pool;
+    json_t  *delta;
 
     if (!ngx_pty_a2a_may_control(cl, id)) {
         json_decref(task);
         return NGX_OK;
     }
 
-    pool = ngx_create_pool(4096, cl->ws.connection->log);
     delta = json_pack("{s:s}", "state", "canceled");
-
-    if (pool == NULL || delta == NULL) {
-        if (pool) {
-            ngx_destroy_pool(pool);
-        }
-
-        json_decref(delta);
+    if (delta == NULL) {
         json_decref(task);
         return NGX_ERROR;
     }
@@ -1368,7 +1530,7 @@ ngx_pty_a2a_cancel_remote(ngx_pty_client_t *cl, json_t *task, json_t *id)
 
     ngx_pty_a2a_status(task, "canceled", "canceled by a client");
 
-    if (ngx_pty_a2a_store(cl->session, pool,
+    if (ngx_pty_a2a_store(cl->session, cl->ws.connection->log,
                           (u_char *) json_string_value(json_object_get(task,
                                                                        "id")),
                           task, delta, cl->service_parameters)
@@ -1378,7 +1540,6 @@ ngx_pty_a2a_cancel_remote(ngx_pty_client_t *cl, json_t *task, json_t *id)
                       "pty: a task's canceled update was not stored");
     }
 
-    ngx_destroy_pool(pool);
     json_decref(delta);
 
     return ngx_pty_a2a_reply(cl, "CancelTask.Response", id,

@@ -229,13 +229,11 @@ ngx_pty_agent_run(ngx_pty_agent_call_t *call, ngx_uint_t tool, json_t *args)
                                  "the arguments must be a JSON object");
     }
 
-    if (ngx_pty_agent_members(call, &ngx_pty_agent_tools[tool], args)
-        != NGX_DECLINED)
-    {
-        return NGX_OK;
-    }
+    rc = ngx_pty_agent_members(call, &ngx_pty_agent_tools[tool], args);
 
-    rc = ngx_pty_agent_tools[tool].handler(call, args);
+    if (rc == NGX_DECLINED) {
+        rc = ngx_pty_agent_tools[tool].handler(call, args);
+    }
 
     if (rc == NGX_OK && call->answer == NULL) {
         return NGX_ERROR;
@@ -290,7 +288,12 @@ ngx_pty_agent_members(ngx_pty_agent_call_t *call, ngx_pty_agent_tool_t *tool,
             return NGX_ERROR;
         }
 
-        len = ngx_min(len, 64);
+        if (len > 64) {
+            /* cut where a character starts */
+            for (len = 64; len && (key[len] & 0xc0) == 0x80; len--) {
+                /* void */
+            }
+        }
 
         ngx_snprintf(msg, 320, "unknown member \"%*s\": %s takes %s%Z",
                      len, key, tool->name,
@@ -588,6 +591,7 @@ ngx_pty_agent_start(ngx_pty_agent_call_t *call, json_t *args)
     w = ngx_pty_agent_wait_create(call, s, &wa, ngx_pty_agent_text_check,
                                   ngx_pty_agent_text_answer);
     if (w == NULL) {
+        ngx_pty_session_put(s);
         return NGX_ERROR;
     }
 
@@ -742,6 +746,7 @@ ngx_pty_agent_write(ngx_pty_agent_call_t *call, json_t *args)
                                   ngx_pty_agent_text_answer);
     if (w == NULL) {
         ngx_pty_reader_unclaim(s->sh);
+        ngx_pty_session_put(s);
         return NGX_ERROR;
     }
 
@@ -864,6 +869,7 @@ ngx_pty_agent_read(ngx_pty_agent_call_t *call, json_t *args)
     w = ngx_pty_agent_wait_create(call, s, &wa, ngx_pty_agent_screen_check,
                                   ngx_pty_agent_screen_answer);
     if (w == NULL) {
+        ngx_pty_session_put(s);
         return NGX_ERROR;
     }
 
@@ -904,6 +910,7 @@ ngx_pty_agent_kill(ngx_pty_agent_call_t *call, json_t *args)
     w = ngx_pty_agent_wait_create(call, s, &wa, ngx_pty_agent_closed_check,
                                   ngx_pty_agent_describe_answer);
     if (w == NULL) {
+        ngx_pty_session_put(s);
         return NGX_ERROR;
     }
 
@@ -966,9 +973,11 @@ ngx_pty_agent_list(ngx_pty_agent_call_t *call, json_t *args)
         if (ngx_pty_auth_right(id, sh) == NGX_PTY_RIGHT_NONE
             || (running && ngx_pty_agent_is_closed(sh))
             || (command.len
-                && ngx_strlcasestrn(sh->command, sh->command + sh->command_len,
-                                    command.data, command.len - 1)
-                   == NULL))
+                && (command.len > sh->command_len
+                    || ngx_strlcasestrn(sh->command,
+                                        sh->command + sh->command_len,
+                                        command.data, command.len - 1)
+                       == NULL)))
         {
             continue;
         }
@@ -1286,7 +1295,10 @@ ngx_pty_agent_session(ngx_pty_agent_call_t *call, json_t *args,
 
 /* waiters */
 
-/* a waiter on s (which it puts when done, or here on failure) */
+/*
+ * A waiter on s, which it puts when done; on failure (NULL) the caller
+ * still has s, to let go of what it holds first and then put it.
+ */
 static ngx_pty_agent_wait_t *
 ngx_pty_agent_wait_create(ngx_pty_agent_call_t *call, ngx_pty_session_t *s,
     ngx_pty_agent_waitargs_t *wa, ngx_pty_agent_check_pt check,
@@ -1296,7 +1308,6 @@ ngx_pty_agent_wait_create(ngx_pty_agent_call_t *call, ngx_pty_session_t *s,
 
     w = ngx_pcalloc(call->pool, sizeof(ngx_pty_agent_wait_t));
     if (w == NULL) {
-        ngx_pty_session_put(s);
         return NULL;
     }
 
@@ -2049,11 +2060,34 @@ ngx_int_t
 ngx_pty_agent_error(ngx_pty_agent_call_t *call, ngx_uint_t status,
     const char *code, const char *message)
 {
+    u_char        *p, *q;
+    json_t        *m;
+    const u_char  *c;
+
     json_decref(call->answer);
 
     call->status = status;
-    call->answer = json_pack("{s:{s:s, s:s}}", "error", "code", code,
-                             "message", message);
+    call->answer = NULL;
+
+    m = json_string(message);
+
+    if (m == NULL) {
+        /* it quotes input cut inside a character (a regex's error) */
+        p = ngx_pnalloc(call->pool, ngx_strlen(message) + 1);
+        if (p == NULL) {
+            return NGX_OK;
+        }
+
+        for (c = (const u_char *) message, q = p; *c; c++) {
+            *q++ = (*c < 0x80) ? *c : '?';
+        }
+
+        *q = '\0';
+        m = json_string((char *) p);
+    }
+
+    call->answer = json_pack("{s:{s:s, s:o}}", "error", "code", code,
+                             "message", m);
 
     return NGX_OK;
 }

@@ -18,7 +18,6 @@
 
 
 static void ngx_pty_api_body_handler(ngx_http_request_t *r);
-static ngx_int_t ngx_pty_api_body(ngx_http_request_t *r, ngx_buf_t **bp);
 static ngx_int_t ngx_pty_api_call(ngx_http_request_t *r, ngx_int_t tool,
     json_t *req);
 static void ngx_pty_api_done(ngx_pty_agent_call_t *call);
@@ -76,12 +75,6 @@ ngx_pty_api_handler(ngx_http_request_t *r)
         return ngx_pty_api_error(r, NGX_HTTP_NOT_FOUND, "unknown_call",
                                  "calls are start, write, kill, list, read, "
                                  "status, revoke");
-    }
-
-    if (ngx_pty_auth_token_in_query(r)) {
-        return ngx_pty_api_error(r, NGX_HTTP_BAD_REQUEST, "token_in_query",
-                                 "tokens must not ride in the URL: send "
-                                 "Authorization: Bearer");
     }
 
     /* who calls, before a byte of the body is read */
@@ -202,6 +195,7 @@ ngx_pty_api_call(ngx_http_request_t *r, ngx_int_t tool, json_t *req)
     }
 
     if (rc != NGX_OK) {
+        json_decref(call->answer);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -230,7 +224,7 @@ ngx_pty_api_done(ngx_pty_agent_call_t *call)
  * The body as one buffer (NULL when empty).  It may arrive in two: what
  * came with the header, and the rest; a body spilled to a file is refused.
  */
-static ngx_int_t
+ngx_int_t
 ngx_pty_api_body(ngx_http_request_t *r, ngx_buf_t **bp)
 {
     size_t        len;

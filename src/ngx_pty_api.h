@@ -15,6 +15,12 @@
 
 ngx_int_t ngx_pty_api_handler(ngx_http_request_t *r);
 
+/*
+ * The request body in one buffer (NULL: none); NGX_ERROR when it is in a
+ * file (larger than client_body_buffer_size) or there is no memory.
+ */
+ngx_int_t ngx_pty_api_body(ngx_http_request_t *r, ngx_buf_t **bp);
+
 /* sends {"error":{"code":..,"message":..}} with that status */
 ngx_int_t ngx_pty_api_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *code, const char *message);

@@ -12,6 +12,7 @@
 
 
 static ngx_open_file_t *ngx_pty_audit_file(void);
+static u_char *ngx_pty_audit_str(u_char *dst, u_char *s, size_t len);
 
 
 /* pty_audit_log path | off */
@@ -100,8 +101,8 @@ ngx_pty_audit(ngx_pty_ident_t *id, ngx_connection_t *c, const char *event,
     if (id) {
         /* 255 bytes of principal escape to at most 1530 */
         p = ngx_pty_cpylit(p, ",\"principal\":\"");
-        p = ngx_pty_json_escape(p, id->principal.data,
-                                ngx_min(id->principal.len, 255));
+        p = ngx_pty_audit_str(p, id->principal.data,
+                              ngx_min(id->principal.len, 255));
         *p++ = '"';
 
         if (id->status) {
@@ -127,7 +128,7 @@ ngx_pty_audit(ngx_pty_ident_t *id, ngx_connection_t *c, const char *event,
 
     if (id && id->trace_len) {
         p = ngx_pty_cpylit(p, ",\"trace_id\":\"");
-        p = ngx_pty_json_escape(p, id->trace_id, id->trace_len);
+        p = ngx_pty_audit_str(p, id->trace_id, id->trace_len);
         *p++ = '"';
     }
 
@@ -196,11 +197,50 @@ ngx_pty_audit_escape(u_char *buf, size_t size, u_char *s, size_t len)
 {
     u_char  *p;
 
-    /* an escape takes at most 6 bytes */
-    len = ngx_min(len, (size - 1) / 6);
+    /* an escape takes at most 6 bytes; a cut is not inside a character */
+    if (len > (size - 1) / 6) {
+        len = (size - 1) / 6;
 
-    p = ngx_pty_json_escape(buf, s, len);
+        while (len && (s[len] & 0xc0) == 0x80) {
+            len--;
+        }
+    }
+
+    p = ngx_pty_audit_str(buf, s, len);
     *p = '\0';
 
     return buf;
+}
+
+
+/*
+ * JSON string text, as ngx_pty_json_escape, and UTF-8 however s is: a
+ * byte that is not part of a character is written as \u00XX (a line
+ * that is not UTF-8 is not JSON to a reader)
+ */
+static u_char *
+ngx_pty_audit_str(u_char *dst, u_char *s, size_t len)
+{
+    u_char  *p, *last, *q;
+
+    last = s + len;
+
+    for (p = s; p < last; /* void */) {
+        if (*p < 0x80) {
+            dst = ngx_pty_json_escape(dst, p++, 1);
+            continue;
+        }
+
+        q = p;
+
+        if (ngx_utf8_decode(&q, last - p) <= 0x10ffff) {
+            dst = ngx_cpymem(dst, p, q - p);
+            p = q;
+            continue;
+        }
+
+        dst = ngx_sprintf(dst, "\\u%04xd", (int) *p++);
+    }
+
+    return dst;
 }

@@ -390,11 +390,25 @@ ngx_pty_auth_make(ngx_http_request_t *r, ngx_pty_ident_t *id)
 
     last = id->principal.data + id->principal.len;
 
-    /* a principal is a name: nothing that could end a line or a field */
-    for (p = id->principal.data; p < last; p++) {
+    /*
+     * A principal is a name: nothing that could end a line or a field,
+     * and UTF-8, for it goes into text frames (MembershipChanged), which
+     * a browser drops its connection over if they are not
+     */
+    for (p = id->principal.data; p < last; /* void */) {
+        if (*p >= 0x80) {
+            if (ngx_utf8_decode(&p, last - p) > 0x10ffff) {
+                return;
+            }
+
+            continue;
+        }
+
         if (*p < 0x20 || *p == 0x7f) {
             return;
         }
+
+        p++;
     }
 
     if (plcf->scopes == NULL) {
@@ -949,19 +963,25 @@ ngx_pty_auth_revoke(ngx_str_t *principal, ngx_log_t *log,
     ngx_uint_t              i, n;
     ngx_queue_t            *q;
     ngx_pty_zone_t         *zone;
+    ngx_pty_revoked_t      *rv;
     ngx_pty_session_sh_t  **all, *sh;
 
     zone = ngx_pty_shm_zone();
     *connections = 0;
 
-    /* for connections that have not joined yet: refused when they do */
-    i = ngx_atomic_fetch_add(&zone->sh->revoked_next, 1) % NGX_PTY_REVOKED_MAX;
-    zone->sh->revoked[i].at = 0;
-    zone->sh->revoked[i].hash = ngx_crc32_short(principal->data,
-                                                principal->len);
-    zone->sh->revoked[i].at = ngx_pty_now_ms();
-
     ngx_shmtx_lock(&zone->shpool->mutex);
+
+    /* for connections that have not joined yet, or fell behind */
+    rv = &zone->sh->revoked[zone->sh->revoked_next % NGX_PTY_REVOKED_MAX];
+    rv->seq++;
+    ngx_memory_barrier();
+    rv->at = ngx_pty_now_ms();
+    rv->len = ngx_min(principal->len, sizeof(rv->principal));
+    ngx_memcpy(rv->principal, principal->data, rv->len);
+    ngx_memory_barrier();
+    rv->seq++;
+    ngx_memory_barrier();
+    zone->sh->revoked_next++;
 
     n = zone->sh->live;
     all = ngx_alloc((n + 1) * sizeof(ngx_pty_session_sh_t *), log);
@@ -1000,25 +1020,49 @@ ngx_pty_auth_revoke(ngx_str_t *principal, ngx_log_t *log,
 ngx_uint_t
 ngx_pty_auth_revoked(ngx_pty_ident_t *id)
 {
-    uint32_t         hash;
-    ngx_uint_t       i;
-    ngx_pty_zone_t  *zone;
+    ngx_uint_t          i, seq, match;
+    ngx_atomic_uint_t   next;
+    ngx_pty_zone_t     *zone;
+    ngx_pty_revoked_t  *rv;
 
     zone = ngx_pty_shm_zone();
 
-    if (zone == NULL || id->anonymous || zone->sh->revoked_next == 0) {
+    if (zone == NULL || id->anonymous || id->revoked) {
+        return id->revoked;
+    }
+
+    next = zone->sh->revoked_next;
+
+    if (next == id->revoked_seen) {
         return 0;
     }
 
-    hash = ngx_crc32_short(id->principal.data, id->principal.len);
+    ngx_memory_barrier();
 
     for (i = 0; i < NGX_PTY_REVOKED_MAX; i++) {
-        if (zone->sh->revoked[i].hash == hash
-            && zone->sh->revoked[i].at >= id->since)
-        {
+        rv = &zone->sh->revoked[i];
+
+        seq = rv->seq;
+        if (seq & 1) {
+            /* being written: counted in revoked_next when it is done */
+            continue;
+        }
+
+        ngx_memory_barrier();
+
+        match = (rv->at >= id->since && rv->len == id->principal.len
+                 && ngx_memcmp(rv->principal, id->principal.data, rv->len)
+                    == 0);
+
+        ngx_memory_barrier();
+
+        if (match && rv->seq == seq) {
+            id->revoked = 1;
             return 1;
         }
     }
+
+    id->revoked_seen = next;
 
     return 0;
 }
@@ -1043,10 +1087,14 @@ ngx_pty_auth_revoke_session(ngx_pty_session_sh_t *sh, ngx_str_t *principal)
         m = ngx_queue_data(q, ngx_pty_member_t, queue);
 
         if (m->principal_len == principal->len
-            && ngx_strncmp(m->principal, principal->data, principal->len) == 0
-            && ngx_pty_ring_append(sh, NGX_PTY_FRAME_REVOKE, m->client_id,
-                                   (u_char *) "{}", 2))
+            && ngx_strncmp(m->principal, principal->data, principal->len) == 0)
         {
+            /*
+             * The frame ends it at once; when the ring has no room, the
+             * wake-up below makes its pull find the revocation table
+             */
+            (void) ngx_pty_ring_append(sh, NGX_PTY_FRAME_REVOKE,
+                                       m->client_id, (u_char *) "{}", 2);
             n++;
         }
     }
@@ -1115,6 +1163,17 @@ ngx_pty_auth_bearer(ngx_http_request_t *r, ngx_str_t *tok)
 
         if (ngx_decode_base64url(tok, &src) != NGX_OK || tok->len == 0) {
             return NGX_DECLINED;
+        }
+
+        /*
+         * Decoded, it can hold any byte; proxy_set_header would write a
+         * CR LF in it into the auth subrequest as another header, or as
+         * another request.  A token is visible ASCII (RFC 6750 b64token).
+         */
+        for (p = tok->data; p < tok->data + tok->len; p++) {
+            if (*p <= 0x20 || *p >= 0x7f) {
+                return NGX_DECLINED;
+            }
         }
 
         return NGX_OK;

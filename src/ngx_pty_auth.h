@@ -65,6 +65,8 @@ typedef struct {
     ngx_uint_t                 status;        /* 0, or 401: no principal */
     ngx_uint_t                 anonymous;     /* pty_auth off */
     uint64_t                   since;         /* unix ms it was made */
+    ngx_atomic_uint_t          revoked_seen;  /* revocations looked at */
+    ngx_uint_t                 revoked;
 
     u_char                     trace_id[NGX_PTY_TRACE_MAX];
     size_t                     trace_len;
@@ -149,7 +151,13 @@ void ngx_pty_auth_member(ngx_pty_member_t *m, ngx_pty_ident_t *id);
 /* every live connection of the principal gets goodbye principal_revoked */
 ngx_int_t ngx_pty_auth_revoke(ngx_str_t *principal, ngx_log_t *log,
     ngx_uint_t *connections);
-/* revoked after this identity was made (a connection not yet joined) */
+/*
+ * Revoked after this identity was made?  Cheap when no revocation came
+ * since the last call.  Asked at a join under the session lock (revoke
+ * writes its entry before it walks the members, so one of the two sees
+ * the other), and by each pull of the ring (a client that fell behind
+ * may never read its revoke frame).
+ */
 ngx_uint_t ngx_pty_auth_revoked(ngx_pty_ident_t *id);
 
 

@@ -75,6 +75,8 @@ static void ngx_pty_binding_pong(ngx_pty_client_t *cl, json_t *msg,
     json_t *id);
 static u_char *ngx_pty_binding_head(u_char *p, const char *op, json_t *id);
 static ngx_int_t ngx_pty_binding_lagged(ngx_pty_client_t *cl);
+static ngx_pty_frame_t *ngx_pty_binding_find_closed(
+    ngx_pty_session_sh_t *sh);
 static ngx_uint_t ngx_pty_binding_held(ngx_pty_client_t *cl,
     ngx_pty_frame_t *f);
 static ngx_int_t ngx_pty_binding_held_closed(ngx_pty_client_t *cl);
@@ -643,6 +645,12 @@ ngx_pty_binding_pull(ngx_pty_client_t *cl)
         return;
     }
 
+    if (ngx_pty_auth_revoked(cl->ident)) {
+        /* its revoke frame went by unread: it fell behind, or no room */
+        ngx_pty_binding_goodbye(cl, "principal_revoked", NULL);
+        return;
+    }
+
     sh = cl->session->sh;
 
 again:
@@ -950,7 +958,7 @@ ngx_pty_binding_more(ngx_pty_client_t *cl)
 static ngx_int_t
 ngx_pty_binding_lagged(ngx_pty_client_t *cl)
 {
-    ngx_uint_t        closed;
+    ngx_uint_t        closed, gone;
     ngx_pty_frame_t  *f;
 
     if (ngx_pty_binding_log(cl, NGX_PTY_LOG_LAGGED, NGX_LOG_INFO)) {
@@ -963,19 +971,28 @@ ngx_pty_binding_lagged(ngx_pty_client_t *cl)
     ngx_pty_shm_lock(cl->session->sh);
     closed = (cl->session->sh->state >= NGX_PTY_STATE_CLOSED);
 
-    if (cl->holding && !closed) {
+    if (cl->holding) {
         /*
          * Behind again before its Keyframe came (the frames ahead of it
-         * filled its queue): it was told already, and one more Keyframe
-         * is asked for in case the first went by
+         * filled its queue): it was told already (a second LAGGED would
+         * not be followed by a Keyframe), and one more Keyframe is asked
+         * for in case the first went by.  A Closed still in the ring is
+         * met on the walk (ngx_pty_binding_held_closed); one that went
+         * by is copied.
          */
         cl->cursor = cl->session->sh->ring->tail;
+        gone = closed && ngx_pty_binding_find_closed(cl->session->sh) == NULL;
         ngx_pty_shm_unlock(cl->session->sh);
 
         if (ngx_pty_session_request_keyframe(cl->session, cl->client_id)
             != NGX_OK)
         {
             cl->holding = 0;
+        }
+
+        if (gone && ngx_pty_binding_closed_copy(cl) != NGX_OK) {
+            ngx_pty_ws_finalize(&cl->ws);
+            return NGX_ERROR;
         }
 
         return NGX_OK;
@@ -1082,6 +1099,25 @@ ngx_pty_binding_held_closed(ngx_pty_client_t *cl)
 }
 
 
+/* under the session lock: the broadcast Closed if the ring still has it */
+static ngx_pty_frame_t *
+ngx_pty_binding_find_closed(ngx_pty_session_sh_t *sh)
+{
+    uint64_t          off;
+    ngx_pty_frame_t  *f;
+
+    off = sh->ring->tail;
+
+    while ((f = ngx_pty_ring_read(sh->ring, &off)) != NULL) {
+        if (f->kind == NGX_PTY_FRAME_CLOSED && f->target == 0) {
+            return f;
+        }
+    }
+
+    return NULL;
+}
+
+
 /*
  * The session's Closed was among the frames a lagged client skipped, or
  * before where a late joiner's walk starts: a copy targeted at it follows
@@ -1093,7 +1129,6 @@ ngx_pty_binding_closed_copy(ngx_pty_client_t *cl)
 {
     u_char                 buf[NGX_PTY_CLOSED_MAX];
     size_t                 len;
-    uint64_t               off;
     ngx_pty_frame_t       *f;
     ngx_pty_session_sh_t  *sh;
 
@@ -1102,16 +1137,11 @@ ngx_pty_binding_closed_copy(ngx_pty_client_t *cl)
 
     ngx_pty_shm_lock(sh);
 
-    off = sh->ring->tail;
+    f = ngx_pty_binding_find_closed(sh);
 
-    while ((f = ngx_pty_ring_read(sh->ring, &off)) != NULL) {
-        if (f->kind == NGX_PTY_FRAME_CLOSED && f->target == 0
-            && f->len <= sizeof(buf))
-        {
-            len = f->len;
-            ngx_memcpy(buf, ngx_pty_frame_data(f), len);
-            break;
-        }
+    if (f && f->len <= sizeof(buf)) {
+        len = f->len;
+        ngx_memcpy(buf, ngx_pty_frame_data(f), len);
     }
 
     ngx_pty_shm_unlock(sh);

@@ -327,12 +327,6 @@ ngx_pty_ext_join(ngx_pty_client_t *cl, json_t *msg, json_t *id)
         return;
     }
 
-    if (ngx_pty_auth_revoked(cl->ident)) {
-        /* revoked while attached, before it joined */
-        ngx_pty_binding_goodbye(cl, "principal_revoked", NULL);
-        return;
-    }
-
     if (ngx_pty_ext_join_args(cl, msg, id, &j) != NGX_OK) {
         return;
     }
@@ -340,6 +334,17 @@ ngx_pty_ext_join(ngx_pty_client_t *cl, json_t *msg, json_t *id)
     sh = cl->session->sh;
 
     ngx_pty_shm_lock(sh);
+
+    /*
+     * Revoked while attached, before it joined.  Under the lock: a revoke
+     * that walks this session's members after this join sees it among
+     * them; one that walked before wrote its entry before
+     */
+    if (ngx_pty_auth_revoked(cl->ident)) {
+        ngx_pty_shm_unlock(sh);
+        ngx_pty_binding_goodbye(cl, "principal_revoked", NULL);
+        return;
+    }
 
     rc = ngx_pty_ext_admit_locked(cl, &j);
 

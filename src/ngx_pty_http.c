@@ -11,6 +11,8 @@
 
 #include "ngx_pty.h"
 #include "ngx_pty_http.h"
+#include "ngx_pty_api.h"
+#include "ngx_pty_auth.h"
 
 
 typedef struct {
@@ -26,6 +28,7 @@ static ngx_int_t ngx_pty_http_body_filter(ngx_http_request_t *r,
 static ngx_buf_t *ngx_pty_http_error_body(ngx_http_request_t *r);
 static u_char *ngx_pty_http_log_handler(ngx_http_request_t *r,
     ngx_http_request_t *sr, u_char *buf, size_t len);
+static ngx_int_t ngx_pty_http_preaccess(ngx_http_request_t *r);
 
 
 static ngx_http_output_header_filter_pt  ngx_pty_http_next_header;
@@ -57,7 +60,18 @@ static ngx_pty_http_error_t  ngx_pty_http_errors[] = {
 ngx_int_t
 ngx_pty_http_init(ngx_conf_t *cf)
 {
-    (void) cf;
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    /* before auth_request (access phase) sends the URI anywhere */
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_pty_http_preaccess;
 
     ngx_pty_http_next_header = ngx_http_top_header_filter;
     ngx_http_top_header_filter = ngx_pty_http_header_filter;
@@ -171,6 +185,41 @@ ngx_pty_http_error_body(ngx_http_request_t *r)
     b->last_in_chain = 1;
 
     return b;
+}
+
+
+/*
+ * A token in the query string is refused before auth_request would pass
+ * the URI to the auth service (X-Original-URI $request_uri), and the log
+ * lines of the auth subrequest already name the request without it.
+ */
+static ngx_int_t
+ngx_pty_http_preaccess(ngx_http_request_t *r)
+{
+    ngx_pty_loc_conf_t  *plcf;
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_pty_module);
+
+    if (r != r->main
+        || (plcf->handler != NGX_PTY_HANDLER_ATTACH
+            && plcf->handler != NGX_PTY_HANDLER_API
+            && plcf->handler != NGX_PTY_HANDLER_MCP))
+    {
+        return NGX_DECLINED;
+    }
+
+    ngx_pty_http_log_hide(r);
+
+    if (!ngx_pty_auth_token_in_query(r)) {
+        return NGX_DECLINED;
+    }
+
+    ngx_http_finalize_request(r, ngx_pty_api_error(r, NGX_HTTP_BAD_REQUEST,
+                              "token_in_query", "tokens must not ride in "
+                              "the URL: send Authorization: Bearer, or a "
+                              "bearer. subprotocol entry"));
+
+    return NGX_DONE;
 }
 
 

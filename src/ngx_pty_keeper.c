@@ -25,6 +25,9 @@
 /* ms a keeper waits for a connected worker's secret */
 #define NGX_PTY_KEEPER_SECRET_WAIT  5000
 
+/* peers connected whose secret has not come yet (the listen backlog) */
+#define NGX_PTY_KEEPER_PEERS  4
+
 
 static ngx_int_t ngx_pty_keeper_user_env(char **home, char **user);
 static void ngx_pty_keeper_main(ngx_pty_spawn_t *sp) ngx_pty_noreturn;
@@ -61,8 +64,6 @@ static int  ngx_pty_keeper_exec_pipe[2];
 static int  ngx_pty_keeper_go[2];       /* a spare's start, to its child */
 static int ngx_pty_keeper_put(int ctl, uint32_t type, int32_t value, int fd);
 static int ngx_pty_keeper_listen(u_char *id);
-static int ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child,
-    int master, u_char *secret);
 static int ngx_pty_keeper_drop_to_workers(void);
 static void ngx_pty_keeper_drop_to_program(void);
 static void ngx_pty_keeper_reap_all(void);
@@ -1215,6 +1216,8 @@ ngx_pty_keeper_recv(ngx_socket_t ctl, ngx_pty_keeper_msg_t *msg, ngx_fd_t *fd,
 ssize_t
 ngx_pty_keeper_take(int ctl, ngx_pty_keeper_msg_t *msg, int *fd, int flags)
 {
+    int              got;
+    size_t           i;
     ssize_t          n;
     struct iovec     iov;
     struct msghdr    mh;
@@ -1237,16 +1240,35 @@ ngx_pty_keeper_take(int ctl, ngx_pty_keeper_msg_t *msg, int *fd, int flags)
 
     n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC | flags);
 
-    if (n <= 0) {
+    if (n == -1) {
         return n;
     }
 
+    /*
+     * The first descriptor is the message's; any more a peer sent (two
+     * fit the buffer's padding) are closed, never kept open by mistake.
+     */
     for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS
-            && cm->cmsg_len == CMSG_LEN(sizeof(int)))
-        {
-            ngx_memcpy(fd, CMSG_DATA(cm), sizeof(int));
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) {
+            continue;
         }
+
+        for (i = 0; CMSG_LEN((i + 1) * sizeof(int)) <= cm->cmsg_len; i++) {
+            ngx_memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+
+            if (*fd == -1) {
+                *fd = got;
+
+            } else {
+                close(got);
+            }
+        }
+    }
+
+    if (n == 0 && *fd != -1) {
+        /* an empty message reads as the end: nothing may come with it */
+        close(*fd);
+        *fd = -1;
     }
 
     return n;
@@ -1254,6 +1276,12 @@ ngx_pty_keeper_take(int ctl, ngx_pty_keeper_msg_t *msg, int *fd, int flags)
 
 
 /* ---- below: the keeper process ---- */
+
+
+typedef struct {
+    int                        fd;        /* -1: a free slot */
+    int64_t                    deadline;  /* of its secret */
+} ngx_pty_keeper_peer_t;
 
 
 typedef struct {
@@ -1266,6 +1294,7 @@ typedef struct {
     int64_t                    deadline;  /* of the kill's grace, or -1 */
     int                        status;
     u_char                    *secret;    /* a new owner's proof */
+    ngx_pty_keeper_peer_t      peers[NGX_PTY_KEEPER_PEERS];
 } ngx_pty_keeper_t;
 
 
@@ -1277,15 +1306,25 @@ static void ngx_pty_keeper_serve(ngx_pty_keeper_t *k);
 static ngx_int_t ngx_pty_keeper_event(ngx_pty_keeper_t *k,
     struct pollfd *pfd, int ci, int wi, int li);
 static void ngx_pty_keeper_terminate(ngx_pty_keeper_t *k);
+static int ngx_pty_keeper_timeout(ngx_pty_keeper_t *k, int timeout);
+static void ngx_pty_keeper_accept(ngx_pty_keeper_t *k);
+static void ngx_pty_keeper_peers(ngx_pty_keeper_t *k, struct pollfd *pfd,
+    int pi);
+static ngx_int_t ngx_pty_keeper_secret(ngx_pty_keeper_t *k, int fd);
 
 
 static void
 ngx_pty_keeper_main(ngx_pty_spawn_t *sp)
 {
+    ngx_uint_t             i;
     ngx_pty_keeper_t       k;
     ngx_pty_session_sh_t  *sh;
 
     ngx_pty_keeper_begin(&k, sp);
+
+    for (i = 0; i < NGX_PTY_KEEPER_PEERS; i++) {
+        k.peers[i].fd = -1;
+    }
 
     if (sp == NULL) {
         /* a spare: all of the above was done ahead, the rest is its start */
@@ -1558,8 +1597,9 @@ ngx_pty_keeper_started(ngx_pty_keeper_t *k)
 static void
 ngx_pty_keeper_serve(ngx_pty_keeper_t *k)
 {
-    int            nfds, timeout, ci, wi, li;
-    struct pollfd  pfd[4];
+    int            nfds, timeout, ci, wi, li, pi;
+    ngx_uint_t     i;
+    struct pollfd  pfd[4 + NGX_PTY_KEEPER_PEERS];
 
     for ( ;; ) {
         nfds = 0;
@@ -1585,6 +1625,14 @@ ngx_pty_keeper_serve(ngx_pty_keeper_t *k)
             pfd[nfds++].events = POLLIN;
         }
 
+        /* a free slot's fd is -1: poll() skips it */
+        pi = nfds;
+
+        for (i = 0; i < NGX_PTY_KEEPER_PEERS; i++) {
+            pfd[nfds].fd = k->peers[i].fd;
+            pfd[nfds++].events = POLLIN;
+        }
+
         /* without a pidfd (old kernels, valgrind) nginx is polled */
         timeout = (k->wfd == -1 && k->deadline == -1) ? 1000 : -1;
 
@@ -1604,18 +1652,51 @@ ngx_pty_keeper_serve(ngx_pty_keeper_t *k)
             }
         }
 
-        if (poll(pfd, nfds, timeout) == -1 && errno != EINTR) {
-            _exit(0);
+        timeout = ngx_pty_keeper_timeout(k, timeout);
+
+        if (poll(pfd, nfds, timeout) == -1) {
+            if (errno != EINTR) {
+                _exit(0);
+            }
+
+            continue;
         }
 
         if (ngx_pty_keeper_event(k, pfd, ci, wi, li) == NGX_DONE) {
             return;
         }
+
+        ngx_pty_keeper_peers(k, pfd, pi);
     }
 }
 
 
-/* one poll's events; NGX_DONE: the child exited */
+/* the poll's timeout, shortened to the first peer's deadline */
+static int
+ngx_pty_keeper_timeout(ngx_pty_keeper_t *k, int timeout)
+{
+    int64_t     left, now;
+    ngx_uint_t  i;
+
+    now = ngx_pty_keeper_msec();
+
+    for (i = 0; i < NGX_PTY_KEEPER_PEERS; i++) {
+        if (k->peers[i].fd == -1) {
+            continue;
+        }
+
+        left = ngx_max(k->peers[i].deadline - now, 0);
+
+        if (timeout == -1 || left < timeout) {
+            timeout = (int) left;
+        }
+    }
+
+    return timeout;
+}
+
+
+/* one poll's events but the peers'; NGX_DONE: the child exited */
 static ngx_int_t
 ngx_pty_keeper_event(ngx_pty_keeper_t *k, struct pollfd *pfd, int ci,
     int wi, int li)
@@ -1648,37 +1729,32 @@ ngx_pty_keeper_event(ngx_pty_keeper_t *k, struct pollfd *pfd, int ci,
         return exited ? NGX_DONE : NGX_OK;
     }
 
-    if (li != -1 && (pfd[li].revents & POLLIN)) {
-        /* a worker takes the session over: it gets the terminal */
-        k->ctl = ngx_pty_keeper_accept(k->lfd, k->ctl, k->child, k->master,
-                                       k->secret);
-        return NGX_OK;
-    }
-
     if (wi != -1 && (pfd[wi].revents & (POLLIN|POLLHUP))) {
         /* nginx is gone: so is its session */
         close(k->wfd);
         k->wfd = -1;
         ngx_pty_keeper_terminate(k);
-        return NGX_OK;
     }
 
-    if (ci == -1 || pfd[ci].revents == 0) {
-        return NGX_OK;
+    if (ci != -1 && pfd[ci].revents) {
+        n = recv(k->ctl, &msg, sizeof(msg), MSG_DONTWAIT);
+
+        if (n == 0 || (n == -1 && errno != EINTR && errno != EAGAIN)) {
+            /* the owner went away; the session lives on */
+            close(k->ctl);
+            k->ctl = -1;
+
+        } else if (n == (ssize_t) sizeof(msg)
+                   && (msg.type == NGX_PTY_KEEPER_KILL
+                       || msg.type == NGX_PTY_KEEPER_TERMINATE))
+        {
+            ngx_pty_keeper_terminate(k);
+        }
     }
 
-    n = recv(k->ctl, &msg, sizeof(msg), 0);
-
-    if (n == 0 || (n == -1 && errno != EINTR && errno != EAGAIN)) {
-        /* the owner went away; the session lives on */
-        close(k->ctl);
-        k->ctl = -1;
-
-    } else if (n == (ssize_t) sizeof(msg)
-               && (msg.type == NGX_PTY_KEEPER_KILL
-                   || msg.type == NGX_PTY_KEEPER_TERMINATE))
-    {
-        ngx_pty_keeper_terminate(k);
+    /* last: a new owner replaces k->ctl, whose events are above */
+    if (li != -1 && (pfd[li].revents & POLLIN)) {
+        ngx_pty_keeper_accept(k);
     }
 
     return NGX_OK;
@@ -2081,21 +2157,18 @@ ngx_pty_keeper_listen(u_char *id)
  * first, which only the zone and this keeper hold: another process of the
  * same user (a service sharing "nobody") cannot read either.
  */
-static int
-ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child, int master,
-    u_char *secret)
+static void
+ngx_pty_keeper_accept(ngx_pty_keeper_t *k)
 {
-    int            fd, rc;
-    u_char         got[NGX_PTY_SECRET_LEN];
-    ssize_t        n;
-    socklen_t      len;
-    ngx_uint_t     i, diff;
-    struct ucred   cred;
-    struct pollfd  pfd;
+    int                     fd;
+    socklen_t               len;
+    ngx_uint_t              i;
+    struct ucred            cred;
+    ngx_pty_keeper_peer_t  *peer;
 
-    fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    fd = accept4(k->lfd, NULL, NULL, SOCK_CLOEXEC);
     if (fd == -1) {
-        return ctl;
+        return;
     }
 
     len = sizeof(struct ucred);
@@ -2105,51 +2178,118 @@ ngx_pty_keeper_accept(int lfd, int ctl, ngx_pid_t child, int master,
     {
         ngx_pty_keeper_refused(0);
         close(fd);
-        return ctl;
+        return;
+    }
+
+    if (ngx_pty_keeper_secret(k, fd) != NGX_AGAIN) {
+        return;
     }
 
     /*
-     * The worker sends it right after its connect, so it is nearly always
-     * there before the accept; but a worker on a busy machine can lose
-     * its CPU between the two calls for a good part of a second, and a
-     * refusal then would end the session.  Only a process of the workers'
-     * user gets this far, so waiting for it is safe.
+     * The worker sends the secret right after its connect, so it is
+     * nearly always there; but a worker on a busy machine can lose its
+     * CPU in between for a good part of a second.  The peer waits in the
+     * poll loop, not in a blocking wait: the keeper keeps serving its
+     * child and its owner whoever connects.  With every slot taken the
+     * oldest peer goes.
      */
-    pfd.fd = fd;
-    pfd.events = POLLIN;
+    peer = &k->peers[0];
 
-    n = -1;
+    for (i = 0; i < NGX_PTY_KEEPER_PEERS; i++) {
+        if (k->peers[i].fd == -1) {
+            peer = &k->peers[i];
+            break;
+        }
 
-    do {
-        rc = poll(&pfd, 1, NGX_PTY_KEEPER_SECRET_WAIT);
-    } while (rc == -1 && errno == EINTR);
+        if (k->peers[i].deadline < peer->deadline) {
+            peer = &k->peers[i];
+        }
+    }
 
-    if (rc == 1) {
-        n = recv(fd, got, sizeof(got), MSG_DONTWAIT);
+    if (peer->fd != -1) {
+        ngx_pty_keeper_refused(1);
+        close(peer->fd);
+    }
+
+    peer->fd = fd;
+    peer->deadline = ngx_pty_keeper_msec() + NGX_PTY_KEEPER_SECRET_WAIT;
+}
+
+
+/* the peers whose secret came, and those whose wait is over */
+static void
+ngx_pty_keeper_peers(ngx_pty_keeper_t *k, struct pollfd *pfd, int pi)
+{
+    int64_t                 now;
+    ngx_uint_t              i;
+    ngx_pty_keeper_peer_t  *peer;
+
+    now = ngx_pty_keeper_msec();
+
+    for (i = 0; i < NGX_PTY_KEEPER_PEERS; i++) {
+        peer = &k->peers[i];
+
+        if (peer->fd == -1) {
+            continue;
+        }
+
+        if (pfd[pi + i].fd == peer->fd && pfd[pi + i].revents) {
+            if (ngx_pty_keeper_secret(k, peer->fd) != NGX_AGAIN) {
+                peer->fd = -1;
+            }
+
+        } else if (now >= peer->deadline) {
+            ngx_pty_keeper_refused(1);
+            close(peer->fd);
+            peer->fd = -1;
+        }
+    }
+}
+
+
+/*
+ * The secret from a connected peer: NGX_OK, it owns the session now;
+ * NGX_AGAIN, nothing came yet; NGX_DECLINED, the peer is closed.
+ */
+static ngx_int_t
+ngx_pty_keeper_secret(ngx_pty_keeper_t *k, int fd)
+{
+    u_char      got[NGX_PTY_SECRET_LEN];
+    ssize_t     n;
+    ngx_uint_t  i, diff;
+
+    n = recv(fd, got, sizeof(got), MSG_DONTWAIT);
+
+    if (n == -1 && (errno == EAGAIN || errno == EINTR)) {
+        return NGX_AGAIN;
     }
 
     diff = (n != (ssize_t) sizeof(got));
 
     for (i = 0; n == (ssize_t) sizeof(got) && i < sizeof(got); i++) {
-        diff |= got[i] ^ secret[i];
+        diff |= got[i] ^ k->secret[i];
     }
 
     if (diff) {
         ngx_pty_keeper_refused(1);
         close(fd);
-        return ctl;
+        return NGX_DECLINED;
     }
 
-    if (ngx_pty_keeper_put(fd, NGX_PTY_KEEPER_READY, child, master) == -1) {
+    if (ngx_pty_keeper_put(fd, NGX_PTY_KEEPER_READY, k->child, k->master)
+        == -1)
+    {
         close(fd);
-        return ctl;
+        return NGX_DECLINED;
     }
 
-    if (ctl != -1) {
-        close(ctl);
+    if (k->ctl != -1) {
+        close(k->ctl);
     }
 
-    return fd;
+    k->ctl = fd;
+
+    return NGX_OK;
 }
 
 

@@ -16,6 +16,14 @@
 
 
 #define NGX_PTY_ECHO_LINES  32      /* the last lines of an input kept */
+#define NGX_PTY_ECHO_WORK   (16 * 1024 * 1024) /* bytes moved, at most */
+
+/*
+ * A caller's regex runs in the event loop, on every look at new output:
+ * its backtracking is capped far below PCRE2's default (10,000,000
+ * steps, a third of a second), which would stall the worker.
+ */
+#define NGX_PTY_MATCH_LIMIT  100000
 
 
 static ngx_uint_t ngx_pty_echo_push(ngx_pty_echo_t *e, u_char *line,
@@ -95,11 +103,6 @@ ngx_pty_match_regex(ngx_pool_t *pool, ngx_pty_matcher_t *m,
         return NGX_DECLINED;
     }
 
-#if (NGX_PCRE2)
-    /* compiled per call: JIT pays off on the page-long texts it scans */
-    (void) pcre2_jit_compile(rc.regex, PCRE2_JIT_COMPLETE);
-#endif
-
     m->regex = rc.regex;
     m->pattern = rc.pattern;
 
@@ -115,28 +118,68 @@ ngx_pty_match_regex(ngx_pool_t *pool, ngx_pty_matcher_t *m,
 }
 
 
+#if (NGX_PCRE2)
+
+static ngx_int_t
+ngx_pty_match_exec(ngx_regex_t *re, u_char *text, size_t len)
+{
+    static pcre2_match_data     *data;
+    static pcre2_match_context  *ctx;
+
+    if (ctx == NULL) {
+        /* the worker's, for its life: whether it matched is all we ask */
+        ctx = pcre2_match_context_create(NULL);
+        data = pcre2_match_data_create(1, NULL);
+
+        if (ctx == NULL || data == NULL) {
+            pcre2_match_context_free(ctx);
+            pcre2_match_data_free(data);
+            ctx = NULL;
+            return PCRE2_ERROR_NOMEMORY;
+        }
+
+        (void) pcre2_set_match_limit(ctx, NGX_PTY_MATCH_LIMIT);
+    }
+
+    return pcre2_match(re, text, len, 0, 0, data, ctx);
+}
+
+#elif (NGX_PCRE)
+
+static ngx_int_t
+ngx_pty_match_exec(ngx_regex_t *re, u_char *text, size_t len)
+{
+    ngx_str_t  s;
+
+    s.data = text;
+    s.len = len;
+
+    return ngx_regex_exec(re, &s, NULL, 0);
+}
+
+#endif
+
+
 ngx_uint_t
 ngx_pty_match_find(ngx_pty_matcher_t *m, u_char *text, size_t len,
     ngx_log_t *log)
 {
 #if (NGX_PCRE)
     ngx_int_t  rc;
-    ngx_str_t  s;
 
     if (m->regex) {
-        s.data = text;
-        s.len = len;
-
-        rc = ngx_regex_exec(m->regex, &s, NULL, 0);
+        rc = ngx_pty_match_exec(m->regex, text, len);
 
         if (rc >= 0) {
             return 1;
         }
 
-        if (rc != NGX_REGEX_NO_MATCHED) {
+        if (rc != NGX_REGEX_NO_MATCHED && !m->failed) {
+            /* once a call: it is looked at on every new output */
+            m->failed = 1;
             ngx_log_error(NGX_LOG_INFO, log, 0,
-                          "pty: " ngx_regex_exec_n " failed: %i on "
-                          "\"wait_for_regex\"", rc);
+                          "pty: \"wait_for_regex\" failed: %i (too much "
+                          "backtracking is no match)", rc);
         }
 
         return 0;
@@ -155,7 +198,7 @@ ngx_pty_echo_t *
 ngx_pty_echo_create(ngx_pool_t *pool, u_char *input, size_t len)
 {
     u_char          *p, *last, *buf, c;
-    size_t           n, cur;
+    size_t           n, cur, work;
     ngx_pty_echo_t  *e;
 
     e = ngx_pcalloc(pool, sizeof(ngx_pty_echo_t));
@@ -172,10 +215,21 @@ ngx_pty_echo_create(ngx_pool_t *pool, u_char *input, size_t len)
 
     n = 0;
     cur = 0;
+    work = 0;
     last = input + len;
 
     for (p = input; p < last; p++) {
         c = *p;
+
+        /* each edit inside a line moves its tail: n^2 for a long line */
+        work += n - cur;
+
+        if (c == '\t' || work > NGX_PTY_ECHO_WORK) {
+            /* a completion, or too costly to replay: the echo is unknown */
+            e->n = 0;
+            e->submitted = 0;
+            return e;
+        }
 
         if (c == '\r' || c == '\n') {
             if (c == '\r' && p + 1 < last && p[1] == '\n') {
@@ -187,13 +241,6 @@ ngx_pty_echo_create(ngx_pool_t *pool, u_char *input, size_t len)
             n = 0;
             cur = 0;
             continue;
-        }
-
-        if (c == '\t') {
-            /* a completion: what it echoes cannot be known */
-            e->n = 0;
-            e->submitted = 0;
-            return e;
         }
 
         if (c == 0x1b) {

@@ -19,6 +19,7 @@ typedef struct {
     ngx_regex_t               *regex;
 #endif
     ngx_str_t                  pattern;    /* the regex's text */
+    unsigned                   failed:1;   /* logged that it failed */
 } ngx_pty_matcher_t;
 
 

@@ -128,11 +128,7 @@ ngx_pty_mcp_handler(ngx_http_request_t *r)
                                  "this server's");
     }
 
-    if (ngx_pty_auth_token_in_query(r)) {
-        return ngx_pty_mcp_error(r, NGX_HTTP_BAD_REQUEST, NULL,
-                                 NGX_PTY_RPC_INVALID, "tokens must not ride "
-                                 "in the URL: send Authorization: Bearer");
-    }
+    /* a token in the query string was refused before auth_request */
 
     /* who calls, before a byte of the body is read: HTTP's 401 */
     rc = ngx_pty_auth_check(r, NULL, 0);
@@ -176,20 +172,18 @@ ngx_pty_mcp_body_handler(ngx_http_request_t *r)
     json_t       *req;
     ngx_int_t     rc;
     ngx_buf_t    *b;
-    ngx_chain_t  *cl;
     json_error_t  err;
 
-    cl = r->request_body ? r->request_body->bufs : NULL;
+    /* the part that came with the header and the rest are one body */
+    rc = ngx_pty_api_body(r, &b);
 
-    if (cl == NULL || cl->next || cl->buf->in_file) {
+    if (rc != NGX_OK || b == NULL) {
         rc = ngx_pty_mcp_error(r, NGX_HTTP_BAD_REQUEST, NULL,
-                               NGX_PTY_RPC_INVALID, cl ? "the body must fit "
-                               "client_body_buffer_size" : "no body");
+                               NGX_PTY_RPC_INVALID, rc != NGX_OK ? "the body "
+                               "must fit client_body_buffer_size" : "no body");
         ngx_http_finalize_request(r, rc);
         return;
     }
-
-    b = cl->buf;
 
     req = json_loadb((char *) b->pos, b->last - b->pos,
                      JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
@@ -378,12 +372,17 @@ ngx_pty_mcp_tools_list(ngx_http_request_t *r, json_t *id)
         tools = json_incref(ngx_pty_mcp_tools_cache);
 
     } else {
-        /* pty_command: start takes no command */
+        /* pty_command: start takes no command; the others still need "id" */
         tools = json_deep_copy(ngx_pty_mcp_tools_cache);
 
         json_array_foreach(tools, i, tool) {
-            json_object_del(json_object_get(tool, "inputSchema"),
-                            "required");
+            if (ngx_strcmp(json_string_value(json_object_get(tool, "name")),
+                           "pty_start")
+                == 0)
+            {
+                json_object_del(json_object_get(tool, "inputSchema"),
+                                "required");
+            }
         }
     }
 

@@ -5325,6 +5325,7 @@ ngx_pty_emit_title(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
     size_t    i;
     u_char    c;
+    uint32_t  u;
     unsigned  n, k;
 
     ngx_pty_emit(e, "\x1b]2;", 4);
@@ -5340,16 +5341,28 @@ ngx_pty_emit_title(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
             continue;
         }
 
-        /* only whole, well-formed UTF-8 sequences pass */
+        /*
+         * only whole, well-formed UTF-8 sequences pass: no overlong form,
+         * surrogate or code point past U+10FFFF (a client decoding the
+         * Keyframe strictly would fail on it)
+         */
         n = ngx_pty_utf8_len(c);
+        u = c & (0x7f >> n);
 
         for (k = 1; n && k < n; k++) {
             if (i + k >= s->title_len || (s->title[i + k] & 0xc0) != 0x80) {
                 n = 0;
+                break;
             }
+
+            u = (u << 6) | (s->title[i + k] & 0x3f);
         }
 
-        if (n == 0) {
+        if (n == 0
+            || u < (n == 2 ? 0x80 : n == 3 ? 0x800 : 0x10000)
+            || u > 0x10ffff
+            || (u >= 0xd800 && u <= 0xdfff))
+        {
             n = 1;
             continue;
         }
@@ -5658,11 +5671,33 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
 }
 
 
+/* a cell's text: its glyph and combining marks, a blank as a space */
+static u_char *
+ngx_pty_cell_utf8(u_char *p, const ngx_pty_row_t *row, unsigned col,
+    const ngx_pty_cell_t *c)
+{
+    unsigned  i;
+
+    if (c->ch == 0) {
+        *p++ = ' ';
+        return p;
+    }
+
+    p += ngx_pty_utf8_put(p, c->ch);
+
+    for (i = 0; i < c->ncomb && row->comb; i++) {
+        p += ngx_pty_utf8_put(p, row->comb[col * NGX_PTY_MAX_COMB + i]);
+    }
+
+    return p;
+}
+
+
 u_char *
 ngx_pty_screen_text(ngx_pty_screen_t *s, size_t *len)
 {
     u_char                *buf, *p, *start, *line_end, *text_end;
-    unsigned               r, col, i;
+    unsigned               r, col;
     const ngx_pty_row_t   *row;
     const ngx_pty_cell_t  *c;
 
@@ -5688,18 +5723,9 @@ ngx_pty_screen_text(ngx_pty_screen_t *s, size_t *len)
                 continue;
             }
 
-            if (c->ch == 0) {
-                *p++ = ' ';
-                continue;
-            }
+            p = ngx_pty_cell_utf8(p, row, col, c);
 
-            p += ngx_pty_utf8_put(p, c->ch);
-
-            for (i = 0; i < c->ncomb && row->comb; i++) {
-                p += ngx_pty_utf8_put(p, row->comb[col * NGX_PTY_MAX_COMB + i]);
-            }
-
-            if (c->ch != ' ' || c->ncomb) {
+            if (c->ch != 0 && (c->ch != ' ' || c->ncomb)) {
                 line_end = p;
             }
         }
@@ -5790,7 +5816,7 @@ ngx_pty_screen_span_text(ngx_pty_screen_t *s, ngx_pty_screen_span_t *span,
     u_char *buf)
 {
     u_char                *p;
-    unsigned               col, i;
+    unsigned               col;
     ngx_pty_cell_t         tmp;
     const ngx_pty_row_t   *row;
     const ngx_pty_cell_t  *c;
@@ -5808,19 +5834,8 @@ ngx_pty_screen_span_text(ngx_pty_screen_t *s, ngx_pty_screen_span_t *span,
     {
         c = ngx_pty_row_cell(row, col, &tmp);
 
-        if (c->ch == NGX_PTY_CONT) {
-            continue;
-        }
-
-        if (c->ch == 0) {
-            *p++ = ' ';
-            continue;
-        }
-
-        p += ngx_pty_utf8_put(p, c->ch);
-
-        for (i = 0; i < c->ncomb && row->comb; i++) {
-            p += ngx_pty_utf8_put(p, row->comb[col * NGX_PTY_MAX_COMB + i]);
+        if (c->ch != NGX_PTY_CONT) {
+            p = ngx_pty_cell_utf8(p, row, col, c);
         }
     }
 

@@ -388,9 +388,7 @@ ngx_pty_session_adopt(ngx_pty_session_t *s)
 
     owner = sh->owner;
 
-    if (owner == ngx_pid
-        || (owner > 0 && (kill(owner, 0) == 0 || ngx_errno != NGX_ESRCH)))
-    {
+    if (owner == ngx_pid || ngx_pty_pid_alive(owner)) {
         ngx_pty_shm_unlock(sh);
         return NGX_DECLINED;
     }
@@ -767,6 +765,11 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
             return;
         }
 
+        if (msg.type != NGX_PTY_KEEPER_READY && fd != NGX_INVALID_FILE) {
+            /* only READY carries one */
+            close(fd);
+        }
+
         if (msg.type == NGX_PTY_KEEPER_READY
             || msg.type == NGX_PTY_KEEPER_FAILED)
         {
@@ -866,6 +869,7 @@ ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd, ngx_pid_t child)
     len = s->input_len;
     s->input = NULL;
     s->input_len = 0;
+    s->input_size = 0;
 
     ngx_pty_session_drain_inbox(s);
 
@@ -1234,6 +1238,7 @@ ngx_pty_session_log_input(ngx_pty_session_t *s, ngx_uint_t level)
 ngx_int_t
 ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
 {
+    size_t            size;
     ssize_t           n;
     u_char           *p;
     ngx_pty_inbox_t   rec;
@@ -1297,18 +1302,26 @@ ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
         return NGX_ERROR;
     }
 
-    p = ngx_alloc(s->input_len + len, s->log);
-    if (p == NULL) {
-        return NGX_ERROR;
+    if (s->input_len + len > s->input_size) {
+        /* doubling: a flood of small inputs is not copied again each */
+        size = ngx_max(s->input_size * 2, 4096);
+        size = ngx_min(ngx_max(size, s->input_len + len), NGX_PTY_INPUT_MAX);
+
+        p = ngx_alloc(size, s->log);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        if (s->input) {
+            ngx_memcpy(p, s->input, s->input_len);
+            ngx_free(s->input);
+        }
+
+        s->input = p;
+        s->input_size = size;
     }
 
-    if (s->input) {
-        ngx_memcpy(p, s->input, s->input_len);
-        ngx_free(s->input);
-    }
-
-    ngx_memcpy(p + s->input_len, data, len);
-    s->input = p;
+    ngx_memcpy(s->input + s->input_len, data, len);
     s->input_len += len;
 
     if (s->pty && ngx_handle_write_event(s->pty->write, 0) != NGX_OK) {

@@ -682,12 +682,43 @@ ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool, ngx_pty_session_sh_t *s)
 ngx_uint_t
 ngx_pty_pid_alive(ngx_pid_t pid)
 {
+    u_char    *p, *last;
+    ssize_t    n;
+    ngx_fd_t   fd;
+    u_char     buf[128], path[sizeof("/proc//stat") + NGX_INT64_LEN];
+
     if (pid <= 0) {
         return 0;
     }
 
     /* EPERM: alive, someone else's; a reaped worker gives ESRCH */
-    return kill(pid, 0) == 0 || ngx_errno != NGX_ESRCH;
+    if (kill(pid, 0) == -1) {
+        return ngx_errno != NGX_ESRCH;
+    }
+
+    /*
+     * A worker killed and not yet reaped by the master is a zombie: its
+     * sockets are closed and its clients gone.  What it held is taken
+     * over now, not when the master gets to it.
+     */
+    ngx_sprintf(path, "/proc/%P/stat%Z", pid);
+
+    fd = ngx_open_file(path, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (fd == NGX_INVALID_FILE) {
+        return 1;
+    }
+
+    n = read(fd, buf, sizeof(buf));
+    (void) ngx_close_file(fd);
+
+    /* "pid (comm) S ...": the state follows the last ')' */
+    for (p = buf + ngx_max(n, 0); p > buf && p[-1] != ')'; p--) {
+        /* void */
+    }
+
+    last = buf + ngx_max(n, 0);
+
+    return !(p > buf && last - p >= 2 && (p[1] == 'Z' || p[1] == 'X'));
 }
 
 
@@ -739,17 +770,30 @@ ngx_pty_shm_lock_recover(ngx_atomic_t *lock)
 }
 
 
+/* NGX_OK: need more bytes fit; NGX_AGAIN: after a grow; NGX_DECLINED */
+static ngx_int_t
+ngx_pty_inbox_room(ngx_pty_session_sh_t *s, size_t need)
+{
+    if (s->inbox_len + need <= s->inbox_size) {
+        return NGX_OK;
+    }
+
+    return (s->inbox_len + need > s->inbox_max) ? NGX_DECLINED : NGX_AGAIN;
+}
+
+
 ngx_int_t
 ngx_pty_inbox_put(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
     const u_char *data)
 {
-    size_t  need;
+    size_t     need;
+    ngx_int_t  rc;
 
     need = sizeof(ngx_pty_inbox_t) + ngx_align(rec->len, 8);
 
-    if (s->inbox_len + need > s->inbox_size) {
-        return (s->inbox_len + need > s->inbox_max) ? NGX_DECLINED
-                                                    : NGX_AGAIN;
+    rc = ngx_pty_inbox_room(s, need);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     ngx_memcpy(s->inbox + s->inbox_len, rec, sizeof(ngx_pty_inbox_t));
@@ -769,13 +813,14 @@ ngx_int_t
 ngx_pty_inbox_unshift(ngx_pty_session_sh_t *s, ngx_pty_inbox_t *rec,
     const u_char *data)
 {
-    size_t  need;
+    size_t     need;
+    ngx_int_t  rc;
 
     need = sizeof(ngx_pty_inbox_t) + ngx_align(rec->len, 8);
 
-    if (s->inbox_len + need > s->inbox_size) {
-        return (s->inbox_len + need > s->inbox_max) ? NGX_DECLINED
-                                                    : NGX_AGAIN;
+    rc = ngx_pty_inbox_room(s, need);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     if (s->inbox_len) {

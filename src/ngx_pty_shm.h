@@ -277,12 +277,18 @@ typedef struct {
 } ngx_pty_tomb_t;
 
 
-/* a revocation: connections of that principal made before it end */
+/*
+ * A revocation: connections of that principal made before it end.  The
+ * principal itself, not a hash of it: a collision would end another's.
+ * Written under the zone mutex; read without it, seq odd while written.
+ */
 #define NGX_PTY_REVOKED_MAX  64
 
 typedef struct {
-    ngx_atomic_t               hash;      /* crc32 of the principal */
-    ngx_atomic_t               at;        /* unix ms */
+    ngx_atomic_t               seq;
+    uint64_t                   at;        /* unix ms */
+    size_t                     len;
+    u_char                     principal[255];
 } ngx_pty_revoked_t;
 
 
@@ -300,7 +306,7 @@ struct ngx_pty_shm_s {
     ngx_uint_t                 tomb_next;
     ngx_pty_tomb_t             tombs[NGX_PTY_TOMBS];
     u_char                     mcp_secret[32];  /* signs MCP session ids */
-    ngx_atomic_t               revoked_next;
+    ngx_atomic_t               revoked_next;  /* entries complete */
     ngx_pty_revoked_t          revoked[NGX_PTY_REVOKED_MAX];
 };
 

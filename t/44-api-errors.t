@@ -49,6 +49,15 @@ my @cases = (
         'wait_ms over pty_api_wait_max' ],
     [ 'write', sub { { id => $id, wait_for => 'x', wait_ms => 99999 } }, 400,
         'wait_too_long', 'wait_for with too long a wait' ],
+    # messages that quote the input are cut where UTF-8 allows
+    [ 'start', '{"command": "ls", "a' . ('\u00e9' x 40) . '": 1}', 400,
+        'unknown_member', 'a long unknown member of two-byte characters' ],
+    [ 'write', sub { '{"id": "' . $id . '", "wait_for_regex": "(a\u00e9 '
+        . ('\u00e9' x 1000) . '"}' }, 400, 'bad_regex',
+        'a long bad regex of two-byte characters' ],
+    [ 'write', sub { '{"id": "' . $id . '", "wait_for_regex": "(\u00e9 '
+        . ('\u00e9' x 1000) . '"}' }, 400, 'bad_regex',
+        'the same, cut one byte on' ],
     [ 'write', sub { { id => $id, input => 'x' x 2000 } }, 413,
         'input_too_large', 'input over pty_input_max' ],
     [ 'write', sub { { id => $id, cursor => 'x' } }, 400, 'bad_request',

@@ -17,8 +17,8 @@ use Test::Nginx;
 use Test::Nginx::Pty;
 use Test::Nginx::PtyAgent;
 
-my $t = pty_nginx();
-$t->plan(25)->run();
+my $t = pty_nginx(extra_loc => 'pty_input_max 1m; client_body_buffer_size 2m;');
+$t->plan(29)->run();
 
 # --- node's REPL: a stale prompt, and "> " inside the echo ------------------
 
@@ -142,3 +142,41 @@ pop @sizes;
 ok(@sizes >= 3 && !grep({ $_ != 65536 } @sizes),
     'every page but the last is full (' . join(',', @sizes) . ')');
 is($slow, 0, 'no wait on a call made while "more" was true');
+
+# --- a regex that backtracks without end does not stall the worker ---------
+
+my $bt = agent_start($t, q{sh -c 'printf "%s" aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; }
+    . q{sleep 30'}, wait_for => 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa');
+my $best = 9;
+for (1 .. 3) {
+    $t0 = time;
+    $r = agent($t, 'read', { id => $bt->{id}, wait_for_regex => '(a+)+[^a ]',
+        wait_ms => 0 });
+    $best = time - $t0 if time - $t0 < $best;
+}
+ok(!$r->{matched}, 'an exponential regex: no match');
+# PCRE2's own limit let one look take a third of a second
+ok($best < 0.1, sprintf('and one look costs little (%.3f s)', $best));
+agent($t, 'kill', { id => $bt->{id} });
+
+# --- the echo of a long line edited in its middle is not replayed at n^2 ----
+
+# (raw before the write: a canonical line holds only 4 kB, and the rest
+# would queue; a session each try: what one has not read yet counts
+# against the 1 MiB a session queues)
+$best = 99;
+my $ok = 0;
+for (1 .. 3) {
+    my $ed = agent_start($t,
+        q{sh -c 'stty raw -echo; echo RE""ADY; cat > /dev/null'},
+        wait_for => 'READY', wait_ms => 10000);
+    $t0 = time;
+    $r = agent($t, 'write', { id => $ed->{id}, input => ('a' x 250000)
+        . '\x01' . ('a' x 250000), wait_for => 'zz', wait_ms => 0 });
+    $best = time - $t0 if time - $t0 < $best;
+    $ok++ if $r->{_status} == 200;
+    agent($t, 'kill', { id => $ed->{id} });
+}
+is($ok, 3, 'a 500 kB line typed half at its start, three times');
+# replayed byte by byte it took 3 s of the worker
+ok($best < 1, sprintf('answered at once (%.3f s)', $best));

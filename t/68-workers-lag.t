@@ -92,7 +92,8 @@ for my $k (0 .. $#slow) {
     ok(!@bad, "observer $k: each of its " . scalar(@lag)
         . ' PTY_OUTPUT_LAGGED is followed by a Keyframe')
         or diag(join ', ', map { "LAG $f[$_]{sequence}, then "
-            . ($_ < $#f ? kind($f[$_ + 1]) . " $f[$_ + 1]{sequence}"
+            . ($_ < $#f ? kind($f[$_ + 1]) . " $f[$_ + 1]{sequence} "
+                . ($f[$_ + 1]{payload}{code} // '')
                         : 'nothing') } @bad);
     my @seq = seqs(@f);
     ok(!(grep { $seq[$_] <= $seq[$_ - 1] } 1 .. $#seq),

@@ -110,7 +110,7 @@ $attach
 CONF
 
 auth_server($t, 8081);
-$t->plan(84)->run();
+$t->plan(93)->run();
 
 my $port = $t->port(8080);
 
@@ -188,6 +188,15 @@ refused(ws('stale', $fake, subprotocol => 1), 4401, 'UNAUTHENTICATED',
 $tok{junk} = 'not.a.token.at-all';
 refused(ws('junk', $fake), 4401, 'UNAUTHENTICATED', 'an invalid bearer');
 
+# decoded from base64url, a subprotocol token could carry CR LF into the
+# auth subrequest's headers ("Bearer $pty_bearer_token"): refused instead
+refused(Test::Nginx::PtyWS->connect(port => $port,
+    path => $fake->{attach_path}, protocols => ['pty-ws.v1', 'bearer.'
+    . encode_base64url("$tok{alice}\r\nX-Injected: 1")]), 4401,
+    'UNAUTHENTICATED', 'a subprotocol token with CR LF in it');
+ok(!grep({ /x-injected/ } split /\n/, $t->read_file('auth-requests.log')),
+    'its bytes never reach the auth service as a header');
+
 my $plain = Test::Nginx::PtyWS->connect(port => $port,
     path => $fake->{attach_path}, headers => { Upgrade => undef,
     Connection => 'close' });
@@ -195,6 +204,14 @@ is($plain->status, 401, 'a plain HTTP client gets the plain 401');
 
 ($st, $j) = api('stale', 'list');
 is($st, 401, 'API with an expired token: 401');
+
+# a principal goes into text frames: one that is not UTF-8 is none
+$tok{latin} = token("caf\xe9", 'pty:observe pty:start', 600);
+$tok{utf8} = token("caf\xc3\xa9", 'pty:observe pty:start', 600);
+($st) = api('latin', 'list');
+is($st, 401, 'a principal that is not UTF-8: 401');
+($st) = api('utf8', 'list');
+is($st, 200, 'one in UTF-8 is a principal');
 
 ###############################################################################
 # alice's session: hers, observed and controlled by whom it is shared with
@@ -315,10 +332,18 @@ is($st, 200, 'pty:admin reaches every session');
 ###############################################################################
 # tokens in the URL, the auth subrequest's headers, limit_conn
 
+my $asked = () = ($t->read_file('auth-requests.log') // '') =~ /\n/g;
 ($st, $j) = api_call($port, '/pty/list?access_token=leaked', {},
     headers => { bearer($tok{alice}) });
 is($st, 400, 'a token in the query string is refused');
 is($j->{error}{code}, 'token_in_query', 'and named');
+my $ws_q = Test::Nginx::PtyWS->connect(port => $port,
+    path => "$s->{attach_path}?token=leaked", headers => { bearer($tok{alice}) });
+is($ws_q->status, 400, 'an upgrade with one too');
+$ws_q->disconnect;
+my $now = () = ($t->read_file('auth-requests.log') // '') =~ /\n/g;
+is($now, $asked, 'refused before auth_request could send the URI to the '
+    . 'auth service');
 
 my $leak = ws('alice', $s, path => '/leaky' . $s->{attach_path});
 isnt($leak->status, 101,
@@ -339,6 +364,15 @@ $l1->disconnect;
 
 ###############################################################################
 # revocation
+
+# revoking a principal whose CRC32 is alice's ends none of alice's
+my $a5 = ws('alice', $s);               # attached, not joined yet
+$a5->recv_json(5);
+($st, $j) = api('root', 'revoke', { principal => 'mallory-nfykt*Tt' });
+is($j->{connections}, 0, 'a principal with no connections: none ended');
+($ra) = grep { kind($_) eq 'RoleAssigned' } join_session($a5);
+ok($ra, 'alice, whose CRC32 is the same, still joins');
+$a5->disconnect;
 
 my $a2 = ws('alice', $s);
 $a2->recv_json(5);
@@ -371,6 +405,11 @@ like(read_output($c, qr/STILL2/), qr/STILL2/, 'carl stays');
 
 ($st) = api('alice', 'kill', { id => $s->{id} });
 is($st, 200, 'alice kills her session');
+
+# a command the audit line cuts, cut between characters (parsed below)
+($st) = api('alice', 'start', { command => 'true ' . ("\x{e9}" x 200),
+    wait_ms => 0 });
+is($st, 200, 'a long command of two-byte characters');
 
 my @audit = map { Test::Nginx::PtyWS::json_decode($_) }
     split /\n/, $t->read_file('audit.log');

@@ -16,7 +16,9 @@ use Test::More;
 use Test::Nginx;
 use Test::Nginx::Pty;
 use Test::Nginx::PtyAPI qw(api_call api_request);
-use Test::Nginx::PtyWS qw(json_decode);
+use Test::Nginx::PtyWS qw(json_decode json_encode);
+use IO::Select;
+use IO::Socket::INET;
 
 my $node = `node --version 2>/dev/null`;
 plan(skip_all => 'node is not installed (scripts/install-deps.sh installs '
@@ -31,6 +33,10 @@ my $t = pty_nginx(extra_http => '
         listen 127.0.0.1:%%PORT_8081%%;
         client_body_buffer_size 1m;
         location /mcp {
+            pty_mcp;
+        }
+        location /mcp-fixed {
+            pty_command "cat";
             pty_mcp;
         }
     }
@@ -50,7 +56,7 @@ my $t = pty_nginx(extra_http => '
             pty_mcp;
         }
     }');
-$t->plan(42)->run();
+$t->plan(47)->run();
 
 my $port = $t->port(8081);
 my $url = "http://127.0.0.1:$port/mcp";
@@ -153,6 +159,63 @@ is($st, 403, 'an Origin that is not the server: 403');
 ($st) = api_request($port, 'GET', '/mcp', undef, no_body => 1,
     headers => { Accept => 'text/event-stream', 'Mcp-Session-Id' => $sid });
 is($st, 405, 'GET (no server stream): 405');
+
+# a body longer than the header buffer (1k) comes in two parts: the one
+# read with the header, and the rest
+($st, $j) = rpc({ jsonrpc => '2.0', id => 6, method => 'initialize',
+    params => { protocolVersion => '2025-06-18', capabilities => {},
+        clientInfo => { name => 'x' x 4000, version => '0' } } });
+is($st, 200, 'a body read in two parts is one message');
+
+# pty_command: pty_start needs no command; the other tools still need id
+my ($fsid) = (rpc({ jsonrpc => '2.0', id => 1, method => 'initialize',
+    params => { protocolVersion => '2025-06-18', capabilities => {},
+        clientInfo => { name => 'raw', version => '0' } } }))[2]
+    {'mcp-session-id'};
+($st, $j) = api_call($port, '/mcp-fixed', { jsonrpc => '2.0', id => 2,
+    method => 'tools/list' }, headers => { %accept,
+        'Mcp-Session-Id' => $fsid });
+my %fixed = map { $_->{name} => $_->{inputSchema} }
+    @{$j->{result}{tools} // []};
+ok($fixed{pty_start} && !$fixed{pty_start}{required},
+    'pty_command: pty_start requires nothing');
+is_deeply($fixed{pty_write}{required}, ['id'], 'pty_write still needs id');
+
+# a client that goes away from a progress stream ends the wait (and its
+# timers): the session takes the next write at once
+($st, $j) = rpc({ jsonrpc => '2.0', id => 7, method => 'tools/call',
+    params => { name => 'pty_start', arguments => { command => 'cat',
+        wait_ms => 0 } } }, 'Mcp-Session-Id' => $sid);
+my $cat = $j->{result}{structuredContent}{id} // '';
+my $call = json_encode({ jsonrpc => '2.0', id => 8, method => 'tools/call',
+    params => { name => 'pty_write', _meta => { progressToken => 'p1' },
+        arguments => { id => $cat, wait_for => 'never', wait_ms => 30000 } }
+});
+my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port)
+    or die "connect: $!";
+print $sock "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:$port\r\n"
+    . "Accept: application/json, text/event-stream\r\n"
+    . "Content-Type: application/json\r\nMcp-Session-Id: $sid\r\n"
+    . "Content-Length: " . length($call) . "\r\n\r\n$call";
+my $stream = '';
+my $deadline = time + 10;
+while (time < $deadline && $stream !~ /notifications\/progress/) {
+    last unless IO::Select->new($sock)->can_read($deadline - time);
+    last unless sysread($sock, my $buf, 4096);
+    $stream .= $buf;
+}
+like($stream, qr/notifications\/progress/, 'a progress event on the stream');
+close $sock;
+my $free;
+$deadline = time + 5;
+while (time < $deadline) {
+    ($st, $j) = rpc({ jsonrpc => '2.0', id => 9, method => 'tools/call',
+        params => { name => 'pty_write', arguments => { id => $cat } } },
+        'Mcp-Session-Id' => $sid);
+    last if $free = !$j->{result}{isError};
+    select undef, undef, undef, 0.05;
+}
+ok($free, 'its client gone, the session is free again');
 
 # --- with principals: the auth issue's rules hold here too -----------------
 

@@ -35,6 +35,13 @@ my ($rc, $out) = run_cmd("$env node --test --test-reporter=tap"
     . " $FindBin::Bin/web/browser.test.mjs");
 node_tap($out);
 is($rc, 0, 'node exited 0') or diag($out);
+
+# the token went in fragments, subprotocol lists and headers: the one
+# request URL with it is the test's own ?token= (not taken by the page)
+my @leaks = grep { m{"[A-Z]+ ([^ "]*)} && index($1, $t->{demo_token}) >= 0 }
+    split /\n/, ($t->read_file('logs/access.log') // '');
+is(scalar(@leaks), 1, 'the token in no URL the page sent')
+    or diag(join "\n", @leaks);
 if ($rc) {
     $ENV{TEST_NGINX_LEAVE} = 1;
     diag("screenshots and logs kept in $dir");

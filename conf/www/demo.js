@@ -16,12 +16,16 @@ let current = null;       // the session it shows (an API list entry)
 let sessions = [];
 
 // The token comes once in the URL's fragment (#token=...), as make run
-// prints it; it is kept for this tab and taken out of the address bar.
+// prints it: a fragment is never sent to the server.  It is kept for this
+// tab and taken out of the address bar.  One in the query is not used (it
+// went into the server's access log with the page's request); it is only
+// taken out, so that a reload does not send it again.
 function readToken() {
-    const h = new URLSearchParams(location.hash.slice(1));
-    let t = h.get('token') || params.get('token');
-    if (t) {
-        sessionStorage.setItem('pty-token', t);
+    const t = new URLSearchParams(location.hash.slice(1)).get('token');
+    if (t || params.has('token')) {
+        if (t) {
+            sessionStorage.setItem('pty-token', t);
+        }
         params.delete('token');
         history.replaceState(null, '', location.pathname
             + (params.toString() ? '?' + params : ''));
@@ -220,17 +224,21 @@ $('#refresh').onclick = refresh;
 // the buttons give the keyboard back to the terminal
 const refocus = () => { view && view.terminal.focus(); };
 $('#repaint').onclick = () => { view && view.client.requestKeyframe(); refocus(); };
+// (at once, before the clipboard answers: a key pressed meanwhile must
+// reach the terminal, not press the button again)
 $('#copy').onclick = async () => {
-    if (view && !(await view.copySelection().catch(() => false))) {
+    const v = view;
+    refocus();
+    if (v && !(await v.copySelection().catch(() => false))) {
         notice('select text first (the clipboard needs https or localhost)', false);
     }
-    refocus();
 };
 $('#paste').onclick = async () => {
-    if (view) {
-        await view.paste().catch((e) => notice('paste: ' + e.message, true));
-    }
+    const v = view;
     refocus();
+    if (v) {
+        await v.paste().catch((e) => notice('paste: ' + e.message, true));
+    }
 };
 $('#switch-role').onclick = () => {
     if (view) {

@@ -230,8 +230,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_session = &s;
 
     r = &fc.r;
-    r->pool = ngx_create_pool(4096, &fuzz_log);
-    fuzz_assert(r->pool != NULL);
     r->loc_conf = loc_conf;
     r->main_conf = main_conf;
     r->method = NGX_HTTP_POST;
@@ -287,7 +285,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ngx_free(cl->buf->start);
     }
 
+    /* the request's pool first: its cleanups give their references back */
     ngx_destroy_pool(r->pool);
+    r->pool = NULL;
     fuzz_assert(fuzz_refs == 0);
     ngx_destroy_pool(s.pool);
     fuzz_conn_free(&fc);

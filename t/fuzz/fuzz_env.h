@@ -153,6 +153,11 @@ fuzz_conn_init(fuzz_conn_t *fc)
     fc->r.main = &fc->r;
     fc->c.data = &fc->r;
 
+    /* what the request's handlers allocate from (A2A clients, tasks) */
+    fc->r.pool = ngx_create_pool(4096, &fuzz_log);
+    fuzz_assert(fc->r.pool != NULL);
+    fc->c.pool = fc->r.pool;
+
     /* timers of the previous run point into freed memory: start afresh */
     (void) ngx_event_timer_init(&fuzz_log);
 }
@@ -163,6 +168,11 @@ fuzz_conn_free(fuzz_conn_t *fc)
 {
     free(fc->sent);
     fc->sent = NULL;
+
+    if (fc->r.pool) {
+        ngx_destroy_pool(fc->r.pool);
+        fc->r.pool = NULL;
+    }
 }
 
 

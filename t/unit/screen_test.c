@@ -888,6 +888,14 @@ test_modes(void)
        "tracked modes, title and SGR 8 appear in the snapshot");
     free(snap);
 
+    /* overlong, surrogate and past U+10FFFF: a strict decoder fails */
+    snap = snapshot_of(80, 24, "\x1b]2;a\xc1\xbd" "b\xed\xa0\x80" "c"
+                       "\xf4\x90\x80\x80" "d\xe0\x80\xaf" "e\xc3\xa9\x07",
+                       &len);
+    ok(snap && contains(snap, len, "\x1b]2;abcde\xc3\xa9\x07"),
+       "a title's malformed UTF-8 is not in the snapshot");
+    free(snap);
+
     snap = snapshot_of(80, 24, "\x1b[?1h\x1b=\x1b[?2004h\x1b[?1000h"
                        "\x1b[?1006h\x1b[?1000l\x1b[?1006l\x1b[?1l\x1b>"
                        "\x1b[?2004l\x1b[8m\x1b[0m", &len);

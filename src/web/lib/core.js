@@ -55,8 +55,12 @@ export const SNAPSHOT_FORMAT = 'vt100-screen-state-v1';
  * @property {number} [reconnectMaxDelay]  backoff cap in ms (default 10000)
  * @property {number} [maxReconnects]  attempts before giving up (default
  *     Infinity; a successful join starts the count again)
- * @property {number} [keyframeWait]  ms to wait for an announced Keyframe
- *     before asking for one (default 2000)
+ * @property {number} [keyframeWait]  ms to wait for a Keyframe (the join's,
+ *     an announced one, a requested one) before asking for one, again
+ *     every keyframeWait ms until it comes (default 2000)
+ * @property {number} [maxHeldBytes]  Output (base64) held while waiting for
+ *     a Keyframe; beyond it the held frames are dropped and a Keyframe
+ *     after them is waited for instead (default 4 MiB)
  * @property {() => {cols: number, rows: number} | undefined} [initialSize]
  *     size asked for at a controller's join (default: the terminal's)
  *
@@ -86,6 +90,8 @@ export const SNAPSHOT_FORMAT = 'vt100-screen-state-v1';
  * @property {number} keyframesRequested
  * @property {number} outputFrames
  * @property {number} duplicatesDropped
+ * @property {number} heldDropped  frames held for a Keyframe and dropped
+ *     (more than maxHeldBytes)
  *
  * Events, by name, and what their listeners get.
  * @typedef {object} ClientEvents
@@ -203,7 +209,7 @@ export class PtyClient {
         this.stats = {
             connects: 0, reconnects: 0, replayedFrames: 0,
             keyframesApplied: 0, keyframesRequested: 0, outputFrames: 0,
-            duplicatesDropped: 0,
+            duplicatesDropped: 0, heldDropped: 0,
         };
 
         /** @type {Map<string, Set<(ev: any) => void>>} */
@@ -217,6 +223,10 @@ export class PtyClient {
         this._forceKeyframe = false;
         /** @type {any[]} frames held until the Keyframe */
         this._held = [];
+        /** base64 bytes of Output in _held */
+        this._heldBytes = 0;
+        /** the last held frame dropped: an older Keyframe cannot be used */
+        this._heldDroppedSeq = -1;
         this._replaying = false;
         this._leaving = false;
         /** @type {ReturnType<typeof setTimeout> | null} */
@@ -382,7 +392,11 @@ export class PtyClient {
         // the joiner's Keyframe ends the flush: wait for it
         this._needKeyframe = this.paintedSequence < 0 || this._needKeyframe;
         this._expectKeyframe = true;
-        this.send('pty.join_session', payload, env);
+        if (this.send('pty.join_session', payload, env) !== null
+            && this._needKeyframe)
+        {
+            this._armKeyframeTimer();
+        }
     }
 
     /** @param {any} f */
@@ -445,7 +459,7 @@ export class PtyClient {
         case 'Output':
         case 'Resize':
             if (this._needKeyframe) {
-                this._held.push(f);
+                this._hold(f);
                 return;
             }
             this._paint(f);
@@ -479,6 +493,25 @@ export class PtyClient {
             info.reason = p.reason;
         }
         this._emit('role', info);
+    }
+
+    /** Output or Resize while waiting for a Keyframe. @param {any} f */
+    _hold(f) {
+        this._held.push(f);
+        if (f.payload.kind === 'Output' && typeof f.payload.data === 'string') {
+            this._heldBytes += f.payload.data.length;
+        }
+        if (this._heldBytes > (this.options.maxHeldBytes ?? 4 << 20)) {
+            // a Keyframe anchored at or after this frame covers them all
+            this.stats.heldDropped += this._held.length;
+            this._heldDroppedSeq = f.sequence;
+            this._dropHeld();
+        }
+    }
+
+    _dropHeld() {
+        this._held = [];
+        this._heldBytes = 0;
     }
 
     /** Output or Resize, in sequence order. @param {any} f */
@@ -524,6 +557,11 @@ export class PtyClient {
             this._flushEnd(ending);
             return;
         }
+        if (wanted && p.anchor_sequence < this._heldDroppedSeq) {
+            // frames after its anchor were dropped: wait for a later one
+            this._resync('held output dropped');
+            return;
+        }
         if (!wanted) {
             // it names an Output/Resize we never painted
             this._emit('resync', { reason: 'anchor mismatch',
@@ -556,7 +594,7 @@ export class PtyClient {
 
         // frames held meanwhile: those after the anchor are painted
         const held = this._held;
-        this._held = [];
+        this._dropHeld();
         for (const f of held) {
             if (f.sequence > p.anchor_sequence) {
                 this._paint(f);
@@ -592,7 +630,7 @@ export class PtyClient {
         if (code === 'REPLAY_OUT_OF_RANGE') {
             // our screen is lost; the Keyframe that follows repaints it
             this._needKeyframe = true;
-            this._held = [];
+            this._dropHeld();
             this._armKeyframeTimer();
         }
         const fatal = code === 'UNAUTHENTICATED';
@@ -608,7 +646,10 @@ export class PtyClient {
         const wait = this.options.keyframeWait ?? 2000;
         this._keyframeTimer = setTimeout(() => {
             this._keyframeTimer = null;
-            if (this._needKeyframe && this.state !== 'closed') {
+            // (not while away: the join after the reconnect asks anew)
+            if (this._needKeyframe && this.state !== 'closed'
+                && this._ws && this._ws.readyState === 1)
+            {
                 this._resync('no Keyframe after ' + wait + ' ms');
             }
         }, wait);
@@ -621,12 +662,13 @@ export class PtyClient {
         }
     }
 
-    /** A gap or damage we cannot explain: hold, and ask for a Keyframe.
-     * @param {string} reason */
+    /** A gap or damage we cannot explain: hold, and ask for a Keyframe
+     * (again after keyframeWait if none comes). @param {string} reason */
     _resync(reason) {
         this._emit('resync', { reason });
         this._needKeyframe = true;
         this.requestKeyframe();
+        this._armKeyframeTimer();
     }
 
     /** @param {any} p */
@@ -659,6 +701,7 @@ export class PtyClient {
     /** @param {number} code @param {string} reason */
     _closed(code, reason) {
         this._ws = null;
+        this._clearKeyframeTimer();
         if (this.state === 'closed') {
             return;
         }

@@ -6,6 +6,7 @@
 import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import WebSocket from 'ws';
 import { attach, PtyApi, bearerProtocol } from 'ngx-pty-client/node';
 
 const base = process.env.PTY_TEST_BASE;
@@ -195,12 +196,90 @@ test('lag: PTY_OUTPUT_LAGGED, the Keyframe after it repaints', { skip, timeout }
         await finish(s);
     });
 
+/**
+ * A WebSocket that loses the server's frames drop() picks (a Keyframe lost
+ * on the way), and calls seen() after each frame it hands on.
+ * @param {(f: any) => boolean} drop
+ * @param {() => void} [seen]
+ */
+function lossy(drop, seen) {
+    return class extends WebSocket {
+        /** @param {any} fn */
+        set onmessage(fn) {
+            super.onmessage = (/** @type {any} */ ev) => {
+                if (!drop(JSON.parse(String(ev.data)))) {
+                    fn(ev);
+                    if (seen) {
+                        seen();
+                    }
+                }
+            };
+        }
+        get onmessage() { return super.onmessage; }
+    };
+}
+
+/** @param {any} f */
+const isKeyframe = (f) => f.op === 'pty.session_frame'
+    && f.payload && f.payload.kind === 'Keyframe';
+
+test('a Keyframe that never comes is asked for, again until one does',
+    { skip, timeout }, async () => {
+        const s = await shell();
+        let lost = 0;
+        // the join's Keyframe and the first one asked for are lost
+        const a = join(s, { clientOptions: { keyframeWait: 300,
+            WebSocket: lossy((f) => isKeyframe(f) && lost++ < 2) } });
+        await a.waitForScreen(PROMPT);
+        await a.waitForState('live');
+        assert.ok(lost >= 3, 'lost ' + lost);
+        assert.ok(a.client.stats.keyframesRequested >= 2,
+            'requested ' + a.client.stats.keyframesRequested);
+        a.client.input('echo after-resync\r');
+        await a.waitForScreen(/^after-resync$/m);
+        await finish(s);
+    });
+
+test('output held for a Keyframe is bounded (maxHeldBytes)',
+    { skip, timeout }, async () => {
+        const s = await shell();
+        const a = join(s);
+        await a.waitForScreen(PROMPT);
+
+        // b's Keyframes are lost while the program prints ~200 KB
+        let losing = true;
+        let most = 0;
+        /** @type {any} */
+        let b = null;
+        b = join(s, { role: 'observer', clientOptions: {
+            keyframeWait: 300, maxHeldBytes: 32768,
+            WebSocket: lossy((f) => losing && isKeyframe(f), () => {
+                most = Math.max(most, b ? b.client._heldBytes : 0);
+            }) } });
+        await until(() => b.client.role === 'observer', 10000, 'the join');
+        a.client.input('for i in $(seq 1 4000); do echo held-$i-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx;'
+            + ' done; echo held-done-$((40+2))\r');
+        await a.waitForScreen(/^held-done-42$/m, 30000);
+        await until(() => b.client.stats.heldDropped > 0, 20000,
+            'held frames dropped');
+        assert.equal(b.client.state, 'connecting', 'still waiting');
+        assert.ok(most > 0 && most <= 32768, 'held at most ' + most);
+
+        losing = false;
+        await b.waitForScreen(/^held-done-42$/m, 20000);
+        await b.waitForState('live');
+        assert.deepEqual(await b.screen(), await a.screen());
+        await finish(s);
+    });
+
 test('resize: the controller asks, everyone follows, stty sees it',
     { skip, timeout }, async () => {
         const s = await shell();
         const a = join(s);
-        const b = join(s, { role: 'observer' });
+        // (the first connection on a fresh session controls it, whatever
+        // it asked for: the observer joins once the controller has)
         await a.waitForScreen(PROMPT);
+        const b = join(s, { role: 'observer' });
         await b.waitForState('live');
         /** @type {any[]} */
         const seen = [];
