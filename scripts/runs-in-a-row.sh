@@ -2,6 +2,8 @@
 # The suite N times in a row (docs/TESTING.md, "Runs in a row"):
 #   scripts/runs-in-a-row.sh N            make test, N times
 #   scripts/runs-in-a-row.sh N -j2        prove -j2 -r t/ (after one make)
+#   RUNS_HOGS=2 scripts/runs-in-a-row.sh N -j2
+#                                         ... with two busy loops beside
 # Logs in build/runs/run-K.log, a line per run in build/runs/summary.
 set -u
 cd "$(dirname "$0")/.."
@@ -15,6 +17,13 @@ mkdir -p "$dir"
 if [ $# -gt 0 ]; then
     make all test-deps web >/dev/null || exit 1
 fi
+
+hogs=
+for _ in $(seq "${RUNS_HOGS:-0}"); do
+    sh -c 'while :; do :; done' &
+    hogs="$hogs $!"
+done
+[ -n "$hogs" ] && trap 'kill $hogs 2>/dev/null' EXIT INT TERM
 
 passed=0
 k=1

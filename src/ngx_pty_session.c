@@ -62,6 +62,8 @@ static ngx_int_t ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd,
     ngx_pid_t child);
 static void ngx_pty_session_read_handler(ngx_event_t *rev);
 static void ngx_pty_session_write_handler(ngx_event_t *wev);
+static ngx_int_t ngx_pty_session_input_room(ngx_pty_session_t *s, size_t len);
+static void ngx_pty_session_input_taken(ngx_pty_session_t *s, size_t n);
 static void ngx_pty_session_screen_handler(ngx_event_t *ev);
 static void ngx_pty_session_fold(ngx_pty_session_t *s, size_t budget);
 static void ngx_pty_session_reply(void *data, const u_char *buf, size_t len);
@@ -817,7 +819,7 @@ static ngx_int_t
 ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd, ngx_pid_t child)
 {
     u_char            *local;
-    size_t             len;
+    size_t             len, start;
     struct winsize     ws;
     ngx_connection_t  *c;
 
@@ -866,15 +868,17 @@ ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd, ngx_pid_t child)
      * up put its unwritten input at the inbox's head, and it is older
      */
     local = s->input;
+    start = s->input_start;
     len = s->input_len;
     s->input = NULL;
+    s->input_start = 0;
     s->input_len = 0;
     s->input_size = 0;
 
     ngx_pty_session_drain_inbox(s);
 
     if (local) {
-        (void) ngx_pty_session_input(s, local, len);
+        (void) ngx_pty_session_input(s, local + start, len);
         ngx_free(local);
     }
 
@@ -1238,9 +1242,7 @@ ngx_pty_session_log_input(ngx_pty_session_t *s, ngx_uint_t level)
 ngx_int_t
 ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
 {
-    size_t            size;
     ssize_t           n;
-    u_char           *p;
     ngx_pty_inbox_t   rec;
 
     if (!s->owner) {
@@ -1302,26 +1304,11 @@ ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
         return NGX_ERROR;
     }
 
-    if (s->input_len + len > s->input_size) {
-        /* doubling: a flood of small inputs is not copied again each */
-        size = ngx_max(s->input_size * 2, 4096);
-        size = ngx_min(ngx_max(size, s->input_len + len), NGX_PTY_INPUT_MAX);
-
-        p = ngx_alloc(size, s->log);
-        if (p == NULL) {
-            return NGX_ERROR;
-        }
-
-        if (s->input) {
-            ngx_memcpy(p, s->input, s->input_len);
-            ngx_free(s->input);
-        }
-
-        s->input = p;
-        s->input_size = size;
+    if (ngx_pty_session_input_room(s, len) != NGX_OK) {
+        return NGX_ERROR;
     }
 
-    ngx_memcpy(s->input + s->input_len, data, len);
+    ngx_memcpy(s->input + s->input_start + s->input_len, data, len);
     s->input_len += len;
 
     if (s->pty && ngx_handle_write_event(s->pty->write, 0) != NGX_OK) {
@@ -1329,6 +1316,69 @@ ngx_pty_session_input(ngx_pty_session_t *s, u_char *data, size_t len)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * Room for len more bytes behind the queued input.  What the terminal
+ * took is skipped by input_start, not moved at each write: the queue is
+ * moved down only when that frees at least as much as it moves (or the
+ * bound leaves no other way), and grows by doubling, so a flood of small
+ * inputs or a program reading a few bytes at a time costs each byte O(1).
+ */
+static ngx_int_t
+ngx_pty_session_input_room(ngx_pty_session_t *s, size_t len)
+{
+    size_t   size;
+    u_char  *p;
+
+    if (s->input_start + s->input_len + len <= s->input_size) {
+        return NGX_OK;
+    }
+
+    if (s->input_len + len <= s->input_size
+        && (s->input_start >= s->input_len
+            || s->input_size == NGX_PTY_INPUT_MAX))
+    {
+        ngx_memmove(s->input, s->input + s->input_start, s->input_len);
+        s->input_start = 0;
+        return NGX_OK;
+    }
+
+    size = ngx_max(s->input_size * 2, 4096);
+    size = ngx_min(ngx_max(size, s->input_len + len), NGX_PTY_INPUT_MAX);
+
+    p = ngx_alloc(size, s->log);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (s->input) {
+        ngx_memcpy(p, s->input + s->input_start, s->input_len);
+        ngx_free(s->input);
+    }
+
+    s->input = p;
+    s->input_start = 0;
+    s->input_size = size;
+
+    return NGX_OK;
+}
+
+
+/* the terminal took n queued bytes; a drained queue gives its memory back */
+static void
+ngx_pty_session_input_taken(ngx_pty_session_t *s, size_t n)
+{
+    s->input_start += n;
+    s->input_len -= n;
+
+    if (s->input_len == 0) {
+        ngx_free(s->input);
+        s->input = NULL;
+        s->input_start = 0;
+        s->input_size = 0;
+    }
 }
 
 
@@ -1354,7 +1404,7 @@ ngx_pty_session_write_handler(ngx_event_t *wev)
         return;
     }
 
-    n = write(c->fd, s->input, s->input_len);
+    n = write(c->fd, s->input + s->input_start, s->input_len);
 
     if (n == -1) {
         if (ngx_errno == NGX_EAGAIN || ngx_errno == NGX_EINTR) {
@@ -1364,12 +1414,11 @@ ngx_pty_session_write_handler(ngx_event_t *wev)
 
         ngx_log_error(NGX_LOG_ERR, s->log, ngx_errno,
                       "pty: write to session pty-%ui failed", s->sh->name);
-        s->input_len = 0;
+        ngx_pty_session_input_taken(s, s->input_len);
         return;
     }
 
-    ngx_memmove(s->input, s->input + n, s->input_len - n);
-    s->input_len -= n;
+    ngx_pty_session_input_taken(s, n);
 
     if (s->input_len) {
         (void) ngx_handle_write_event(wev, 0);
@@ -1987,11 +2036,10 @@ ngx_pty_session_hand_over(ngx_pty_session_t *s)
     sh = s->sh;
 
     if (s->input_len && s->pty) {
-        n = write(s->pty->fd, s->input, s->input_len);
+        n = write(s->pty->fd, s->input + s->input_start, s->input_len);
 
         if (n > 0) {
-            ngx_memmove(s->input, s->input + n, s->input_len - n);
-            s->input_len -= n;
+            ngx_pty_session_input_taken(s, n);
         }
     }
 
@@ -2005,7 +2053,7 @@ ngx_pty_session_hand_over(ngx_pty_session_t *s)
 
     for ( ;; ) {
         ngx_pty_shm_lock(sh);
-        rc = ngx_pty_inbox_unshift(sh, &rec, s->input);
+        rc = ngx_pty_inbox_unshift(sh, &rec, s->input + s->input_start);
         ngx_pty_shm_unlock(sh);
 
         if (rc != NGX_AGAIN
@@ -2025,7 +2073,7 @@ ngx_pty_session_hand_over(ngx_pty_session_t *s)
         return;
     }
 
-    s->input_len = 0;
+    ngx_pty_session_input_taken(s, s->input_len);
 }
 
 

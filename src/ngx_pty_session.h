@@ -69,6 +69,7 @@ struct ngx_pty_session_s {
     void                      *frames;
 
     u_char                    *input;       /* bytes the PTY did not take */
+    size_t                     input_start; /* at input + input_start */
     size_t                     input_len;
     size_t                     input_size;
     ngx_pty_log_limit_t        input_log;   /* input dropped: clients cause

@@ -31,7 +31,88 @@ struct vtref_s {
     int           bottom;
     char          out[1024];
     size_t        outlen;
+    int           guard;      /* vtref_input()'s state */
+    int           seps;
 };
+
+
+/*
+ * libvterm 0.1.4 writes past its CSI parameter array at the 16th ';' or
+ * ':' of a sequence.  The module's model cancels such a sequence in
+ * libvterm (CAN) and drops the rest of it, through its final byte; the
+ * reference does the same, so a stream, or a snapshot that ends inside
+ * one, cannot corrupt it (t/fuzz/known/screen-vtref-lineinfo).
+ */
+enum {
+    VTREF_GROUND = 0, VTREF_ESC, VTREF_CSI, VTREF_DROP, VTREF_DROP_INTER
+};
+
+
+static void
+vtref_input(vtref_t *r, const unsigned char *p, size_t n)
+{
+    size_t         i, start;
+    unsigned char  c;
+
+    for (i = 0, start = 0; i < n; i++) {
+        c = p[i];
+
+        if (c == 0x18 || c == 0x1a) {
+            r->guard = VTREF_GROUND;
+            continue;
+        }
+
+        if (c == 0x1b) {
+            r->guard = VTREF_ESC;
+            continue;
+        }
+
+        if (c < 0x20 || c == 0x7f) {
+            continue;
+        }
+
+        switch (r->guard) {
+
+        case VTREF_ESC:
+            r->guard = (c == '[') ? VTREF_CSI : VTREF_GROUND;
+            r->seps = 0;
+            break;
+
+        case VTREF_CSI:
+            if (c == ';' || c == ':') {
+                if (++r->seps >= 16) {
+                    vterm_input_write(r->vt, (const char *) p + start,
+                                      i - start);
+                    vterm_input_write(r->vt, "\x18", 1);
+                    start = i + 1;
+                    r->guard = VTREF_DROP;
+                }
+
+            } else if (!(c >= '0' && c <= '9') && !(c >= 0x3c && c <= 0x3f)) {
+                r->guard = VTREF_GROUND;
+            }
+
+            break;
+
+        case VTREF_DROP:
+        case VTREF_DROP_INTER:
+            vterm_input_write(r->vt, (const char *) p + start, i - start);
+            start = i + 1;
+
+            if (r->guard == VTREF_DROP
+                && ((c >= '0' && c <= '9') || c == ';' || c == ':'))
+            {
+                break;
+            }
+
+            r->guard = (c >= 0x20 && c <= 0x2f) ? VTREF_DROP_INTER
+                                                : VTREF_GROUND;
+            break;
+        }
+    }
+
+    vterm_input_write(r->vt, (const char *) p + start, n - start);
+}
 
 
 static int
@@ -172,7 +253,7 @@ vtref_write(vtref_t *r, const unsigned char *p, size_t n)
             k++;
         }
 
-        vterm_input_write(r->vt, (const char *) p, k);
+        vtref_input(r, p, k);
         p += k;
         n -= k;
     }
