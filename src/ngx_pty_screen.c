@@ -1773,6 +1773,36 @@ ngx_pty_soft_reset(ngx_pty_screen_t *s)
 }
 
 
+/*
+ * libvterm 0.1.4 keeps the scroll region and the left and right margins
+ * on DECSTR, xterm.js drops the region (it has no left and right
+ * margins): libvterm is told, and its cursor put back (DECSTBM and
+ * DECSLRM home it); a pending wrap, which that CUP cancels in libvterm,
+ * stays the model's
+ */
+static void
+ngx_pty_soft_reset_region(ngx_pty_screen_t *s)
+{
+    VTermPos  pos;
+
+    if (s->top == 0 && s->bottom == -1 && s->left == 0 && s->right == -1) {
+        return;
+    }
+
+    vterm_state_get_cursorpos(s->state, &pos);
+    vterm_input_write(s->vt, "\x1b[r\x1b[s", 6);
+    s->top = 0;
+    s->bottom = -1;
+    s->left = 0;
+    s->right = -1;
+    ngx_pty_vt_cup(s, pos);
+
+    if (s->phantom) {
+        s->diverged++;
+    }
+}
+
+
 /* RIS, as libvterm and xterm.js reset */
 static void
 ngx_pty_hard_reset(ngx_pty_screen_t *s)
@@ -1988,8 +2018,9 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     }
 
     if (inter == '!' && c == 'p' && !leader) {
-        /* DECSTR: libvterm and xterm.js drop the margins and the pen */
+        /* DECSTR: xterm.js drops the margins and the pen */
         ngx_pty_feed_final(s, p, start, i);
+        ngx_pty_soft_reset_region(s);
         s->top = 0;
         s->bottom = -1;
         s->left = 0;
@@ -3636,6 +3667,27 @@ ngx_pty_utf8_cp(const u_char *p, unsigned len)
 }
 
 
+/*
+ * A broken or ill-formed UTF-8 sequence of k bytes at p[i]: a stray
+ * continuation byte, a lead byte without all its continuation bytes, an
+ * overlong form, a surrogate, past U+10FFFF, or U+FEFF.  xterm.js drops
+ * these bytes; libvterm writes U+FFFD or not by where the sequence
+ * stands in a write (its UTF-8 decoder serves only a text run that
+ * starts past ASCII), which a snapshot cannot reproduce.  The model
+ * drops them as xterm.js does, so libvterm never sees them.
+ */
+static size_t
+ngx_pty_text_broken(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t k)
+{
+    ngx_pty_flush(s, p, start, i);
+    *start = i + k;
+    s->diverged++;
+
+    return k;
+}
+
+
 /* a UTF-8 sequence at p[i] that libvterm reads: returns its length */
 static size_t
 ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
@@ -3644,7 +3696,6 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     unsigned  len, k;
     uint32_t  cp;
 
-    /* a broken sequence leaves libvterm's decoder mid-character */
     len = ngx_pty_utf8_len(p[i]);
 
     for (k = 1; k < len && i + k < n && (p[i + k] & 0xc0) == 0x80; k++) {
@@ -3652,20 +3703,27 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     }
 
     if (len == 0 || k < len) {
-        s->vt_text = 1;
-        return k;
+        return ngx_pty_text_broken(s, p, start, i, k);
     }
 
     /* below U+0300, CJK, Hangul, emoji: not combining, no search */
-    if ((len == 2 && p[i] < 0xcc)
+    if ((len == 2 && p[i] < 0xcc && p[i] >= 0xc2)
         || (len == 3 && p[i] >= 0xe3 && p[i] <= 0xee
-            && (p[i] != 0xe3 || p[i + 1] >= 0x84))
+            && (p[i] != 0xe3 || p[i + 1] >= 0x84)
+            && (p[i] != 0xed || p[i + 1] < 0xa0))
         || (len == 4 && p[i] == 0xf0 && p[i + 1] == 0x9f))
     {
         return k;
     }
 
     cp = ngx_pty_utf8_cp(p + i, len);
+
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800)
+        || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfeff
+        || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+    {
+        return ngx_pty_text_broken(s, p, start, i, k);
+    }
 
     if (cp >= 0x300 && ngx_pty_is_combining(cp)) {
         if (s->vt_text || s->charset[s->gl]) {

@@ -29,6 +29,7 @@ struct vtref_s {
     char          csi_lead;
     int           top;        /* the scroll region, as libvterm sets it */
     int           bottom;
+    int           lr;         /* left and right margins set (DECSLRM) */
     char          out[1024];
     size_t        outlen;
     int           guard;      /* vtref_input()'s state */
@@ -306,6 +307,26 @@ vtref_margins(vtref_t *r)
 
 
 static void
+vtref_region_reset(vtref_t *r)
+{
+    char      buf[32];
+    VTermPos  pos;
+
+    if (r->top == 0 && r->bottom == -1 && !r->lr) {
+        return;
+    }
+
+    vterm_state_get_cursorpos(vterm_obtain_state(r->vt), &pos);
+    vterm_input_write(r->vt, "\x1b[r\x1b[s", 6);
+    r->top = 0;
+    r->bottom = -1;
+    r->lr = 0;
+    snprintf(buf, sizeof(buf), "\x1b[%d;%dH", pos.row + 1, pos.col + 1);
+    vterm_input_write(r->vt, buf, strlen(buf));
+}
+
+
+static void
 vtref_first_column(vtref_t *r)
 {
     VTermPos  pos;
@@ -359,6 +380,7 @@ vtref_feed_xterm(vtref_t *r, const unsigned char *p, size_t n)
                 r->saved = 0;
                 r->top = 0;
                 r->bottom = -1;
+                r->lr = 0;
             }
 
         } else if (r->esc == 2) {
@@ -381,9 +403,17 @@ vtref_feed_xterm(vtref_t *r, const unsigned char *p, size_t n)
                     vtref_margins(r);
                 }
 
+                if (r->csi_lead == 0 && c == 's'
+                    && (r->csi_argn || r->csi_arg))
+                {
+                    r->lr = 1;
+                }
+
                 if (r->csi_lead == 0 && c == 'p' && i > 0 && p[i - 1] == '!') {
-                    r->top = 0;
-                    r->bottom = -1;
+                    /* DECSTR: xterm.js drops the region, libvterm keeps it */
+                    vtref_write(r, p + start, i + 1 - start);
+                    start = i + 1;
+                    vtref_region_reset(r);
                 }
 
                 if (r->csi_lead == 0 && (c == 'L' || c == 'M')) {

@@ -413,8 +413,8 @@ checks(const char *desc, unsigned cols, unsigned rows, const char *stream,
  * itself by t/69-xterm-keyframes.t)
  */
 static int
-check_as(const char *desc, unsigned cols, unsigned rows, const char *stream,
-    const char *ref, const char *more)
+check_as_pieces(const char *desc, unsigned cols, unsigned rows,
+    const char *stream, const char *ref, const char *more, unsigned seed)
 {
     int                good;
     vtref_t           *want;
@@ -423,7 +423,7 @@ check_as(const char *desc, unsigned cols, unsigned rows, const char *stream,
     s = ngx_pty_screen_create(cols, rows);
     want = vtref_new(cols, rows);
 
-    feed_chunked(s, (const u_char *) stream, strlen(stream), 7);
+    feed_chunked(s, (const u_char *) stream, strlen(stream), seed);
     vtref_feed(want, (const u_char *) ref, strlen(ref));
 
     good = prove(s, want, (const u_char *) more, more ? strlen(more) : 0, 1,
@@ -433,6 +433,23 @@ check_as(const char *desc, unsigned cols, unsigned rows, const char *stream,
     ngx_pty_screen_destroy(s);
 
     return good;
+}
+
+
+static int
+check_as(const char *desc, unsigned cols, unsigned rows, const char *stream,
+    const char *ref, const char *more)
+{
+    return check_as_pieces(desc, cols, rows, stream, ref, more, 7);
+}
+
+
+/* check_as() with the stream fed in one piece */
+static int
+check_as_whole(const char *desc, unsigned cols, unsigned rows,
+    const char *stream, const char *ref, const char *more)
+{
+    return check_as_pieces(desc, cols, rows, stream, ref, more, 0);
 }
 
 
@@ -1313,7 +1330,7 @@ test_fast_text(void)
     unsigned            cols, rows;
     static const char  *tok[] = {
         "the quick brown fox ", "0123456789abcdef", "\r\n", "\n", "\r",
-        "x", "\xcc\x81", "\xe4\xb8\xad", "\xe4", "\x1b(0", "\x1b(B", "\x0e",
+        "x", "\xcc\x81", "\xe4\xb8\xad", "\xc3\xa9", "\x1b(0", "\x1b(B", "\x0e",
         "\x0f", "\x1b)0", "\x1bN", "\x1b[4h", "\x1b[4l", "\x1b[?7l",
         "\x1b[?7h", "\x1b[2;3r", "\x1b[r", "\x1b[20h", "\x1b[20l", "\x7f",
         "\x1b[?1049h", "\x1b[?1049l", "\x1b[1\"q", "\x1b[0\"q", "\x1b[?2K",
@@ -1354,8 +1371,9 @@ test_fast_text(void)
            "\x1b)0\x0eqqqqqqqqqqqq\x0fqqqqqqqqqqqq", "x");
     checks("fast text: single shift", 20, 3,
            "\x1b*0\x1bNqqqqqqqqqqqq\r\nqqqqqqqqqqqq", "q");
-    checks("fast text: a broken UTF-8 sequence before a run", 20, 3,
-           "\xe4\r\nabcdefghijklmnop\r\n\xe4\xb8\x1b[mabcdefghijk", "x");
+    check_as("fast text: a broken UTF-8 sequence before a run (xterm.js)",
+             20, 3, "\xe4\r\nabcdefghijklmnop\r\n\xe4\xb8\x1b[mabcdefghijk",
+             "\r\nabcdefghijklmnop\r\n\x1b[mabcdefghijk", "x");
     checks("fast text: newline mode", 20, 4,
            "\x1b[20hline one here\nline two here\nline three\n", "x");
     checks("fast text: double-width line", 20, 4,
@@ -1415,8 +1433,8 @@ test_skip_lines(void)
     static const char  *tok[] = {
         "\r\n", "\r\n", "\r\n", "lorem ipsum dolor ", "0123456789abcdef",
         "\xe6\xbc\xa2\xe5\xad\x97 ", "\xf0\x9f\x99\x82", "\n", "\r", "\x0b",
-        "\x0c", "\t", "\b", "\x07", "\x7f", "\x05", "\xcc\x81", "\xe4",
-        "\xb8", "\xe4\xb8", "\x1b[31m", "\x1b[m", "\x1b[H", "\x1b[2;3r",
+        "\x0c", "\t", "\b", "\x07", "\x7f", "\x05", "\xcc\x81", "\xc3\xa9",
+        "\xce\xb1", "\xe4\xb8\xad", "\x1b[31m", "\x1b[m", "\x1b[H", "\x1b[2;3r",
         "\x1b[r", "\x1b[?6h", "\x1b[?6l", "\x1b[20h", "\x1b[20l", "\x1b[4h",
         "\x1b[4l", "\x1b[?7l", "\x1b[?7h", "\x0f",
         "\x1b[?1049h", "\x1b[?1049l", "\x1b[?69h",
@@ -1441,10 +1459,11 @@ test_skip_lines(void)
                 "0123456789012345678901234\r\nab\r\ncd\r\nef\r\ngh\r\nij\r\n"
                 "kl\r\nmn",
                 "x");
-    check_whole("skip lines: a broken character before each CR LF", 20, 3,
-                "a\xe4\r\nb\xe4\xb8\r\nc\xe4\r\nd\xe4\r\ne\xe4\r\nf\xe4\r\n"
-                "g\xe4\r\nh\xe4\r\ni",
-                "\xb8\xadz");
+    check_as_whole("skip lines: a broken character before each CR LF "
+                   "(xterm.js)", 20, 3,
+                   "a\xe4\r\nb\xe4\xb8\r\nc\xe4\r\nd\xe4\r\ne\xe4\r\n"
+                   "f\xe4\r\ng\xe4\r\nh\xe4\r\ni",
+                   "a\r\nb\r\nc\r\nd\r\ne\r\nf\r\ng\r\nh\r\ni", "z");
     check_whole("skip lines: line feeds without CR", 20, 3,
                 "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine",
                 "x");
@@ -1460,9 +1479,11 @@ test_skip_lines(void)
     check_whole("skip lines: colours set long before the cut", 30, 3,
                 "\x1b[31m1\r\n\x1b[1m2\r\n\x1b[44m3\r\n4\r\n5\r\n6\r\n"
                 "7\r\n8\r\n9\r\n10\r\n", "x");
-    check_whole("skip lines: a character cut by an SGR before CR LF", 30, 3,
-                "a\r\nb\r\nc\r\nd\xe4\x1b[m\r\ne\r\nf\r\ng\r\nh\r\ni\r\n",
-                "\xb8\xadz");
+    check_as_whole("skip lines: a character cut by an SGR before CR LF "
+                   "(xterm.js)", 30, 3,
+                   "a\r\nb\r\nc\r\nd\xe4\x1b[m\r\ne\r\nf\r\ng\r\nh\r\ni\r\n",
+                   "a\r\nb\r\nc\r\nd\x1b[m\r\ne\r\nf\r\ng\r\nh\r\ni\r\n",
+                   "z");
     check_whole("skip lines: LS1 in the stretch", 20, 3,
                 "\x1b)0a\r\nb\r\nc\r\n\x0ed\r\ne\r\nf\r\nqqqq\r\nh\r\n"
                 "i\r\n", "qqx\x0fqq");
@@ -1655,22 +1676,29 @@ test_fast_csi(void)
            20, 3, "abcdefghij\x1b[31m\x1b[1;11H", "\xcc\x81" "x");
     checks("fast CSI: REP of a glyph the model wrote", 20, 3,
            "abcdefgh\x1b[31m\x1b[2b\x1b[2;1Hxy\x1b[3b", "z");
-    checks("fast CSI: SGR and CUP inside a character", 20, 3,
-           "ab\x1b[m\xe4\x1b[31m\xb8\x1b[2;3H\xad cd", "e");
+    check_as("fast CSI: SGR and CUP inside a character (xterm.js)", 20, 3,
+             "ab\x1b[m\xe4\x1b[31m\xb8\x1b[2;3H\xad cd",
+             "ab\x1b[m\x1b[31m\x1b[2;3H cd", "e");
     checks("fast CSI: a pending wrap, SGR, EL, text", 10, 3,
            "0123456789\x1b[31m\x1b[Kab\x1b[1;10Hx\x1b[m\x1b[1K", "yz");
     checks("fast CSI: erase in origin mode is left to libvterm", 20, 6,
            "\x1b[2;4r\x1b[?6h\x1b[6;1Hx\x1b[K\x1b[1m\x1b[J", "y");
     checks("fast CSI: after a double-width line", 20, 4,
            "\x1b#6abc\x1b[1;15H\x1b[31mx\x1b[K", "y");
-    checks("fast CSI: text, CR LF, then a broken character", 20, 3,
-           "abcdefghij\r\nkl\xe4\r\n", "\xb8\xad");
+    check_as("fast CSI: text, CR LF, then a broken character (xterm.js)",
+             20, 3, "abcdefghij\r\nkl\xe4\r\n", "abcdefghij\r\nkl\r\n", "x");
     checks("fast CSI: ncurses' sgr0 (SCS ASCII) around attributes", 30, 3,
            "\x1b(B\x1b[m\x1b[39;49mtop - 1\x1b(B\x1b[m\x1b[1m 70 \x1b(B"
            "\x1b[m\x1b[39;49mtotal\x1b(B\x1b[m\x1b[K\r\n\x1b(0qq\x1b(B"
-           "\x1b[mqq\x1b)0\x0eqq\x0fqq\x1b(Bx\x1b" "c\x1b(Bab\xe4\r\ncd"
+           "\x1b[mqq\x1b)0\x0eqq\x0fqq\x1b(Bx\x1b" "c\x1b(Bab\r\ncd"
            "\x1b(B\x1b[1mef\xe4\xb8\xad", "gh");
     /* xterm.js: 38:5 alone is index 0, a bare 38 or 48 changes nothing */
+    /* libvterm 0.1.4 keeps the region and margins on DECSTR, xterm.js not */
+    checks("DECSTR drops the scroll region (xterm.js), for libvterm too",
+           35, 2, "\x1b[2r\x1b[!p\x1b[4hZz\r\nQ\x1b[1;1HW\n\n\nEnd", "x");
+    checks("DECSTR drops the left and right margins",
+           35, 2, "\x1b[2s\x1b[?69h\x1b[!p\x1b[4hZz\r\nQ\x1b[1;1HW\r\n",
+           "x");
     check_as("fast CSI: 38:5 without an index, a bare 38 (xterm.js)", 18, 11,
              "\x1b[38:5;32m\x1b[48:5;163m\x1b[12Habcdefghijklmnopqra\x1b[38m",
              "\x1b[38;5;0;32m\x1b[48;5;0m\x1b[12Habcdefghijklmnopqra",
