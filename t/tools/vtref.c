@@ -42,7 +42,7 @@ struct vtref_s {
  * ':' of a sequence.  The module's model cancels such a sequence in
  * libvterm (CAN) and drops the rest of it, through its final byte; the
  * reference does the same, so a stream, or a snapshot that ends inside
- * one, cannot corrupt it (t/fuzz/known/screen-vtref-lineinfo).
+ * one, cannot corrupt it (t/fuzz/corpus/screen/crash-vtref-long-csi).
  */
 enum {
     VTREF_GROUND = 0, VTREF_ESC, VTREF_CSI, VTREF_DROP, VTREF_DROP_INTER
