@@ -3569,15 +3569,15 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
 
 /*
- * A combining mark, as xterm.js places it: on the cell left of the cursor
- * (the glyph's first cell for a wide one), past the edge when waiting to
- * wrap, onto an empty cell as a glyph of its own; alone in the first
- * column, which it takes, if the cursor is there.  libvterm 0.1.4 drops
+ * A combining mark, as xterm.js places it: right after a glyph, on the
+ * cell left of the cursor (the glyph's first cell for a wide one), past
+ * the edge when waiting to wrap; after a control or an escape sequence,
+ * a glyph of its own under the cursor, which moves on.  libvterm 0.1.4 drops
  * a mark there, adds it only to the glyph it printed last, and counts
  * U+3099, U+309A and U+302A-302F two columns wide.
  */
 static int
-ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp)
+ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join)
 {
     int              col;
     uint32_t        *comb;
@@ -3589,10 +3589,11 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp)
     col = s->phantom ? (int) s->cols - 1 : pos.col - 1;
     row = s->cur->rows[pos.row];
 
-    if (col < 0) {
+    if (col < 0 || (!join && !s->phantom)) {
+        /* after no glyph: a glyph of its own at the cursor, which moves */
         s->diverged++;
-        ngx_pty_row_materialize(row, 1);
-        c = &row->cells[0];
+        ngx_pty_row_materialize(row, pos.col + 1);
+        c = &row->cells[pos.col];
         c->ch = cp;
         c->ncomb = 0;
         c->width = 0;
@@ -3600,9 +3601,13 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp)
         c->pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT);
         c->pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
 
-        if (s->cols > 1) {
-            pos.col = 1;
+        if (pos.col + 1 < (int) s->cols) {
+            pos.col++;
             ngx_pty_vt_cup(s, pos);
+
+        } else if (s->autowrap) {
+            s->phantom = 1;
+            s->ph_pos = pos;
         }
 
         return 1;
@@ -3668,6 +3673,32 @@ ngx_pty_utf8_cp(const u_char *p, unsigned len)
 
 
 /*
+ * Whether a glyph was the last thing printed before p[i] (xterm.js's join
+ * state, which any control or escape sequence clears): p[normal..i) is
+ * text the text paths took, an earlier piece's end is last_text
+ */
+static unsigned
+ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
+    size_t i)
+{
+    u_char  c;
+
+    if (i <= normal) {
+        return (i == 0 && normal == 0) ? s->last_text : 0;
+    }
+
+    c = p[i - 1];
+
+    if (c >= 0x80) {
+        /* not a C1 control the model dropped */
+        return !(i - normal >= 2 && p[i - 2] == 0xc2 && c < 0xa0);
+    }
+
+    return c >= 0x20 && c < 0x7f;
+}
+
+
+/*
  * A broken or ill-formed UTF-8 sequence of k bytes at p[i]: a stray
  * continuation byte, a lead byte without all its continuation bytes, an
  * overlong form, a surrogate, past U+10FFFF, or U+FEFF.  xterm.js drops
@@ -3691,7 +3722,7 @@ ngx_pty_text_broken(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 /* a UTF-8 sequence at p[i] that libvterm reads: returns its length */
 static size_t
 ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
-    size_t i, size_t n)
+    size_t i, size_t n, size_t normal)
 {
     unsigned  len, k;
     uint32_t  cp;
@@ -3734,7 +3765,7 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
         ngx_pty_flush(s, p, start, i);
 
-        if (ngx_pty_combine(s, cp)) {
+        if (ngx_pty_combine(s, cp, ngx_pty_glyph_before(s, p, normal, i))) {
             *start = i + len;
         }
     }
@@ -3866,7 +3897,7 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         }
 
         if (c >= 0x80) {
-            i += ngx_pty_text_utf8(s, p, start, i, n);
+            i += ngx_pty_text_utf8(s, p, start, i, n, *normal);
             continue;
         }
 
@@ -5234,7 +5265,10 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
         ngx_pty_emit_glyph(e, s, row, r, col, c);
 
         if (c->width == 0) {
-            e->col = (col == 0 && w > 1) ? 1 : (int) col;
+            /* a lone mark, written after a move, moves the cursor on */
+            if (col + 1 < w) {
+                e->col = col + 1;
+            }
 
         } else if (col + c->width < w) {
             e->col = col + c->width;    /* else a pending wrap: unknown */
