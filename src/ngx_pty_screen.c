@@ -3579,15 +3579,23 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 static int
 ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join)
 {
-    int              col;
-    uint32_t        *comb;
-    VTermPos         pos;
-    ngx_pty_row_t   *row;
-    ngx_pty_cell_t  *c;
+    int                    col;
+    uint32_t              *comb;
+    VTermPos               pos;
+    ngx_pty_row_t         *row;
+    ngx_pty_cell_t        *c, tmp;
+    const ngx_pty_cell_t  *lone;
 
     pos = ngx_pty_cursor(s);
     col = s->phantom ? (int) s->cols - 1 : pos.col - 1;
     row = s->cur->rows[pos.row];
+
+    if (col >= 0 && join && !s->phantom) {
+        lone = ngx_pty_row_cell(row, col, &tmp);
+
+        /* xterm.js joins nothing to a glyph of no width: a lone mark */
+        join = !(lone->width == 0 && lone->ch && lone->ch != NGX_PTY_CONT);
+    }
 
     if (col < 0 || (!join && !s->phantom)) {
         /* after no glyph: a glyph of its own at the cursor, which moves */
@@ -5588,6 +5596,58 @@ ngx_pty_emit_tabs(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
 
 
 /*
+ * The input ended in text: a combining mark that comes next (or the
+ * UTF-8 character it stopped in) joins the glyph left of the cursor in
+ * xterm.js only if a glyph was the last thing printed, and the
+ * snapshot's last act was a move.  That glyph is printed again, from one
+ * or two columns back, when that gives the same cell (its pen is the
+ * pen, the plain cases).
+ */
+static void
+ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    unsigned               col, w;
+    VTermPos               pos;
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_row_t   *row;
+    const ngx_pty_cell_t  *c;
+
+    if (!s->last_text || s->phantom || s->insert
+        || s->lrmm || s->protect || s->pend_len)
+    {
+        return;
+    }
+
+    pos = ngx_pty_cursor(s);
+
+    if (pos.col == 0) {
+        return;
+    }
+
+    row = s->cur->rows[pos.row];
+    col = pos.col - 1;
+    c = ngx_pty_row_cell(row, col, &tmp);
+
+    if (c->ch == NGX_PTY_CONT && col > 0) {
+        c = ngx_pty_row_cell(row, --col, &tmp);
+    }
+
+    w = c->width ? c->width : 1;
+
+    if (c->ch == 0 || c->ch == NGX_PTY_CONT || c->width == 0
+        || col + w != (unsigned) pos.col
+        || (c->pen.attr & (NGX_PTY_A_LINE|NGX_PTY_A_PROTECT))
+        || !ngx_pty_pen_eq(&c->pen, &s->pen, NGX_PTY_A_SGR))
+    {
+        return;
+    }
+
+    ngx_pty_emit(e, w == 2 ? "\x1b[2D" : "\x1b[D", w == 2 ? 4 : 3);
+    ngx_pty_emit_chars(e, row, col, c);
+}
+
+
+/*
  * Last: the character sets (the cells are painted in code points, so not
  * before), then what the input stopped in the middle of: an escape
  * sequence, a UTF-8 character.
@@ -5610,6 +5670,9 @@ ngx_pty_emit_tail(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
     if (s->gl) {
         ngx_pty_emit(e, gl[s->gl], s->gl == 1 ? 1 : 2);
+
+    } else if (!s->scs[0] && !s->scs[1] && !s->scs[2] && !s->scs[3]) {
+        ngx_pty_emit_join(e, s);
     }
 
     ngx_pty_emit(e, s->pend, s->pend_len);

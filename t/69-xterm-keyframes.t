@@ -172,7 +172,7 @@ TODO: {
 my $streams = $ENV{XTERM_STREAMS} // ($ENV{CI} ? 300 : 2000);
 my $seed = $ENV{XTERM_SEED} // int(time / 86400);
 ($pass, $fail, $log) = difftest('--quiet', '--random', $streams,
-    '--seed', $seed, '--classes', 'text,wide', '--max-fail', 3);
+    '--seed', $seed, '--classes', 'text,wide,combining', '--max-fail', 3);
 ok($fail == 0 && $pass == $streams, "$streams random streams of text and "
     . "wide glyphs (seed $seed)") or diag($log);
 
