@@ -170,10 +170,17 @@ test('the server closes the sockets; both reconnect, replay, match',
     () => step('reconnect', async () => {
         const [a, b] = [pages.controller, pages.observer];
         const before = await stats(b);
+        // the pages stay away 2-4 s, long past the output below even on a
+        // loaded machine (their 0.5-1 s was not, once in 13 full runs)
+        const delay = (page, ms) => page.evaluate((ms) => {
+            window.ptyDemo.view.client.options.reconnectDelay = ms;
+        }, ms);
+        await delay(a, 4000);
+        await delay(b, 4000);
         // a reload: every connection gets goodbye server_shutdown and close
         process.kill(Number(process.env.PTY_NGINX_PID), 'SIGHUP');
         await waitState(b, 'reconnecting');
-        // output while the pages are away (reconnect_delay: 0.5-1 s)
+        // output while the pages are away
         const r = await fetch(base + '/pty/write', {
             method: 'POST',
             headers: process.env.PTY_TOKEN
@@ -183,8 +190,12 @@ test('the server closes the sockets; both reconnect, replay, match',
                 wait_for: 'gap-3', wait_ms: 5000 }),
         });
         assert.equal(r.status, 200);
+        assert.equal(await b.evaluate(() => window.ptyDemo.view.client.state),
+            'reconnecting', 'the output came while the observer was away');
         await waitState(b, 'live');
         await waitState(a, 'live');
+        await delay(a, 1000);
+        await delay(b, 1000);
         await waitScreen(b, hasLine('gap-3'), 'the replayed output');
         const after = await stats(b);
         assert.equal(after.reconnects, before.reconnects + 1, 'one reconnect');
