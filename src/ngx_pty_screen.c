@@ -1202,6 +1202,16 @@ ngx_pty_cb_scrollrect(VTermRect rect, int down, int right, void *user)
 
     if (down >= h || -down >= h || right >= w || -right >= w) {
         ngx_pty_erase_rect(s, rect, 0);
+
+        if (right == 0 && rect.start_col == 0
+            && (unsigned) rect.end_col == s->cols)
+        {
+            /* new lines (IL, DL, SU, SD past the region): not wrapped */
+            for (r = rect.start_row; r < rect.end_row; r++) {
+                g->rows[r]->wrapped = 0;
+            }
+        }
+
         return 1;
     }
 
