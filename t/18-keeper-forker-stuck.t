@@ -45,7 +45,9 @@ my $port = $t->port(8080);
 my $dir = $t->testdir;
 
 my ($worker) = $t->worker_pids;
-my ($forker) = titled('pty keeper forker', children($worker));
+# the worker forks it as it starts, and it takes its title after that
+my ($forker) = $t->wait_until(sub {
+    (titled('pty keeper forker', children($worker)))[0] }, 10);
 ok($forker, 'the worker has a keeper forker');
 
 my $s = start_session($t, 'echo before-$((6*7))');

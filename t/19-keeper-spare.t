@@ -47,7 +47,9 @@ $t->plan(40)->run();
 my $port = $t->port(8080);
 
 my ($worker) = $t->worker_pids;
-my ($forker) = titled('pty keeper forker', children($worker));
+# the worker forks it as it starts, and it takes its title after that
+my ($forker) = $t->wait_until(sub {
+    (titled('pty keeper forker', children($worker)))[0] }, 10);
 ok($forker, 'the worker has a keeper forker');
 # not dumpable (the worker is not, and a fork inherits it): /proc/PID/mem
 # is then root's, not the workers' user's

@@ -28,8 +28,10 @@ $t->allow_log(qr/programs would run as the workers' user/);
 $t->plan(14)->run();
 
 my $port = $t->port(8080);
-my @spawners = titled('pty spawner', all_pids());
-my ($spawner) = grep { spawner_of_test($_) } @spawners;
+# the master forks it, and it takes its title after that
+my ($spawner) = $t->wait_until(sub {
+    (grep { spawner_of_test($_) } titled('pty spawner', all_pids()))[0] },
+    10);
 ok($spawner, 'a spawner runs');
 is(uid_of($spawner), 0, 'as root');
 is((stat("/proc/$spawner/mem"))[4], 0, 'not dumpable (root\'s anyway)');
