@@ -23,7 +23,10 @@ for _ in $(seq "${RUNS_HOGS:-0}"); do
     sh -c 'while :; do :; done' &
     hogs="$hogs $!"
 done
-[ -n "$hogs" ] && trap 'kill $hogs 2>/dev/null' EXIT INT TERM
+if [ -n "$hogs" ]; then
+    trap 'kill $hogs 2>/dev/null' EXIT
+    trap 'exit 1' INT TERM
+fi
 
 passed=0
 k=1
