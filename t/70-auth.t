@@ -236,7 +236,7 @@ is($ra->{payload}{role}, 'controller', 'alice controls her session');
 my ($mc) = grep { kind($_) eq 'MembershipChanged' } @f;
 is($mc->{payload}{controllers}[0]{label}, 'alice (laptop)',
     'MembershipChanged names the principal');
-ready_shell($a);
+ready_shell($a, @f);
 
 # observe scope only: observer, whatever it asks
 my ($o, undef, @of) = (ws('olga', $s));

@@ -19,6 +19,7 @@ use strict;
 use warnings;
 
 use Exporter qw(import);
+use MIME::Base64 ();
 use Test::More ();
 
 use Test::Nginx::PtyWS qw(session_frame_kind);
@@ -69,14 +70,26 @@ sub join_flush {
     }, $o{timeout} // 10, 'the joiner\'s Keyframe');
 }
 
-# waits for the "ready$ " prompt on a joined connection
+# waits for the "ready$ " prompt on a joined connection; @seen: frames
+# already received (a prompt printed before the join is only in the
+# joiner's Keyframe, its text the screen's last)
 sub ready_shell {
-    my ($ws) = @_;
+    my ($ws, @seen) = @_;
     my $out = '';
-    $ws->recv_until(sub {
-        $out .= Test::Nginx::PtyWS::decode_output($_[0]);
-        $out =~ /ready\$ $/;
-    }, 10, 'the shell prompt');
+    my $ready = sub {
+        for my $f (@_) {
+            if (kind($f) eq 'Keyframe') {
+                $out = MIME::Base64::decode_base64($f->{payload}{snapshot});
+                $out =~ s/\e\[[0-9;:?]*[ -\/]*[\@-~]|\e[()*+]?.//g;
+                $out =~ s/ +$/ /;
+            } else {
+                $out .= Test::Nginx::PtyWS::decode_output($f);
+            }
+        }
+        return $out =~ /ready\$ $/;
+    };
+    return $out if $ready->(@seen);
+    $ws->recv_until(sub { $ready->($_[0]) }, 10, 'the shell prompt');
     return $out;
 }
 
