@@ -966,7 +966,10 @@ sub _cleanup {
     return if $self->{_owner_pid} != $$;    # forked child of a test
     return if $self->{_cleaned}++;
     $self->stop;
-    if ($ENV{TEST_NGINX_LEAVE}) {
+    my $log = $self->read_file('error.log') // '';
+    if ($ENV{TEST_NGINX_LEAVE} || $log =~ /exited on signal (?:6|7|8|11)\b/) {
+        # a crashed worker: its logs are the only trace (workers are not
+        # dumpable, so there is no core)
         print STDERR "# test directory left: $self->{_testdir}\n";
     } else {
         rmtree($self->{_testdir});
