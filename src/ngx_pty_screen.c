@@ -1754,9 +1754,9 @@ ngx_pty_xterm_col(ngx_pty_screen_t *s)
 }
 
 
-/* DECSTR: what libvterm 0.1.4's soft reset resets of what the model tracks */
+/* the modes RIS and DECSTR reset alike (xterm.js's coreService.reset()) */
 static void
-ngx_pty_soft_reset(ngx_pty_screen_t *s)
+ngx_pty_modes_reset(ngx_pty_screen_t *s)
 {
     s->keypad = 0;
     s->ckm = 0;
@@ -1765,46 +1765,46 @@ ngx_pty_soft_reset(ngx_pty_screen_t *s)
     s->origin = 0;
     s->autowrap = 1;
     s->insert = 0;
-    s->newline = 0;
     s->lrmm = 0;
     s->protect = 0;
-    s->mouse = 0;
-    s->mouse_enc = 0;
+    s->sync = 0;
     s->top = 0;
     s->bottom = -1;
     s->left = 0;
     s->right = -1;
-    s->phantom = 0;
-
-    /* libvterm resets its pen (and tells the model), but for these */
-    s->pen.attr &= ~NGX_PTY_A_CONCEAL;
-    s->pen.xattr = 0;
-    s->pen.ul = s->default_pen.ul;
+    s->gl = 0;
+    s->ascii = 0;
+    memset(s->charset, 0, sizeof(s->charset));
+    memset(s->scs, 0, sizeof(s->scs));
 }
 
 
 /*
- * libvterm 0.1.4 keeps the scroll region and the left and right margins
- * on DECSTR, xterm.js drops the region (it has no left and right
- * margins): libvterm is told, and its cursor put back (DECSTBM and
- * DECSLRM home it); a pending wrap, which that CUP cancels in libvterm,
- * stays the model's
+ * DECSTR as xterm.js does it (libvterm 0.1.4 leaves the pen, the modes
+ * and the region as they were): the modes above, the pen, the character
+ * sets, the cursor shown and the saved cursor at the home position in
+ * the default pen; the cursor's style stays, as in xterm.js 5.5 (the
+ * demo page's; 6.0 drops it).  libvterm is told in sequences it reads, and its
+ * cursor put back; a pending wrap, which that CUP cancels in libvterm,
+ * stays the model's, as xterm.js keeps it.
  */
 static void
-ngx_pty_soft_reset_region(ngx_pty_screen_t *s)
+ngx_pty_decstr(ngx_pty_screen_t *s)
 {
-    VTermPos  pos;
-
-    if (s->top == 0 && s->bottom == -1 && s->left == 0 && s->right == -1) {
-        return;
-    }
+    VTermPos           pos;
+    static const char  reset[] =
+        "\x1b[m\x1b[?6l\x1b[?7h\x1b[4l\x1b[?1l\x1b>\x1b[?2004l\x1b[?1004l"
+        "\x1b[?25h\x1b[r\x1b[?69l\x1b[s\x1b[0\"q\x1b(B\x1b)B\x1b*B\x1b+B\x0f"
+        "\x1b[H\x1b" "7";
 
     vterm_state_get_cursorpos(s->state, &pos);
-    vterm_input_write(s->vt, "\x1b[r\x1b[s", 6);
-    s->top = 0;
-    s->bottom = -1;
-    s->left = 0;
-    s->right = -1;
+    vterm_input_write(s->vt, reset, sizeof(reset) - 1);
+
+    ngx_pty_modes_reset(s);
+    s->pen = s->default_pen;
+    ngx_pty_save_cursor(s);
+    s->vt_text = 1;          /* a single shift libvterm may still hold */
+
     ngx_pty_vt_cup(s, pos);
 
     if (s->phantom) {
@@ -1819,11 +1819,20 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
 {
     unsigned  k, r;
 
-    ngx_pty_soft_reset(s);
-    s->sync = 0;
-    s->cursor_style = -1;
-    s->saved_valid = 0;     /* xterm.js's RIS forgets the saved cursor */
+    ngx_pty_modes_reset(s);
+    s->cursor_style = -1;   /* DECSTR keeps it in xterm.js 5.5, not in 6.0 */
     s->blink12 = -1;
+    s->newline = 0;
+    s->mouse = 0;
+    s->mouse_enc = 0;
+    s->phantom = 0;
+    s->saved_valid = 0;     /* xterm.js's RIS forgets the saved cursor */
+    s->vt_text = 0;
+
+    /* libvterm resets its pen (and tells the model), but for these */
+    s->pen.attr &= ~NGX_PTY_A_CONCEAL;
+    s->pen.xattr = 0;
+    s->pen.ul = s->default_pen.ul;
 
     for (k = 0; k < 2; k++) {
         for (r = 0; s->grid[k].rows && r < s->grid[k].nrows; r++) {
@@ -1831,13 +1840,8 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
         }
     }
 
-    memset(s->charset, 0, sizeof(s->charset));
-    memset(s->scs, 0, sizeof(s->scs));
     ngx_pty_tabs_default(s, 0);
     ngx_pty_tabs_default(s, 1);
-    s->ascii = 0;
-    s->gl = 0;
-    s->vt_text = 0;
 }
 
 
@@ -1928,15 +1932,13 @@ static int ngx_pty_fast_sgr(ngx_pty_screen_t *s, const unsigned long *args,
 
 
 /*
- * An SGR sequence the fast path did not take (in origin mode, with line
- * attributes, long, or with controls in it), ending at p[i] and starting
- * at p[esc]: the model applies it as xterm.js does, libvterm does not see
- * it (its pen is caught up later), only the controls in it, which act
- * where they are.
+ * The CSI sequence ending at p[i] (begun at p[esc], or in an earlier
+ * piece) is the model's alone: libvterm does not act on it, only on the
+ * controls in it, which act where they are.
  */
 static void
-ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
-    size_t esc)
+ngx_pty_csi_skip(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t esc)
 {
     size_t  k;
 
@@ -1959,6 +1961,21 @@ ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     }
 
     *start = i + 1;
+}
+
+
+/*
+ * An SGR sequence the fast path did not take (in origin mode, with line
+ * attributes, long, or with controls in it), ending at p[i] and starting
+ * at p[esc]: the model applies it as xterm.js does, libvterm does not see
+ * it (its pen is caught up later), only the controls in it, which act
+ * where they are.
+ */
+static void
+ngx_pty_sgr(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
+    size_t esc)
+{
+    ngx_pty_csi_skip(s, p, start, i, esc);
 
     (void) ngx_pty_fast_sgr(s, s->args, s->argi < NGX_PTY_CSI_ARGS
                                         ? s->argi : NGX_PTY_CSI_ARGS);
@@ -2028,15 +2045,8 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     }
 
     if (inter == '!' && c == 'p' && !leader) {
-        /* DECSTR: xterm.js drops the margins and the pen */
         ngx_pty_feed_final(s, p, start, i);
-        ngx_pty_soft_reset_region(s);
-        s->top = 0;
-        s->bottom = -1;
-        s->left = 0;
-        s->right = -1;
-        s->pen.xattr = 0;
-        s->pen.ul = s->default_pen.ul;
+        ngx_pty_decstr(s);
         return;
     }
 
@@ -2087,13 +2097,10 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         v = NGX_PTY_ARG(s->args[0]);
         v = (v == NGX_PTY_ARG_MISSING) ? 0 : v;
 
-        if (c == 'K' && v == 0 && s->phantom && esc != NGX_PTY_NO_ESC
-            && esc >= *start)
-        {
+        if (c == 'K' && v == 0 && s->phantom) {
             /* xterm.js has the cursor past the edge: nothing to erase */
             s->diverged++;
-            ngx_pty_flush(s, p, start, esc);
-            *start = i + 1;
+            ngx_pty_csi_skip(s, p, start, i, esc);
             break;
         }
 

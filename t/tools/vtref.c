@@ -29,7 +29,6 @@ struct vtref_s {
     char          csi_lead;
     int           top;        /* the scroll region, as libvterm sets it */
     int           bottom;
-    int           lr;         /* left and right margins set (DECSLRM) */
     char          out[1024];
     size_t        outlen;
     int           guard;      /* vtref_input()'s state */
@@ -306,21 +305,22 @@ vtref_margins(vtref_t *r)
 }
 
 
+/* DECSTR as xterm.js does it (libvterm 0.1.4 leaves most of it alone) */
 static void
-vtref_region_reset(vtref_t *r)
+vtref_decstr(vtref_t *r)
 {
-    char      buf[32];
-    VTermPos  pos;
-
-    if (r->top == 0 && r->bottom == -1 && !r->lr) {
-        return;
-    }
+    char               buf[32];
+    VTermPos           pos;
+    static const char  reset[] =
+        "\x1b[m\x1b[?6l\x1b[?7h\x1b[4l\x1b[?1l\x1b>\x1b[?2004l\x1b[?1004l"
+        "\x1b[?25h\x1b[r\x1b[?69l\x1b[s\x1b[0\"q\x1b(B\x1b)B\x1b*B\x1b+B\x0f"
+        "\x1b[H\x1b" "7";
 
     vterm_state_get_cursorpos(vterm_obtain_state(r->vt), &pos);
-    vterm_input_write(r->vt, "\x1b[r\x1b[s", 6);
+    vterm_input_write(r->vt, reset, sizeof(reset) - 1);
     r->top = 0;
     r->bottom = -1;
-    r->lr = 0;
+    r->saved = 1;
     snprintf(buf, sizeof(buf), "\x1b[%d;%dH", pos.row + 1, pos.col + 1);
     vterm_input_write(r->vt, buf, strlen(buf));
 }
@@ -380,8 +380,7 @@ vtref_feed_xterm(vtref_t *r, const unsigned char *p, size_t n)
                 r->saved = 0;
                 r->top = 0;
                 r->bottom = -1;
-                r->lr = 0;
-            }
+                        }
 
         } else if (r->esc == 2) {
             if (c == '?' && r->csi_arg == 0) {
@@ -403,17 +402,10 @@ vtref_feed_xterm(vtref_t *r, const unsigned char *p, size_t n)
                     vtref_margins(r);
                 }
 
-                if (r->csi_lead == 0 && c == 's'
-                    && (r->csi_argn || r->csi_arg))
-                {
-                    r->lr = 1;
-                }
-
                 if (r->csi_lead == 0 && c == 'p' && i > 0 && p[i - 1] == '!') {
-                    /* DECSTR: xterm.js drops the region, libvterm keeps it */
                     vtref_write(r, p + start, i + 1 - start);
                     start = i + 1;
-                    vtref_region_reset(r);
+                    vtref_decstr(r);
                 }
 
                 if (r->csi_lead == 0 && (c == 'L' || c == 'M')) {
