@@ -5781,7 +5781,7 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
         row = s->cur->rows[s->ph_pos.row];
         c = ngx_pty_row_cell(row, s->ph_pos.col, &tmp);
 
-        if (c->ch == NGX_PTY_CONT || (c->ch && c->width == 0)) {
+        if (c->ch == NGX_PTY_CONT) {
             c = NULL;
         }
     }
@@ -5797,7 +5797,14 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
         ngx_pty_emit_protect(&e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
         ngx_pty_emit_cursor(&e, s, s->ph_pos);
 
-        if (c->ch) {
+        if (c->ch && c->width == 0) {
+            /* a lone mark: after a space and a move, as it was written */
+            ngx_pty_emit(&e, " ", 1);
+            e.col = -1;
+            ngx_pty_emit_cursor(&e, s, s->ph_pos);
+            ngx_pty_emit_chars(&e, row, s->ph_pos.col, c);
+
+        } else if (c->ch) {
             ngx_pty_emit_chars(&e, row, s->ph_pos.col, c);
 
         } else {
