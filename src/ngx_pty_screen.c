@@ -188,6 +188,8 @@ struct ngx_pty_screen_s {
     unsigned                      edge:1;
     unsigned                      untracked:1; /* DECALN, ngx_pty_vt_prime */
     unsigned                      last_text:1;
+    /* SS2 or SS3 may not have been taken by a glyph yet */
+    unsigned                      single_shift:1;
     unsigned                      put:1;      /* a glyph since the move */
     unsigned                      saved_valid:1;
     unsigned                      visible:1;
@@ -1828,6 +1830,7 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     s->phantom = 0;
     s->saved_valid = 0;     /* xterm.js's RIS forgets the saved cursor */
     s->vt_text = 0;
+    s->single_shift = 0;
 
     /* libvterm resets its pen (and tells the model), but for these */
     s->pen.attr &= ~NGX_PTY_A_CONCEAL;
@@ -3607,11 +3610,17 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join)
     col = s->phantom ? (int) s->cols - 1 : pos.col - 1;
     row = s->cur->rows[pos.row];
 
-    if (col >= 0 && join && !s->phantom) {
+    if (col >= 0 && join) {
         lone = ngx_pty_row_cell(row, col, &tmp);
 
         /* xterm.js joins nothing to a glyph of no width: a lone mark */
         join = !(lone->width == 0 && lone->ch && lone->ch != NGX_PTY_CONT);
+
+        if (!join && s->phantom) {
+            /* and writes this one past the edge, where it is lost */
+            s->diverged++;
+            return 1;
+        }
     }
 
     if (col < 0 || (!join && !s->phantom)) {
@@ -3697,29 +3706,63 @@ ngx_pty_utf8_cp(const u_char *p, unsigned len)
 }
 
 
+/* whether a complete UTF-8 character of len bytes is one xterm.js keeps */
+static ngx_inline int
+ngx_pty_utf8_kept(uint32_t cp, unsigned len)
+{
+    return !((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800)
+             || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfeff
+             || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)));
+}
+
+
 /*
  * Whether a glyph was the last thing printed before p[i] (xterm.js's join
  * state, which any control or escape sequence clears): p[normal..i) is
- * text the text paths took, an earlier piece's end is last_text
+ * text the text paths took, where broken UTF-8 the model dropped
+ * (ngx_pty_text_broken) prints nothing; an earlier piece's end is
+ * last_text
  */
 static unsigned
 ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
     size_t i)
 {
-    u_char  c;
+    size_t    j;
+    unsigned  len;
 
-    if (i <= normal) {
-        return (i == 0 && normal == 0) ? s->last_text : 0;
+    while (i > normal) {
+        if (p[i - 1] < 0x80) {
+            return p[i - 1] >= 0x20 && p[i - 1] < 0x7f;
+        }
+
+        /* the character that ends before p[i] */
+        for (j = i - 1; j > normal && i - j < 4 && (p[j] & 0xc0) == 0x80; j--)
+        {
+            /* void */
+        }
+
+        len = ngx_pty_utf8_len(p[j]);
+
+        if (len != 0 && len == i - j
+            && ngx_pty_utf8_kept(ngx_pty_utf8_cp(p + j, len), len))
+        {
+            /* a glyph, but for a C1 control the model dropped */
+            return !(p[j] == 0xc2 && p[j + 1] < 0xa0);
+        }
+
+        /* dropped bytes: before them */
+        if (p[j] < 0x80) {
+            i = j + 1;                      /* stray bytes after p[j] */
+
+        } else if ((p[j] & 0xc0) == 0x80 || (len != 0 && len < i - j)) {
+            i--;                            /* a stray byte last */
+
+        } else {
+            i = j;                          /* cut short, ill-formed */
+        }
     }
 
-    c = p[i - 1];
-
-    if (c >= 0x80) {
-        /* not a C1 control the model dropped */
-        return !(i - normal >= 2 && p[i - 2] == 0xc2 && c < 0xa0);
-    }
-
-    return c >= 0x20 && c < 0x7f;
+    return (i == 0 && normal == 0) ? s->last_text : 0;
 }
 
 
@@ -3769,20 +3812,18 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
             && (p[i] != 0xed || p[i + 1] < 0xa0))
         || (len == 4 && p[i] == 0xf0 && p[i + 1] == 0x9f))
     {
+        s->single_shift = 0;
         return k;
     }
 
     cp = ngx_pty_utf8_cp(p + i, len);
 
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800)
-        || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfeff
-        || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-    {
+    if (!ngx_pty_utf8_kept(cp, len)) {
         return ngx_pty_text_broken(s, p, start, i, k);
     }
 
     if (cp >= 0x300 && ngx_pty_is_combining(cp)) {
-        if (s->vt_text || s->charset[s->gl]) {
+        if (s->single_shift || s->charset[s->gl]) {
             /* libvterm places it (after SS2, SS3, in another set) */
             s->diverged++;
             return k;
@@ -3793,7 +3834,11 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         if (ngx_pty_combine(s, cp, ngx_pty_glyph_before(s, p, normal, i))) {
             *start = i + len;
         }
+
+        return k;
     }
+
+    s->single_shift = 0;
 
     return k;
 }
@@ -3840,6 +3885,10 @@ ngx_pty_text_ascii(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t n)
     if (c == 0x0e || c == 0x0f) {
         s->gl = (c == 0x0e);
         s->vt_text = 1;
+    }
+
+    if (c >= 0x20 && c < 0x7f) {
+        s->single_shift = 0;
     }
 
     if (c < 0x20 && s->vt_text && i + 2 < n
@@ -4053,6 +4102,7 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
 
                 if (c == 'N' || c == 'O') {
                     s->vt_text = 1;             /* SS2, SS3 */
+                    s->single_shift = 1;
                 }
 
             } else if (c >= 0x30 && c < 0x7f) {
@@ -4164,10 +4214,9 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
         s->pend_len = 0;
     }
 
-    /* did the input end in text (a glyph combining marks may extend)? */
-    c = p[n - 1];
-    s->last_text = (s->ps == NGX_PTY_PS_NORMAL && normal < n
-                    && c >= 0x20 && c != 0x7f);
+    /* did the input end in a glyph (which combining marks may extend)? */
+    s->last_text = (s->ps == NGX_PTY_PS_NORMAL
+                    && ngx_pty_glyph_before(s, p, normal, n));
 }
 
 
