@@ -41,6 +41,7 @@
 #define NGX_PTY_WRITE_MAX     4096        /* libvterm puts len*4 on stack */
 #define NGX_PTY_CSI_ARGS      16          /* libvterm's CSI_ARGS_MAX */
 #define NGX_PTY_TITLE_MAX     256
+#define NGX_PTY_OSC_MAX       (NGX_PTY_TITLE_MAX + 8)   /* "2;" and a title */
 #define NGX_PTY_FAST_MIN      8           /* bytes worth catching libvterm up */
 #define NGX_PTY_FAST_ARGS     12          /* ngx_pty_fast_csi(): parameters */
 #define NGX_PTY_FAST_DIGITS   5           /* and digits of one */
@@ -189,7 +190,6 @@ struct ngx_pty_screen_s {
     unsigned                      untracked:1; /* DECALN, ngx_pty_vt_prime */
     unsigned                      last_text:1;
     /* SS2 or SS3 may not have been taken by a glyph yet */
-    unsigned                      single_shift:1;
     unsigned                      put:1;      /* a glyph since the move */
     unsigned                      saved_valid:1;
     unsigned                      visible:1;
@@ -251,6 +251,11 @@ struct ngx_pty_screen_s {
 
     size_t                        title_len;
     u_char                        title[NGX_PTY_TITLE_MAX];
+
+    /* the OSC being read (its first bytes), across reads */
+    unsigned                      osc;
+    size_t                        osc_len;
+    u_char                        osc_buf[NGX_PTY_OSC_MAX];
 };
 
 
@@ -1347,7 +1352,6 @@ ngx_pty_cb_settermprop(VTermProp prop, VTermValue *val, void *user)
 {
     ngx_pty_screen_t  *s = user;
 
-    size_t         len;
     ngx_pty_pen_t  pen;
 
     switch (prop) {
@@ -1361,10 +1365,7 @@ ngx_pty_cb_settermprop(VTermProp prop, VTermValue *val, void *user)
         break;
 
     case VTERM_PROP_TITLE:
-        len = strlen(val->string);
-        len = len < NGX_PTY_TITLE_MAX ? len : NGX_PTY_TITLE_MAX;
-        memcpy(s->title, val->string, len);
-        s->title_len = len;
+        /* the model reads titles itself (ngx_pty_osc_end) */
         break;
 
     case VTERM_PROP_ALTSCREEN:
@@ -1830,7 +1831,6 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     s->phantom = 0;
     s->saved_valid = 0;     /* xterm.js's RIS forgets the saved cursor */
     s->vt_text = 0;
-    s->single_shift = 0;
 
     /* libvterm resets its pen (and tells the model), but for these */
     s->pen.attr &= ~NGX_PTY_A_CONCEAL;
@@ -2141,6 +2141,9 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     case 'X':
     case '@':
     case 'P':
+        /* the text before it first: it may have put the cursor past the edge */
+        ngx_pty_flush(s, p, start, i);
+
         if (s->phantom) {
             /* xterm.js puts the cursor back on the edge first */
             s->diverged++;
@@ -3812,7 +3815,6 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
             && (p[i] != 0xed || p[i + 1] < 0xa0))
         || (len == 4 && p[i] == 0xf0 && p[i + 1] == 0x9f))
     {
-        s->single_shift = 0;
         return k;
     }
 
@@ -3823,8 +3825,8 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     }
 
     if (cp >= 0x300 && ngx_pty_is_combining(cp)) {
-        if (s->single_shift || s->charset[s->gl]) {
-            /* libvterm places it (after SS2, SS3, in another set) */
+        if (s->charset[s->gl]) {
+            /* libvterm places it (in another set) */
             s->diverged++;
             return k;
         }
@@ -3837,8 +3839,6 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
         return k;
     }
-
-    s->single_shift = 0;
 
     return k;
 }
@@ -3870,6 +3870,14 @@ ngx_pty_scs_ascii(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 }
 
 
+/* y or z in DEC graphics, which libvterm draws otherwise than xterm.js */
+static ngx_inline int
+ngx_pty_dec_yz(ngx_pty_screen_t *s, u_char c)
+{
+    return (c == 'y' || c == 'z') && s->scs[s->gl] == '0';
+}
+
+
 /*
  * An ASCII byte at p[i] that libvterm reads: what it does to the state of
  * libvterm's decoders.  Returns how many bytes that covers.
@@ -3887,13 +3895,10 @@ ngx_pty_text_ascii(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t n)
         s->vt_text = 1;
     }
 
-    if (c >= 0x20 && c < 0x7f) {
-        s->single_shift = 0;
-    }
-
     if (c < 0x20 && s->vt_text && i + 2 < n
         && p[i + 1] >= 0x20 && p[i + 1] < 0x7f
-        && p[i + 2] >= 0x20 && p[i + 2] < 0x7f)
+        && p[i + 2] >= 0x20 && p[i + 2] < 0x7f
+        && !ngx_pty_dec_yz(s, p[i + 1]) && !ngx_pty_dec_yz(s, p[i + 2]))
     {
         /*
          * two ASCII glyphs starting a text run: libvterm decodes the
@@ -3975,6 +3980,15 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             continue;
         }
 
+        if (ngx_pty_dec_yz(s, c)) {
+            /* xterm.js draws y and z as U+2264 and U+2265, libvterm not */
+            ngx_pty_flush(s, p, start, i);
+            ngx_pty_vt_write(s, (u_char *) (c == 'y' ? "\xe2\x89\xa4"
+                                                      : "\xe2\x89\xa5"), 3);
+            *start = ++i;
+            continue;
+        }
+
         i += ngx_pty_text_ascii(s, p, i, n);
     }
 
@@ -4006,6 +4020,47 @@ ngx_pty_pend(ngx_pty_screen_t *s, const u_char *p, size_t esc, size_t n)
             s->pend[s->pend_len++] = p[k];
         }
     }
+}
+
+
+/*
+ * An OSC ended (BEL, or ESC as xterm.js reads it): 0 and 2 set the title.
+ * libvterm 0.1.4 loses an OSC that comes in two writes and does not end
+ * one at ESC, so the model reads the title itself.
+ */
+static void
+ngx_pty_osc_end(ngx_pty_screen_t *s)
+{
+    size_t    k;
+    unsigned  id;
+
+    if (!s->osc) {
+        return;
+    }
+
+    s->osc = 0;
+    id = 0;
+
+    for (k = 0; k < s->osc_len && s->osc_buf[k] != ';'; k++) {
+        if (s->osc_buf[k] < '0' || s->osc_buf[k] > '9' || k > 4) {
+            return;
+        }
+
+        id = id * 10 + (s->osc_buf[k] - '0');
+    }
+
+    if (k == 0 || k == s->osc_len || (id != 0 && id != 2)) {
+        return;
+    }
+
+    k++;
+    s->title_len = s->osc_len - k;
+
+    if (s->title_len > NGX_PTY_TITLE_MAX) {
+        s->title_len = NGX_PTY_TITLE_MAX;
+    }
+
+    memcpy(s->title, s->osc_buf + k, s->title_len);
 }
 
 
@@ -4048,11 +4103,17 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
 
         if (c == 0x18 || c == 0x1a) {
             s->ps = NGX_PTY_PS_NORMAL;
+            s->osc = 0;
             normal = i + 1;
             continue;
         }
 
         if (c == 0x1b) {
+            if (s->ps == NGX_PTY_PS_STRING) {
+                /* xterm.js ends an OSC at any ESC, as if it were ST */
+                ngx_pty_osc_end(s);
+            }
+
             s->intermedlen = 0;
             s->ps = (s->ps == NGX_PTY_PS_STRING) ? NGX_PTY_PS_ESC_STRING
                                                   : NGX_PTY_PS_ESC;
@@ -4061,6 +4122,19 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
         }
 
         if (c < 0x20 && !(c == 0x07 && s->ps == NGX_PTY_PS_STRING)) {
+            if (s->ps == NGX_PTY_PS_STRING) {
+                /* xterm.js ignores controls in a string; libvterm runs them */
+                ngx_pty_flush(s, p, &start, i);
+                start = i + 1;
+
+            } else if ((c == 0x0e || c == 0x0f)
+                       && s->ps != NGX_PTY_PS_ESC_STRING)
+            {
+                /* LS1, LS0 inside a sequence act where they are */
+                s->gl = (c == 0x0e);
+                s->vt_text = 1;
+            }
+
             continue;
         }
 
@@ -4080,6 +4154,8 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
         case NGX_PTY_PS_ESC:
             if (c == 'P' || c == ']') {
                 s->ps = NGX_PTY_PS_STRING;
+                s->osc = (c == ']');
+                s->osc_len = 0;
 
             } else if (c == '[') {
                 s->leaderlen = 0;
@@ -4101,8 +4177,9 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
                 }
 
                 if (c == 'N' || c == 'O') {
-                    s->vt_text = 1;             /* SS2, SS3 */
-                    s->single_shift = 1;
+                    /* SS2, SS3: xterm.js ignores them, libvterm shifts */
+                    ngx_pty_csi_skip(s, p, &start, i, esc);
+                    s->vt_esc = 0;
                 }
 
             } else if (c >= 0x30 && c < 0x7f) {
@@ -4170,8 +4247,12 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
 
         case NGX_PTY_PS_STRING:
             if (c == 0x07) {
+                ngx_pty_osc_end(s);
                 s->ps = NGX_PTY_PS_NORMAL;
                 normal = i + 1;
+
+            } else if (s->osc && s->osc_len < NGX_PTY_OSC_MAX) {
+                s->osc_buf[s->osc_len++] = c;
             }
 
             break;
