@@ -15,7 +15,7 @@ mkdir -p "$dir"
 : > "$dir/summary"
 
 if [ $# -gt 0 ]; then
-    make all test-deps web >/dev/null || exit 1
+    make all test-deps web xterm >/dev/null || exit 1
 fi
 
 hogs=

@@ -213,6 +213,7 @@ struct ngx_pty_screen_s {
     unsigned                      gl;
     unsigned                      vt_text;  /* libvterm must decode text */
     unsigned                      vt_esc;   /* an ESC held back from it */
+    unsigned                      no_lf;    /* its cursor moves: no LF */
 
     /*
      * libvterm left behind by the model's own handling of text and CSI
@@ -1053,7 +1054,7 @@ ngx_pty_cb_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *user)
     s->vt_next = pos;
 
     if (pos.row == oldpos.row + 1 && pos.col == oldpos.col && !s->untracked
-        && !s->put && (unsigned) pos.row < s->rows)
+        && !s->put && !s->no_lf && (unsigned) pos.row < s->rows)
     {
         /* a line feed (no glyph since): xterm.js starts a line there */
         s->cur->rows[pos.row]->wrapped = 0;
@@ -1594,7 +1595,9 @@ ngx_pty_vt_sync(ngx_pty_screen_t *s)
 
     if (dirty & NGX_PTY_VT_POS) {
         len = ngx_pty_put_csi(buf, s->vt_cur.row + 1, s->vt_cur.col + 1, 'H');
+        s->no_lf = 1;
         vterm_input_write(s->vt, buf, len);
+        s->no_lf = 0;
     }
 
     if (dirty & NGX_PTY_VT_PEN) {
@@ -1618,8 +1621,10 @@ ngx_pty_vt_cup(ngx_pty_screen_t *s, VTermPos pos)
     /* with DECOM, CUP counts from the margins */
     pos.row -= s->origin ? s->top : 0;
     pos.col -= (s->origin && s->lrmm) ? s->left : 0;
+    s->no_lf = 1;
     vterm_input_write(s->vt, buf, ngx_pty_put_csi(buf, pos.row + 1,
                                                   pos.col + 1, 'H'));
+    s->no_lf = 0;
 }
 
 
@@ -1932,6 +1937,8 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
 static int ngx_pty_fast_sgr(ngx_pty_screen_t *s, const unsigned long *args,
     int argc);
+static int ngx_pty_edge_lf(ngx_pty_screen_t *s, const u_char *p,
+    size_t *start, size_t i);
 
 
 /*
@@ -2138,6 +2145,18 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
         break;
 
+    case 'I':
+    case 'Z':
+        ngx_pty_flush(s, p, start, i);
+
+        if (s->phantom) {
+            /* xterm.js moves to no tab stop from past the edge */
+            s->diverged++;
+            ngx_pty_csi_skip(s, p, start, i, esc);
+        }
+
+        break;
+
     case 'X':
     case '@':
     case 'P':
@@ -2214,9 +2233,13 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         /*
          * these cancel a pending wrap even when the cursor does not move;
          * any glyph that set one is in the bytes before, so feed through
-         * the final byte and clear it
+         * the final byte and clear it; a move down is no line feed, which
+         * alone starts a line in xterm.js
          */
+        ngx_pty_flush(s, p, start, i);
+        s->no_lf = 1;
         ngx_pty_flush(s, p, start, i + 1);
+        s->no_lf = 0;
         s->phantom = 0;
 
         break;
@@ -2535,9 +2558,12 @@ ngx_pty_fast_ctl(ngx_pty_screen_t *s, u_char c, ngx_pty_fast_pos_t *pos)
     row = pos->row;
     ngx_pty_fast_lf(s, &pos->row);
 
-    if (pos->row != row) {
-        pos->ph = 0;
+    if (pos->row == row && pos->ph) {
+        /* xterm.js ends a pending wrap where a line feed scrolls, libvterm not */
+        s->diverged++;
     }
+
+    pos->ph = 0;
 
     /* a line feed: xterm.js takes the row as a line of its own */
     s->cur->rows[pos->row]->wrapped = 0;
@@ -2657,9 +2683,20 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
     e = ngx_pty_fast_run(p, i, n, &last, &ctl);
 
-    /* a few bytes cost libvterm less than catching it up after them */
+    /*
+     * a few bytes cost libvterm less than catching it up after them, but
+     * for line feeds, which may find a wrap pending (ngx_pty_edge_lf)
+     */
     if (e - i < NGX_PTY_FAST_MIN && s->vt_dirty == 0) {
-        return e;
+        if (!ctl) {
+            return e;
+        }
+
+        ngx_pty_flush(s, p, start, i);
+
+        if (!s->phantom && ngx_pty_cursor(s).col + (e - i) < s->cols) {
+            return e;
+        }
     }
 
     stop = e;
@@ -2677,7 +2714,16 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         ngx_pty_flush(s, p, start, i);
     }
 
-    if (s->phantom || s->lines) {
+    if (s->phantom) {
+        /* libvterm takes the pending wrap (or the line feed, above) */
+        if (p[i] < 0x0a || p[i] > 0x0c || !ngx_pty_edge_lf(s, p, start, i)) {
+            ngx_pty_flush(s, p, start, i + 1);
+        }
+
+        return i + 1;
+    }
+
+    if (s->lines) {
         return stop;
     }
 
@@ -3618,15 +3664,15 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join)
 
         /* xterm.js joins nothing to a glyph of no width: a lone mark */
         join = !(lone->width == 0 && lone->ch && lone->ch != NGX_PTY_CONT);
-
-        if (!join && s->phantom) {
-            /* and writes this one past the edge, where it is lost */
-            s->diverged++;
-            return 1;
-        }
     }
 
-    if (col < 0 || (!join && !s->phantom)) {
+    if (!join && s->phantom) {
+        /* a glyph of its own past the edge: xterm.js writes it nowhere */
+        s->diverged++;
+        return 1;
+    }
+
+    if (col < 0 || !join) {
         /* after no glyph: a glyph of its own at the cursor, which moves */
         s->diverged++;
         ngx_pty_row_materialize(row, pos.col + 1);
@@ -3870,6 +3916,33 @@ ngx_pty_scs_ascii(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 }
 
 
+/*
+ * LF, VT or FF at p[i] with a wrap pending: xterm.js ends it also where
+ * the line feed scrolls, libvterm keeps it there.  Returns whether it fed
+ * the byte.
+ */
+static int
+ngx_pty_edge_lf(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i)
+{
+    ngx_pty_flush(s, p, start, i);
+
+    if (!s->phantom) {
+        return 0;
+    }
+
+    ngx_pty_flush(s, p, start, i + 1);
+
+    if (s->phantom) {
+        s->diverged++;
+        ngx_pty_vt_cup(s, ngx_pty_cursor(s));
+        s->phantom = 0;
+    }
+
+    return 1;
+}
+
+
 /* y or z in DEC graphics, which libvterm draws otherwise than xterm.js */
 static ngx_inline int
 ngx_pty_dec_yz(ngx_pty_screen_t *s, u_char c)
@@ -3980,6 +4053,11 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             continue;
         }
 
+        if (c >= 0x0a && c <= 0x0c && ngx_pty_edge_lf(s, p, start, i)) {
+            i++;
+            continue;
+        }
+
         if (ngx_pty_dec_yz(s, c)) {
             /* xterm.js draws y and z as U+2264 and U+2265, libvterm not */
             ngx_pty_flush(s, p, start, i);
@@ -4020,6 +4098,29 @@ ngx_pty_pend(ngx_pty_screen_t *s, const u_char *p, size_t esc, size_t n)
             s->pend[s->pend_len++] = p[k];
         }
     }
+}
+
+
+/*
+ * IND or NEL at p[i]: they move down, but start no line in xterm.js, and
+ * end a pending wrap also where they scroll (libvterm keeps it there)
+ */
+static void
+ngx_pty_index(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
+{
+    unsigned  phantom;
+
+    phantom = s->phantom;
+    s->no_lf = 1;
+    ngx_pty_flush(s, p, start, i + 1);
+
+    if (phantom && s->phantom) {
+        s->diverged++;
+        ngx_pty_vt_cup(s, ngx_pty_cursor(s));
+        s->phantom = 0;
+    }
+
+    s->no_lf = 0;
 }
 
 
@@ -4174,6 +4275,15 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
                     /* HTS */
                     ngx_pty_flush(s, p, &start, i);
                     ngx_pty_tab_set(s, ngx_pty_xterm_col(s), 1);
+                }
+
+                if (c == 'D' || c == 'E') {
+                    /*
+                     * IND, NEL move down, but start no line in xterm.js;
+                     * they end a pending wrap also where they scroll
+                     */
+                    ngx_pty_flush(s, p, &start, i);
+                    ngx_pty_index(s, p, &start, i);
                 }
 
                 if (c == 'N' || c == 'O') {
