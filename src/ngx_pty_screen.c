@@ -2099,6 +2099,17 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         break;
 
     case 'r':
+        /* xterm.js ignores a region it cannot set, libvterm resets it */
+        v = NGX_PTY_ARG_OR(s->args[0], 1);
+        end = (s->argi < 2) ? 0 : NGX_PTY_ARG_OR(s->args[1], 0);
+        end = (end == 0 || end > (long) s->rows) ? (long) s->rows : end;
+
+        if (end <= (v ? v : 1)) {
+            s->diverged++;
+            ngx_pty_csi_skip(s, p, start, i, esc);
+            break;
+        }
+
         ngx_pty_margins(s, &s->top, &s->bottom, s->rows, 1);
         break;
 
