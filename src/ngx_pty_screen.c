@@ -413,6 +413,28 @@ ngx_pty_utf8_put(u_char *p, uint32_t c)
 }
 
 
+/*
+ * An indexed colour set by "5;N" is in xterm.js's 256-colour mode, which
+ * it keeps apart from 30-37 and 90-97 even below 16 (bold brightens only
+ * the latter): the model marks it in the byte VTermColor leaves unused.
+ */
+#define ngx_pty_color_p256(c)  (((uint8_t *) (c))[2])
+
+
+static VTermColor
+ngx_pty_color_idx(unsigned idx, unsigned p256)
+{
+    VTermColor  c;
+
+    memset(&c, 0, sizeof(VTermColor));
+    vterm_color_indexed(&c, (uint8_t) idx);
+    ngx_pty_color_p256(&c) = (uint8_t) p256;
+
+    return c;
+}
+
+
+/* a colour libvterm gave: unused bytes zero, no mark */
 static VTermColor
 ngx_pty_color(const VTermColor *c)
 {
@@ -529,7 +551,7 @@ ngx_pty_sgr_color(char *p, const VTermColor *c, int fg)
 
     base = fg ? 30 : 40;
 
-    if (VTERM_COLOR_IS_INDEXED(c)) {
+    if (VTERM_COLOR_IS_INDEXED(c) && !ngx_pty_color_p256(c)) {
         if (c->indexed.idx < 8) {
             return ngx_pty_put_arg(p, base + c->indexed.idx);
         }
@@ -537,7 +559,9 @@ ngx_pty_sgr_color(char *p, const VTermColor *c, int fg)
         if (c->indexed.idx < 16) {
             return ngx_pty_put_arg(p, base + 60 + c->indexed.idx - 8);
         }
+    }
 
+    if (VTERM_COLOR_IS_INDEXED(c)) {
         p = ngx_pty_put_arg(p, base + 8);
         p = ngx_pty_put_arg(p, 5);
         return ngx_pty_put_arg(p, c->indexed.idx);
@@ -1282,6 +1306,24 @@ ngx_pty_cb_initpen(void *user)
 }
 
 
+/* libvterm's colour into the model's, which keeps its 256-colour mark */
+static void
+ngx_pty_color_from_vt(VTermColor *mine, const VTermColor *vt)
+{
+    VTermColor  c;
+
+    c = ngx_pty_color(vt);
+
+    if (VTERM_COLOR_IS_INDEXED(mine) && VTERM_COLOR_IS_INDEXED(&c)
+        && mine->indexed.idx == c.indexed.idx)
+    {
+        return;
+    }
+
+    *mine = c;
+}
+
+
 static void
 ngx_pty_pen_bit(ngx_pty_pen_t *pen, unsigned bit, int on)
 {
@@ -1333,11 +1375,11 @@ ngx_pty_cb_setpenattr(VTermAttr attr, VTermValue *val, void *user)
         break;
 
     case VTERM_ATTR_FOREGROUND:
-        pen->fg = ngx_pty_color(&val->color);
+        ngx_pty_color_from_vt(&pen->fg, &val->color);
         break;
 
     case VTERM_ATTR_BACKGROUND:
-        pen->bg = ngx_pty_color(&val->color);
+        ngx_pty_color_from_vt(&pen->bg, &val->color);
         break;
 
     default:
@@ -2888,7 +2930,7 @@ ngx_pty_sgr_color_arg(const unsigned long *args, int k, int argc,
         vterm_color_rgb(c, accu[3] & 0xff, accu[4] & 0xff, accu[5] & 0xff);
 
     } else if (accu[1] == 5) {
-        vterm_color_indexed(c, accu[3] & 0xff);
+        *c = ngx_pty_color_idx(accu[3] & 0xff, 1);
     }
 
     /* past the sub-parameters of the last parameter taken */
@@ -3035,8 +3077,7 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
             && !((args[k] | args[k + 1] | args[k + 2]) & NGX_PTY_ARG_MORE))
         {
             /* the common form, "5;N" */
-            vterm_color_indexed(&c, (uint8_t) NGX_PTY_ARG(args[k + 2]));
-            c = ngx_pty_color(&c);
+            c = ngx_pty_color_idx(NGX_PTY_ARG(args[k + 2]), 1);
             *(arg == 38 ? &pen->fg : &pen->bg) = c;
             *argi = k + 3;
             return;
@@ -3050,7 +3091,6 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
 
         c = (arg == 38) ? pen->fg : (arg == 48) ? pen->bg : pen->ul;
         *argi = ngx_pty_sgr_color_arg(args, k, argc, &c);
-        c = ngx_pty_color(&c);
 
         if (arg == 38) {
             pen->fg = c;
@@ -3080,12 +3120,11 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
                         | ((arg - 10) << NGX_PTY_A_FONT_SHIFT);
 
         } else if ((arg >= 30 && arg <= 37) || (arg >= 90 && arg <= 97)) {
-            vterm_color_indexed(&c, arg < 90 ? arg - 30 : arg - 90 + 8);
-            pen->fg = ngx_pty_color(&c);
+            pen->fg = ngx_pty_color_idx(arg < 90 ? arg - 30 : arg - 90 + 8, 0);
 
         } else if ((arg >= 40 && arg <= 47) || (arg >= 100 && arg <= 107)) {
-            vterm_color_indexed(&c, arg < 100 ? arg - 40 : arg - 100 + 8);
-            pen->bg = ngx_pty_color(&c);
+            pen->bg = ngx_pty_color_idx(arg < 100 ? arg - 40
+                                               : arg - 100 + 8, 0);
         }
 
         /* anything else xterm.js ignores */
