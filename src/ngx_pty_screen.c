@@ -170,9 +170,10 @@ struct ngx_pty_screen_s {
     VTermPos                      vt_next;    /* where libvterm prints next */
     int                           combine_w;
 
-    /* the cursor saved by DECSC / ?1048 / ?1049 */
-    VTermPos                      saved_pos;
-    ngx_pty_pen_t                 saved_pen;
+    /* the cursor saved by DECSC / ?1048 / ?1049: per buffer, as xterm.js */
+    VTermPos                      saved_pos[2];
+    ngx_pty_pen_t                 saved_pen[2];
+    u_char                        saved_valid[2];
 
     /* xterm.js's way taken where libvterm 0.1.4 goes another (tests) */
     unsigned long                 diverged;
@@ -191,7 +192,6 @@ struct ngx_pty_screen_s {
     unsigned                      last_text:1;
     /* SS2 or SS3 may not have been taken by a glyph yet */
     unsigned                      put:1;      /* a glyph since the move */
-    unsigned                      saved_valid:1;
     unsigned                      visible:1;
     unsigned                      reverse:1;
     unsigned                      keypad:1;
@@ -214,6 +214,7 @@ struct ngx_pty_screen_s {
     unsigned                      vt_text;  /* libvterm must decode text */
     unsigned                      vt_esc;   /* an ESC held back from it */
     unsigned                      no_lf;    /* its cursor moves: no LF */
+    unsigned                      no_sb;    /* its scrolls: SU, IL, DL */
 
     /*
      * libvterm left behind by the model's own handling of text and CSI
@@ -1057,7 +1058,9 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
         s->edge = pos.col + w >= (s->lines ? ngx_pty_row_width(s, pos.row)
                                            : s->cols);
         s->edge_pos = pos;
-        s->phantom = s->autowrap && s->edge;
+        /* past the edge, as xterm.js has it also with autowrap off */
+        s->phantom = s->edge;
+        s->diverged += (s->edge && !s->autowrap);
 
         if (s->phantom) {
             s->ph_pos = pos;
@@ -1164,6 +1167,15 @@ ngx_pty_scroll_rows(ngx_pty_screen_t *s, ngx_pty_grid_t *g, int top, int end,
 
     h = end - top;
     d = down > 0 ? down : -down;
+
+    if (down > 0 && top == 0 && g == &s->grid[0] && !s->no_sb) {
+        /*
+         * into xterm.js's scrollback: its saved cursor holds a line of the
+         * buffer, which goes up with it (DECRC stops at the top)
+         */
+        s->saved_pos[0].row = (s->saved_pos[0].row > down)
+                              ? s->saved_pos[0].row - down : 0;
+    }
 
     if (down > 0 && top == 0 && (unsigned) end == g->nrows) {
         /*
@@ -1561,6 +1573,45 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
 
 
 /*
+ * Autowrap back on with the cursor past the edge: libvterm, which kept it
+ * on the last column, prints the glyph there again (untracked) to wait
+ * for the wrap too
+ */
+static void
+ngx_pty_vt_rephantom(ngx_pty_screen_t *s)
+{
+    char                   buf[32];
+    size_t                 len;
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_cell_t  *c;
+
+    c = ngx_pty_row_cell(s->cur->rows[s->ph_pos.row], s->ph_pos.col, &tmp);
+
+    if (c->ch == 0 || c->ch == NGX_PTY_CONT || c->width != 1 || c->ncomb) {
+        s->diverged++;
+        s->phantom = 0;
+        return;
+    }
+
+    if (c->ch < 0x80) {
+        s->vt_glyph = (u_char) c->ch;
+        s->edge_pos = s->ph_pos;
+        ngx_pty_vt_prime(s);
+        return;
+    }
+
+    len = ngx_pty_put_csi(buf, s->ph_pos.row + 1, s->ph_pos.col + 1, 'H');
+    len += ngx_pty_utf8_put((u_char *) buf + len, c->ch);
+
+    tmp = *c;
+    s->untracked = 1;
+    vterm_input_write(s->vt, buf, len);
+    s->untracked = 0;
+    s->cur->rows[s->ph_pos.row]->cells[s->ph_pos.col] = tmp;
+}
+
+
+/*
  * libvterm 0.1.4 reads the colour of an SGR that ends in a bare 38 or 48
  * from the parameter slots past its own, which hold what earlier CSI
  * sequences left there.  args[] holds what they hold in libvterm fed
@@ -1695,27 +1746,57 @@ ngx_pty_feed_final(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 }
 
 
+static void ngx_pty_csi_skip(ngx_pty_screen_t *s, const u_char *p,
+    size_t *start, size_t i, size_t esc);
+
+
+/* into the buffer in use: xterm.js keeps a saved cursor per buffer */
 static void
 ngx_pty_save_cursor(ngx_pty_screen_t *s)
 {
-    s->saved_valid = 1;
-    vterm_state_get_cursorpos(s->state, &s->saved_pos);
-    s->saved_pen = s->pen;
+    s->saved_valid[s->alt] = 1;
+    vterm_state_get_cursorpos(s->state, &s->saved_pos[s->alt]);
+    s->saved_pen[s->alt] = s->pen;
 }
 
 
-/* after libvterm's DECRC; "visible" is the cursor's visibility before */
+/*
+ * After libvterm's DECRC, which restored its single slot: the buffer's own
+ * (home and the default pen when it has none, as in xterm.js) instead;
+ * "visible" is the cursor's visibility before
+ */
 static void
 ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible)
 {
-    /* libvterm restored everything but SGR 8, which it does not know */
-    ngx_pty_pen_bit(&s->pen, NGX_PTY_A_CONCEAL,
-                    s->saved_valid && (s->saved_pen.attr & NGX_PTY_A_CONCEAL));
+    VTermPos        pos, vt;
+    ngx_pty_pen_t   pen;
 
-    /* nothing saved: xterm.js restores the default pen, libvterm zeroes */
-    if (!s->saved_valid) {
-        vterm_input_write(s->vt, "\x1b[m", 3);
+    pos.row = 0;
+    pos.col = 0;
+    pen = s->default_pen;
+
+    if (s->saved_valid[s->alt]) {
+        pos = s->saved_pos[s->alt];
+        pen = s->saved_pen[s->alt];
+        pos.row = (pos.row < (int) s->rows) ? pos.row : (int) s->rows - 1;
+        pos.col = (pos.col < (int) s->cols) ? pos.col : (int) s->cols - 1;
     }
+
+    vterm_state_get_cursorpos(s->state, &vt);
+
+    if (vt.row != pos.row || vt.col != pos.col
+        || !ngx_pty_pen_eq(&s->pen, &pen, NGX_PTY_A_SGR & ~NGX_PTY_A_CONCEAL))
+    {
+        s->diverged++;
+    }
+
+    ngx_pty_vt_cup(s, pos);
+    s->phantom = 0;
+
+    /* libvterm has the pen it restored, the model the one it should have */
+    s->vt_pen = s->pen;
+    s->pen = pen;
+    s->vt_dirty |= NGX_PTY_VT_PEN;
 
     /* and the cursor's visibility, which xterm.js leaves as it is */
     if (s->visible != visible) {
@@ -1876,7 +1957,8 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     s->mouse = 0;
     s->mouse_enc = 0;
     s->phantom = 0;
-    s->saved_valid = 0;     /* xterm.js's RIS forgets the saved cursor */
+    s->saved_valid[0] = 0;  /* xterm.js's RIS forgets the saved cursors */
+    s->saved_valid[1] = 0;
     s->vt_text = 0;
 
     /* libvterm resets its pen (and tells the model), but for these */
@@ -1897,7 +1979,7 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
 
 static void
 ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
-    size_t i, unsigned val)
+    size_t i, size_t esc, unsigned val)
 {
     int            k;
     unsigned       visible;
@@ -1914,21 +1996,74 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
     case 7:
         ngx_pty_flush(s, p, start, i);
+
+        if (val && !s->autowrap && s->phantom && s->argi == 1) {
+            /* past the edge: xterm.js wraps the next glyph now */
+            s->diverged++;
+            ngx_pty_feed_final(s, p, start, i);
+            s->autowrap = 1;
+            ngx_pty_vt_rephantom(s);
+            break;
+        }
+
+        if (!val && s->autowrap && s->phantom && s->argi == 1) {
+            /*
+             * xterm.js writes the next glyph over the last column; libvterm
+             * would still wrap to the next row: end its pending wrap
+             */
+            s->diverged++;
+            ngx_pty_feed_final(s, p, start, i);
+            s->autowrap = 0;
+            ngx_pty_vt_cup(s, ngx_pty_cursor(s));
+            break;
+        }
+
         s->autowrap = val;
         break;
 
     case 69:
+        if (s->argi == 1) {
+            /* DECLRMM: xterm.js has no left and right margins */
+            s->diverged += val;
+            ngx_pty_csi_skip(s, p, start, i, esc);
+            break;
+        }
+
         s->lrmm = val;
         break;
 
-    case 1048:
+    case 47:
+    case 1047:
     case 1049:
+        if (val && s->alt && s->argi == 1) {
+            /* xterm.js: already there, nothing cleared (?1049h saves) */
+            if (v == 1049) {
+                ngx_pty_flush(s, p, start, i);
+                ngx_pty_save_cursor(s);
+            }
+
+            s->diverged++;
+            ngx_pty_csi_skip(s, p, start, i, esc);
+            break;
+        }
+
+        if (v != 1049) {
+            break;
+        }
+
+        /* fall through */
+
+    case 1048:
         visible = s->visible;
-        ngx_pty_feed_final(s, p, start, i);
 
         if (val) {
+            /* into the buffer in use, before ?1049h leaves it */
+            ngx_pty_flush(s, p, start, i);
             ngx_pty_save_cursor(s);
+            ngx_pty_feed_final(s, p, start, i);
+
         } else {
+            ngx_pty_feed_final(s, p, start, i);
             ngx_pty_restore_cursor(s, visible);
         }
 
@@ -2116,7 +2251,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
     if (leader == '?') {
         if (c == 'h' || c == 'l') {
-            ngx_pty_dec_mode(s, p, start, i, c == 'h');
+            ngx_pty_dec_mode(s, p, start, i, esc, c == 'h');
         }
 
         return;
@@ -2183,10 +2318,18 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
         break;
 
+    case 'S':
+        s->no_sb = 1;
+        ngx_pty_feed_final(s, p, start, i);
+        s->no_sb = 0;
+        break;
+
     case 'L':
     case 'M':
         /* xterm.js: IL and DL in the scroll region go to the first column */
+        s->no_sb = 1;
         ngx_pty_feed_final(s, p, start, i);
+        s->no_sb = 0;
         pos = ngx_pty_cursor(s);
         end = (s->bottom < 0) ? (long) s->rows : s->bottom;
 
@@ -2241,9 +2384,25 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         break;
 
     case 's':
-        /* xterm.js has no left and right margins (DECSLRM) */
-        s->diverged += s->lrmm;
-        ngx_pty_margins(s, &s->left, &s->right, s->cols, 0);
+    case 'u':
+        if (leader) {
+            break;
+        }
+
+        /*
+         * SCOSC, SCORC: xterm.js has no left and right margins, so CSI s
+         * saves the cursor (libvterm sets margins and homes the cursor)
+         */
+        ngx_pty_flush(s, p, start, i);
+
+        if (c == 's') {
+            ngx_pty_save_cursor(s);
+        } else {
+            ngx_pty_restore_cursor(s, s->visible);
+        }
+
+        s->diverged++;
+        ngx_pty_csi_skip(s, p, start, i, esc);
         break;
 
     case 'b':
@@ -2302,11 +2461,18 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
 static void
 ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
-    u_char c)
+    size_t esc, u_char c)
 {
     unsigned  phantom, k, visible;
     VTermPos  ph_pos;
     int       combine_w;
+
+    if (s->intermedlen == 1 && s->intermed == '#' && c >= '3' && c <= '6') {
+        /* DECDHL, DECSWL, DECDWL: xterm.js has no line attributes */
+        s->diverged++;
+        ngx_pty_csi_skip(s, p, start, i, esc);
+        return;
+    }
 
     if (s->intermedlen == 1 && s->intermed == '#' && c == '8') {
         /* DECALN writes every cell but leaves the wrap state alone */
@@ -2627,7 +2793,7 @@ ngx_pty_fast_ctl(ngx_pty_screen_t *s, u_char c, ngx_pty_fast_pos_t *pos)
 static void
 ngx_pty_fast_wrap(ngx_pty_screen_t *s, ngx_pty_fast_pos_t *pos)
 {
-    if (pos->ph) {
+    if (pos->ph && s->autowrap) {
         ngx_pty_fast_lf(s, &pos->row);
         s->cur->rows[pos->row]->wrapped = 1;
         pos->col = 0;
@@ -2671,7 +2837,7 @@ ngx_pty_fast_glyphs(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
 
         if ((unsigned) pos->col >= s->cols) {
             pos->col = s->cols - 1;
-            pos->ph = s->autowrap;
+            pos->ph = 1;
         }
     }
 }
@@ -2701,7 +2867,7 @@ ngx_pty_fast_last(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
     s->ph_pos = s->edge_pos;
 
     if (s->edge) {
-        pos->ph = s->autowrap;
+        pos->ph = 1;
     } else {
         pos->col++;
     }
@@ -4345,7 +4511,7 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
             } else if (c >= 0x30 && c < 0x7f) {
                 s->ps = NGX_PTY_PS_NORMAL;
                 normal = i + 1;
-                ngx_pty_esc(s, p, &start, i, c);
+                ngx_pty_esc(s, p, &start, i, esc, c);
             }
 
             break;
@@ -5796,7 +5962,7 @@ ngx_pty_emit_cursor(ngx_pty_emit_t *e, ngx_pty_screen_t *s, VTermPos pos)
     outside = pos.row < s->top || pos.row >= bottom
               || (s->lrmm && (pos.col < s->left || pos.col >= right));
 
-    if (s->origin && outside && !s->saved_valid) {
+    if (s->origin && outside && !s->saved_valid[s->alt]) {
         ngx_pty_emitf(e, "\x1b[%d;%dH", pos.row + 1, pos.col + 1);
         ngx_pty_emit(e, "\x1b" "7\x1b[?6h\x1b" "8", 9);
 
@@ -5820,6 +5986,20 @@ ngx_pty_emit_cursor(ngx_pty_emit_t *e, ngx_pty_screen_t *s, VTermPos pos)
 
     e->row = pos.row;
     e->col = pos.col;
+}
+
+
+/* DECSC of what the program saved in buffer b, in that buffer */
+static void
+ngx_pty_emit_saved(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
+{
+    if (!s->saved_valid[b]) {
+        return;
+    }
+
+    ngx_pty_emit_move(e, s->saved_pos[b].row, s->saved_pos[b].col);
+    ngx_pty_emit_sgr(e, &s->saved_pen[b], &s->default_pen);
+    ngx_pty_emit(e, "\x1b" "7", 2);
 }
 
 
@@ -5997,14 +6177,46 @@ ngx_pty_emit_write_modes(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 }
 
 
+/*
+ * Whether every cell of row is erased in pen's background (1), or that
+ * or protected (2: a selective erase keeps the protected ones)
+ */
+static int
+ngx_pty_row_erased(ngx_pty_screen_t *s, const ngx_pty_row_t *row,
+    const ngx_pty_pen_t *pen)
+{
+    int                    how;
+    unsigned               col;
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_cell_t  *c;
+
+    how = 1;
+
+    for (col = 0; col < s->cols; col++) {
+        c = ngx_pty_row_cell(row, col, &tmp);
+
+        if (c->pen.attr & NGX_PTY_A_PROTECT) {
+            how = 2;
+
+        } else if (c->ch != 0
+                   || !ngx_pty_pen_eq(&c->pen, pen, NGX_PTY_A_SGR))
+        {
+            return 0;
+        }
+    }
+
+    return how;
+}
+
+
 u_char *
 ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
 {
     VTermPos               pos;
     ngx_pty_emit_t         e;
-    ngx_pty_cell_t         tmp, tmp2;
+    ngx_pty_cell_t         tmp;
     const ngx_pty_row_t   *row;
-    const ngx_pty_cell_t  *c, *d;
+    const ngx_pty_cell_t  *c;
 
     memset(&e, 0, sizeof(ngx_pty_emit_t));
     e.cap = (size_t) s->cols * s->rows * 2 + 256;
@@ -6026,22 +6238,23 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
     ngx_pty_paint_grid(&e, s, &s->grid[0], !s->alt);
     ngx_pty_emit_tabs(&e, s, 0);
 
-    if (s->saved_valid) {
-        /* DECSC / ?1049h store what the program saved */
-        ngx_pty_emit_move(&e, s->saved_pos.row, s->saved_pos.col);
-        ngx_pty_emit_sgr(&e, &s->saved_pen, &s->default_pen);
-    }
+    ngx_pty_emit_saved(&e, s, 0);
 
-    if (s->alt) {
-        ngx_pty_emit(&e, s->saved_valid ? "\x1b[?1049h" : "\x1b[?1047h", 8);
+    if (s->alt || s->saved_valid[1]) {
+        ngx_pty_emit(&e, "\x1b[?1047h", 8);
         ngx_pty_emit_sgr(&e, &s->default_pen, &s->default_pen);
         ngx_pty_emit(&e, "\x1b[2J", 4);
 
-        ngx_pty_paint_grid(&e, s, &s->grid[1], 1);
-        ngx_pty_emit_tabs(&e, s, 1);
+        if (s->alt) {
+            ngx_pty_paint_grid(&e, s, &s->grid[1], 1);
+            ngx_pty_emit_tabs(&e, s, 1);
+        }
 
-    } else if (s->saved_valid) {
-        ngx_pty_emit(&e, "\x1b" "7", 2);
+        ngx_pty_emit_saved(&e, s, 1);
+
+        if (!s->alt) {
+            ngx_pty_emit(&e, "\x1b[?1047l", 8);
+        }
     }
 
     if (s->top != 0 || s->bottom != -1) {
@@ -6098,23 +6311,23 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
             ngx_pty_emit_chars(&e, row, s->ph_pos.col, c);
 
         } else {
-            /* erased since: write, then erase it again (ECH keeps the wrap) */
-            d = ngx_pty_row_cell(row, s->ph_pos.col + 1, &tmp2);
+            /*
+             * erased since: a blank glyph, then EL 1 if the whole row is
+             * blank in that pen (xterm.js keeps the wrap through EL 1,
+             * not through ECH); else a space stays in the cell
+             */
+            pos = s->ph_pos;
+            pos.col = s->cols - 1;
+            ngx_pty_emit_cursor(&e, s, pos);
+            ngx_pty_emit(&e, " ", 1);
 
-            if (s->ph_pos.col + 1 >= (int) ngx_pty_row_width(s, s->ph_pos.row))
-            {
-                ngx_pty_emit(&e, " \x1b[X", 4);
-
-            } else if (d->ch == NGX_PTY_CONT) {
-                ngx_pty_emit(&e, "\xe3\x80\x80\x1b[X", 6);
-
-            } else if (d->ch == 0
-                       && ngx_pty_pen_eq(&d->pen, &c->pen, NGX_PTY_A_SGR))
-            {
-                ngx_pty_emit(&e, "\xe3\x80\x80\x1b[2X", 7);
-
-            } else {
-                ngx_pty_emit(&e, " \x1b[X", 4);
+            switch (ngx_pty_row_erased(s, row, &c->pen)) {
+            case 1:
+                ngx_pty_emit(&e, "\x1b[1K", 4);
+                break;
+            case 2:
+                ngx_pty_emit(&e, "\x1b[?1K", 5);
+                break;
             }
         }
 

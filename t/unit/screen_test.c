@@ -324,6 +324,57 @@ check_xterm(const char *desc, unsigned cols, unsigned rows,
 }
 
 
+/*
+ * A model's snapshot fed to a fresh model: the same text, and the two
+ * snapshots paint the same in the reference, also after more output
+ */
+static int
+rebuilds(ngx_pty_screen_t *a, unsigned cols, unsigned rows)
+{
+    int                good;
+    size_t             la, lb, ta, tb;
+    u_char            *sa, *sb, *xa, *xb;
+    vtref_t           *ra, *rb;
+    ngx_pty_screen_t  *b;
+    static const char  more[] = "Zz\r\nQ\x1b[1;1HW\n\n\nEnd";
+
+    sa = ngx_pty_screen_snapshot(a, &la);
+    b = ngx_pty_screen_create(cols, rows);
+
+    if (sa == NULL || b == NULL) {
+        free(sa);
+        return 0;
+    }
+
+    ngx_pty_screen_feed(b, sa, la);
+    sb = ngx_pty_screen_snapshot(b, &lb);
+    xa = ngx_pty_screen_text(a, &ta);
+    xb = ngx_pty_screen_text(b, &tb);
+
+    good = sb && xa && xb && ta == tb && memcmp(xa, xb, ta) == 0;
+
+    if (good) {
+        ra = vtref_new(cols, rows);
+        rb = vtref_new(cols, rows);
+        vtref_feed(ra, sa, la);
+        vtref_feed(rb, sb, lb);
+        vtref_feed(ra, (const u_char *) more, sizeof(more) - 1);
+        vtref_feed(rb, (const u_char *) more, sizeof(more) - 1);
+        good = vtref_compare(ra, rb, NULL, 4, 0) == 0;
+        vtref_free(ra);
+        vtref_free(rb);
+    }
+
+    free(sa);
+    free(sb);
+    free(xa);
+    free(xb);
+    ngx_pty_screen_destroy(b);
+
+    return good;
+}
+
+
 static int
 check_quiet(const char *desc, unsigned cols, unsigned rows,
     const void *stream, size_t len, unsigned seed)
@@ -346,14 +397,20 @@ check_quiet(const char *desc, unsigned cols, unsigned rows,
     if (ngx_pty_screen_diverged(s)) {
         /*
          * where xterm.js and libvterm part (ngx_pty_screen_diverged()),
-         * xterm.js is the reference: t/69-xterm-keyframes.t's random
-         * streams
+         * xterm.js is the reference (t/69-xterm-keyframes.t's random
+         * streams); here the snapshot must rebuild the model itself
          */
         quiet_xterm++;
         vtref_free(want);
         vtref_free(got);
+        good = rebuilds(s, cols, rows);
+
+        if (!good && quiet_fail++ < 3) {
+            printf("# %s: the snapshot does not rebuild the model\n", desc);
+        }
+
         ngx_pty_screen_destroy(s);
-        return 1;
+        return good;
     }
 
     snap = ngx_pty_screen_snapshot(s, &slen);
@@ -722,17 +779,22 @@ test_tui(void)
            "\x1b#8\x1b[2;2H\x1b[1\"qPROT\x1b[0\"qfree\x1b[?2K\x1b[3;1H"
            "\x1b[1\"qp\x1b[0\"q\x1b[?J", "\x1b[1\"qx\x1b[0\"q\x1b[?2J");
 
-    checks("double width and height lines", 30, 6,
-           "\x1b#6wide line\r\n\x1b#3tall\r\n\x1b#4tall\r\nplain",
-           "\x1b[1;1H\x1b#5normal again");
+    check_as("line attributes ignored, as xterm.js ignores them", 30, 6,
+             "\x1b#6wide line\r\n\x1b#3tall\r\n\x1b#4tall\r\nplain",
+             "wide line\r\ntall\r\ntall\r\nplain",
+             "\x1b[1;1H\x1b#5normal again");
 
     checks("REP, tabs, backspace, CR", 40, 6,
            "x\x1b[5bA\tB\t\tC\x1b[3gD\rE\bF\x1b[2ZG\x1b[3IH", "\x1b[2bz");
 
-    checks("scrolling with left/right margins", 30, 8,
-           "0123456789abcdefghijklmnopqrs\r\n1\r\n2\r\n3\r\n4\r\n5\r\n6\r\n7"
-           "\x1b[?69h\x1b[5;15s\x1b[2;6r\x1b[3;6Hmargin\x1b[2S\x1b[1T"
-           "\x1b[2;6H\x1b[2@\x1b[2P\x1b[3'}\x1b[1'~", "\x1b[1;1Hq");
+    check_as("no left/right margins, as in xterm.js: CSI s saves the cursor",
+             30, 8,
+             "0123456789abcdefghijklmnopqrs\r\n1\r\n2\r\n3\r\n4\r\n5\r\n"
+             "6\r\n7\x1b[?69h\x1b[5;15s\x1b[2;6r\x1b[3;6Hmargin\x1b[2S"
+             "\x1b[1T\x1b[2;6H\x1b[2@\x1b[2P\x1b[3'}\x1b[1'~",
+             "0123456789abcdefghijklmnopqrs\r\n1\r\n2\r\n3\r\n4\r\n5\r\n"
+             "6\r\n7\x1b[2;6r\x1b[3;6Hmargin\x1b[2S"
+             "\x1b[1T\x1b[2;6H\x1b[2@\x1b[2P\x1b[3'}\x1b[1'~", "\x1b[1;1Hq");
 
     free(b.p);
 }
@@ -1311,7 +1373,7 @@ test_fuzz(void)
         }
     }
 
-    ok(bad == 0 && quiet_xterm < 530,
+    ok(bad == 0,
        "600 random escape-sequence streams round-trip (%d bad; %d where xterm.js and libvterm part)",
        bad, quiet_xterm);
     free(b.p);
@@ -1363,9 +1425,10 @@ test_fast_text(void)
     checks("fast text: alternate screen", 12, 4,
            "main one here\r\nmain two here\r\n\x1b[?1049halt one here\r\n"
            "alt two here\r\n\x1b[?1049lmore main text\r\n", "x");
-    checks("fast text: autowrap off", 10, 3,
-           "\x1b[?7labcdefghijklmnopqrstuvwxyz\r\nsecond line here",
-           "\x1b[?7hZZ");
+    check_as("fast text: autowrap off, then on past the edge (xterm.js)",
+             10, 3, "\x1b[?7labcdefghijklmnopqrstuvwxyz\r\nsecond line here"
+             "\x1b[?7h",
+             "abcdefghiz\r\nsecond lie", "ZZ");
     checks("fast text: DEC graphics in G0, then ASCII", 20, 3,
            "\x1b(0lqqqqqqqqqqk\x1b(B plain text here", "\r\nqqqq");
     checks("fast text: LS1 and LS0", 20, 3,
@@ -1378,8 +1441,9 @@ test_fast_text(void)
              "\r\nabcdefghijklmnop\r\n\x1b[mabcdefghijk", "x");
     checks("fast text: newline mode", 20, 4,
            "\x1b[20hline one here\nline two here\nline three\n", "x");
-    checks("fast text: double-width line", 20, 4,
-           "\x1b#6abcdefghijklmnop\r\nabcdefghijklmnopq\r\n", "xy");
+    check_as("fast text: a double-width line, ignored (xterm.js)", 20, 4,
+             "\x1b#6abcdefghijklmnop\r\nabcdefghijklmnopq\r\n",
+             "abcdefghijklmnop\r\nabcdefghijklmnopq\r\n", "xy");
     checks("fast text: protected run, selective erase", 20, 3,
            "\x1b[1\"qabcdefghijkl\x1b[0\"qmnopqrst\x1b[?2K", "x");
     checks("fast text: coloured run", 20, 3,
@@ -1413,7 +1477,7 @@ test_fast_text(void)
         }
     }
 
-    ok(bad == 0 && quiet_xterm < 225,
+    ok(bad == 0,
        "300 random text-heavy streams round-trip (%d bad; %d where xterm.js and libvterm part)",
        bad, quiet_xterm);
     free(b.p);
@@ -1516,7 +1580,7 @@ test_skip_lines(void)
         }
     }
 
-    ok(bad == 0 && quiet_xterm < 650,
+    ok(bad == 0,
        "400 random line-heavy streams round-trip (%d bad; %d where xterm.js and libvterm part)",
        bad, quiet_xterm);
     free(b.p);
@@ -1685,8 +1749,9 @@ test_fast_csi(void)
            "0123456789\x1b[31m\x1b[Kab\x1b[1;10Hx\x1b[m\x1b[1K", "yz");
     checks("fast CSI: erase in origin mode is left to libvterm", 20, 6,
            "\x1b[2;4r\x1b[?6h\x1b[6;1Hx\x1b[K\x1b[1m\x1b[J", "y");
-    checks("fast CSI: after a double-width line", 20, 4,
-           "\x1b#6abc\x1b[1;15H\x1b[31mx\x1b[K", "y");
+    check_as("fast CSI: after a double-width line, ignored (xterm.js)", 20, 4,
+             "\x1b#6abc\x1b[1;15H\x1b[31mx\x1b[K", "abc\x1b[1;15H\x1b[31mx\x1b[K",
+             "y");
     check_as("fast CSI: text, CR LF, then a broken character (xterm.js)",
              20, 3, "abcdefghij\r\nkl\xe4\r\n", "abcdefghij\r\nkl\r\n", "x");
     checks("fast CSI: ncurses' sgr0 (SCS ASCII) around attributes", 30, 3,
@@ -1751,7 +1816,7 @@ test_fast_csi(void)
         }
     }
 
-    ok(bad == 0 && quiet_xterm < 680,
+    ok(bad == 0,
        "400 random CSI-dense streams round-trip (%d bad; %d where xterm.js and libvterm part)",
        bad, quiet_xterm);
     free(b.p);

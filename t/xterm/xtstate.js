@@ -90,7 +90,11 @@ function bufState(core, buf, rows, cols) {
         lines: lines(core, buf, rows, cols),
         scrollTop: buf.scrollTop, scrollBottom: buf.scrollBottom,
         tabs,
-        savedX: buf.savedX, savedY: buf.savedY,
+        // where DECRC puts the cursor: xterm.js clamps the column (a save
+        // with a wrap pending holds cols) and counts the row from the
+        // scrollback's top (a snapshot rebuilds less scrollback)
+        savedX: Math.min(buf.savedX || 0, cols - 1),
+        savedY: Math.max((buf.savedY || 0) - buf.ybase, 0),
         savedAttr: attrKey(attrs(buf.savedCurAttrData)),
         savedCharset: charsetName(buf.savedCharset),
     };
