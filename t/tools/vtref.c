@@ -74,6 +74,11 @@ vtref_input(vtref_t *r, const unsigned char *p, size_t n)
         switch (r->guard) {
 
         case VTREF_ESC:
+            if (c >= 0x20 && c <= 0x2f) {
+                /* an intermediate: libvterm still opens a CSI at '[' */
+                break;
+            }
+
             r->guard = (c == '[') ? VTREF_CSI : VTREF_GROUND;
             r->seps = 0;
             break;
