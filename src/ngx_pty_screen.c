@@ -1748,6 +1748,8 @@ ngx_pty_feed_final(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
 static void ngx_pty_csi_skip(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i, size_t esc);
+static long ngx_pty_margin_stop(ngx_pty_screen_t *s, u_char c, long row,
+    long count);
 
 
 /* into the buffer in use: xterm.js keeps a saved cursor per buffer */
@@ -2449,8 +2451,24 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
          * alone starts a line in xterm.js
          */
         ngx_pty_flush(s, p, start, i);
+        pos = ngx_pty_cursor(s);
         s->no_lf = 1;
         ngx_pty_flush(s, p, start, i + 1);
+
+        if (c == 'A' || c == 'B' || c == 'E' || c == 'F') {
+            v = NGX_PTY_ARG(s->args[0]);
+            v = (v == NGX_PTY_ARG_MISSING || v == 0) ? 1 : v;
+            end = ngx_pty_margin_stop(s, c, pos.row, v);
+            pos = ngx_pty_cursor(s);
+
+            if (pos.row != end) {
+                /* libvterm does not stop at the margins, xterm.js does */
+                s->diverged++;
+                pos.row = (int) end;
+                ngx_pty_vt_cup(s, pos);
+            }
+        }
+
         s->no_lf = 0;
         s->phantom = 0;
 
@@ -2784,8 +2802,10 @@ ngx_pty_fast_ctl(ngx_pty_screen_t *s, u_char c, ngx_pty_fast_pos_t *pos)
 
     pos->ph = 0;
 
-    /* a line feed: xterm.js takes the row as a line of its own */
-    s->cur->rows[pos->row]->wrapped = 0;
+    if (pos->row != row) {
+        /* a line feed: xterm.js takes the row as a line of its own */
+        s->cur->rows[pos->row]->wrapped = 0;
+    }
 }
 
 
@@ -3431,6 +3451,29 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
 
 
 /* the cursor moves, as libvterm's on_csi() does them outside origin mode */
+/*
+ * The row CUU, CUD, CNL or CPL (c) moves to from row: xterm.js stops them
+ * at the scroll region's margin when they start inside it; libvterm only
+ * at the screen's edge (in origin mode at the margins, as xterm.js)
+ */
+static long
+ngx_pty_margin_stop(ngx_pty_screen_t *s, u_char c, long row, long count)
+{
+    long  edge;
+
+    if (c == 'A' || c == 'F') {
+        edge = s->top;
+        row = (row >= edge && row - count < edge) ? edge : row - count;
+        return row < 0 ? 0 : row;
+    }
+
+    edge = (s->bottom < 0 ? (long) s->rows : s->bottom) - 1;
+    row = (row <= edge && row + count > edge) ? edge : row + count;
+
+    return row >= (long) s->rows ? (long) s->rows - 1 : row;
+}
+
+
 static void
 ngx_pty_fast_move(ngx_pty_screen_t *s, u_char c, const unsigned long *args,
     int argc)
@@ -3447,12 +3490,14 @@ ngx_pty_fast_move(ngx_pty_screen_t *s, u_char c, const unsigned long *args,
     a = (a == NGX_PTY_ARG_MISSING) ? 1 : a;
 
     switch (c) {
-    case 'A': row -= count; break;
-    case 'B': case 'e': row += count; break;
+    case 'A': case 'B': row = ngx_pty_margin_stop(s, c, row, count); break;
+    case 'e': row += count; break;
     case 'C': case 'a': col += count; break;
     case 'D': col -= count; break;
-    case 'E': row += count; col = 0; break;
-    case 'F': row -= count; col = 0; break;
+    case 'E': case 'F':
+        row = ngx_pty_margin_stop(s, c, row, count);
+        col = 0;
+        break;
     case 'G': case '`': col = a - 1; break;
     case 'd': row = a - 1; break;
 
@@ -4318,7 +4363,7 @@ ngx_pty_pend(ngx_pty_screen_t *s, const u_char *p, size_t esc, size_t n)
 
 
 /*
- * IND or NEL at p[i]: they move down, but start no line in xterm.js, and
+ * IND, NEL or RI at p[i]: they move, but start no line in xterm.js, and
  * end a pending wrap also where they scroll (libvterm keeps it there)
  */
 static void
@@ -4493,11 +4538,8 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
                     ngx_pty_tab_set(s, ngx_pty_xterm_col(s), 1);
                 }
 
-                if (c == 'D' || c == 'E') {
-                    /*
-                     * IND, NEL move down, but start no line in xterm.js;
-                     * they end a pending wrap also where they scroll
-                     */
+                if (c == 'D' || c == 'E' || c == 'M') {
+                    /* IND, NEL, RI: no line feed; they end a pending wrap */
                     ngx_pty_flush(s, p, &start, i);
                     ngx_pty_index(s, p, &start, i);
                 }
