@@ -180,6 +180,7 @@ struct ngx_pty_screen_s {
 
     int                           cursor_style; /* DECSCUSR's, -1: unset */
     int                           blink12;      /* ?12 after it, -1: unset */
+    int                           blink_pre;    /* ?12 before it */
     unsigned                      mouse;      /* 0, 1000, 1002, 1003 */
     unsigned                      mouse_enc;  /* 0, 1005, 1006, 1015 */
     int                           top, bottom, left, right;
@@ -1955,6 +1956,7 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     ngx_pty_modes_reset(s);
     s->cursor_style = -1;   /* DECSTR keeps it in xterm.js 5.5, not in 6.0 */
     s->blink12 = -1;
+    s->blink_pre = -1;
     s->newline = 0;
     s->mouse = 0;
     s->mouse_enc = 0;
@@ -2242,8 +2244,14 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     if (inter == ' ' && c == 'q' && !leader) {
         /* DECSCUSR: restored only when set (the embedder's style else) */
         v = NGX_PTY_ARG_OR(s->args[0], 0);
-        s->cursor_style = (v <= 6) ? (int) v : s->cursor_style;
-        s->blink12 = -1;
+
+        if (v <= 6) {
+            /* xterm.js 6.0 keeps ?12 under the style, and 0 brings it back */
+            s->blink_pre = (s->blink12 >= 0) ? s->blink12 : s->blink_pre;
+            s->cursor_style = (int) v;
+            s->blink12 = -1;
+        }
+
         return;
     }
 
@@ -5464,6 +5472,10 @@ ngx_pty_emit_props(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     if (e->visible != s->visible) {
         ngx_pty_emit(e, s->visible ? "\x1b[?25h" : "\x1b[?25l", 6);
         e->visible = s->visible;
+    }
+
+    if (s->cursor_style >= 0 && s->blink_pre >= 0) {
+        ngx_pty_emit(e, s->blink_pre ? "\x1b[?12h" : "\x1b[?12l", 6);
     }
 
     if (s->cursor_style >= 0) {
