@@ -1588,14 +1588,10 @@ ngx_pty_vt_rephantom(ngx_pty_screen_t *s)
 
     c = ngx_pty_row_cell(s->cur->rows[s->ph_pos.row], s->ph_pos.col, &tmp);
 
-    if (c->ch == 0 || c->ch == NGX_PTY_CONT || c->width != 1 || c->ncomb) {
-        s->diverged++;
-        s->phantom = 0;
-        return;
-    }
-
-    if (c->ch < 0x80) {
-        s->vt_glyph = (u_char) c->ch;
+    if (c->ch < 0x80 || c->ch == NGX_PTY_CONT || c->width != 1 || c->ncomb) {
+        /* a space where it is no plain glyph: only the wrap state counts */
+        s->vt_glyph = (c->ch > 0x20 && c->ch < 0x7f && c->width == 1
+                       && c->ncomb == 0) ? (u_char) c->ch : ' ';
         s->edge_pos = s->ph_pos;
         ngx_pty_vt_prime(s);
         return;
@@ -3957,9 +3953,14 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join)
             pos.col++;
             ngx_pty_vt_cup(s, pos);
 
-        } else if (s->autowrap) {
+        } else {
+            /* past the edge: libvterm must wrap the next glyph too */
             s->phantom = 1;
             s->ph_pos = pos;
+
+            if (s->autowrap) {
+                ngx_pty_vt_rephantom(s);
+            }
         }
 
         return 1;
