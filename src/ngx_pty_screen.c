@@ -3995,8 +3995,11 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join)
     s->diverged++;
 
     if (c->ch == 0) {
-        c->ch = cp;
-        c->width = 1;
+        /*
+         * an empty cell (a resize moved the cursor since the glyph):
+         * xterm.js keeps the mark alone in it, which no write can make
+         * again, so a snapshot could not rebuild it; dropped
+         */
         return 1;
     }
 
