@@ -5122,6 +5122,9 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
     ngx_pty_tabs_resize(s, cols);
     ngx_pty_resize_fix(s, rows);
 
+    /* the last glyph may have moved or gone: marks find it by the cursor */
+    s->edge = 0;
+
     return 0;
 }
 
