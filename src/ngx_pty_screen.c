@@ -3940,6 +3940,7 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join)
     if (col < 0 || !join) {
         /* after no glyph: a glyph of its own at the cursor, which moves */
         s->diverged++;
+        s->edge = 0;            /* the last glyph is this mark, not edge_pos */
         ngx_pty_row_materialize(row, pos.col + 1);
         c = &row->cells[pos.col];
         c->ch = cp;
