@@ -191,7 +191,6 @@ struct ngx_pty_screen_s {
     unsigned                      edge:1;
     unsigned                      untracked:1; /* DECALN, ngx_pty_vt_prime */
     unsigned                      last_text:1;
-    /* SS2 or SS3 may not have been taken by a glyph yet */
     unsigned                      put:1;      /* a glyph since the move */
     unsigned                      visible:1;
     unsigned                      reverse:1;
@@ -3454,7 +3453,6 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
 }
 
 
-/* the cursor moves, as libvterm's on_csi() does them outside origin mode */
 /*
  * The row CUU, CUD, CNL or CPL (c) moves to from row: xterm.js stops them
  * at the scroll region's margin when they start inside it; libvterm only
@@ -3478,6 +3476,7 @@ ngx_pty_margin_stop(ngx_pty_screen_t *s, u_char c, long row, long count)
 }
 
 
+/* the cursor moves, as libvterm's on_csi() does them outside origin mode */
 static void
 ngx_pty_fast_move(ngx_pty_screen_t *s, u_char c, const unsigned long *args,
     int argc)
@@ -4156,8 +4155,6 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         if (ngx_pty_combine(s, cp, ngx_pty_glyph_before(s, p, normal, i))) {
             *start = i + len;
         }
-
-        return k;
     }
 
     return k;
