@@ -4499,9 +4499,7 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
                 ngx_pty_flush(s, p, &start, i);
                 start = i + 1;
 
-            } else if ((c == 0x0e || c == 0x0f)
-                       && s->ps != NGX_PTY_PS_ESC_STRING)
-            {
+            } else if (c == 0x0e || c == 0x0f) {
                 /* LS1, LS0 inside a sequence act where they are */
                 s->gl = (c == 0x0e);
                 s->vt_text = 1;
