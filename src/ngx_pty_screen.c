@@ -3984,7 +3984,8 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join)
      * and prints the glyph again in the current pen: the model does it
      * where they part (returns 1)
      */
-    if (!s->phantom && c->ch != 0 && pos.row == s->edge_pos.row
+    if (!s->phantom && !s->charset[s->gl] && c->ch != 0
+        && pos.row == s->edge_pos.row
         && col == s->edge_pos.col && pos.col == col + (c->width ? c->width : 1)
         && ngx_pty_pen_eq(&c->pen, &s->pen, NGX_PTY_A_SGR))
     {
@@ -4144,12 +4145,6 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     }
 
     if (cp >= 0x300 && ngx_pty_is_combining(cp)) {
-        if (s->charset[s->gl]) {
-            /* libvterm places it (in another set) */
-            s->diverged++;
-            return k;
-        }
-
         ngx_pty_flush(s, p, start, i);
 
         if (ngx_pty_combine(s, cp, ngx_pty_glyph_before(s, p, normal, i))) {
@@ -6139,6 +6134,21 @@ ngx_pty_emit_tabs(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
 }
 
 
+/* whether the set in use draws ASCII ch otherwise (DEC graphics, UK) */
+static int
+ngx_pty_set_maps(ngx_pty_screen_t *s, uint32_t ch)
+{
+    switch (s->scs[s->gl]) {
+    case '0':
+        return ch >= 0x5f && ch <= 0x7e;
+    case 'A':
+        return ch == '#';
+    default:
+        return 1;
+    }
+}
+
+
 /*
  * The input ended in text: a combining mark that comes next (or the
  * UTF-8 character it stopped in) joins the glyph left of the cursor in
@@ -6181,7 +6191,8 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     if (c->ch == 0 || c->ch == NGX_PTY_CONT || c->width == 0
         || col + w != (unsigned) pos.col
         || (c->pen.attr & (NGX_PTY_A_LINE|NGX_PTY_A_PROTECT))
-        || !ngx_pty_pen_eq(&c->pen, &s->pen, NGX_PTY_A_SGR))
+        || !ngx_pty_pen_eq(&c->pen, &s->pen, NGX_PTY_A_SGR)
+        || (c->ch < 0x80 && s->charset[s->gl] && ngx_pty_set_maps(s, c->ch)))
     {
         return;
     }
@@ -6214,10 +6225,10 @@ ngx_pty_emit_tail(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
     if (s->gl) {
         ngx_pty_emit(e, gl[s->gl], s->gl == 1 ? 1 : 2);
-
-    } else if (!s->scs[0] && !s->scs[1] && !s->scs[2] && !s->scs[3]) {
-        ngx_pty_emit_join(e, s);
     }
+
+    /* the glyph again (for marks to come), if the set in use keeps it */
+    ngx_pty_emit_join(e, s);
 
     ngx_pty_emit(e, s->pend, s->pend_len);
     ngx_pty_emit(e, s->tail, s->tail_len);
