@@ -110,7 +110,7 @@ $attach
 CONF
 
 auth_server($t, 8081);
-$t->plan(93)->run();
+$t->plan(94)->run();
 
 my $port = $t->port(8080);
 
@@ -436,10 +436,20 @@ ok(!grep({ !$_->{ts} || !exists $_->{principal} } @audit),
 rename "$dir/audit.log", "$dir/audit.log.1" or die "rename: $!\n";
 kill 'USR1', $t->master_pid;
 $t->wait_until(sub { -e "$dir/audit.log" }, 5);
-api('bob', 'start', { command => 'true', wait_ms => 0 });
-$t->wait_until(sub { ($t->read_file('audit.log') // '') =~ /session_start/ }, 5);
-like($t->read_file('audit.log') // '', qr/"principal":"bob"/,
-    'after nginx -s reopen the log goes on in a new file');
+
+# the master makes the new file, then signals the worker, which may take a
+# request before it reopens: start sessions until one is logged there
+my $bob;
+for my $try (1 .. 10) {
+    api('bob', 'start', { command => 'true', wait_ms => 0 });
+    last if $bob = $t->wait_until(sub {
+        ($t->read_file('audit.log') // '') =~ /"principal":"bob"/ }, 1);
+}
+ok($bob, 'after nginx -s reopen the log goes on in a new file');
+my (undef, $later) = api('bob', 'start', { command => 'true', wait_ms => 0 });
+ok($later && $t->wait_until(sub {
+        ($t->read_file('audit.log') // '') =~ /"session":"\Q$later->{id}\E"/ },
+        5), 'and the lines after it');
 
 my $acc = $t->read_file('pty-access.log');
 like($acc, qr/p=alice s=\Q$s->{session_id}\E c=c-\d+ r=controller t=trace-alice-1/,
