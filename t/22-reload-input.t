@@ -48,7 +48,8 @@ sub take {
             $ws->recv_frame(2);         # the close, answered
             $ws->disconnect;
             my ($w2, undef, @flush) = attach_join($t, $s,
-                role => 'controller', replay_from => $last);
+                role => 'controller', replay_from => $last,
+                retry_goodbye => 1);
             for my $g (@flush) {
                 $last = $g->{sequence} if defined $g->{sequence};
                 $out .= decode_output($g)
