@@ -225,7 +225,7 @@ struct ngx_pty_screen_s {
     unsigned                      vt_args;  /* its CSI parameters not args[] */
     VTermPos                      vt_cur;
     ngx_pty_pen_t                 vt_pen;
-    u_char                        vt_glyph;
+    uint32_t                      vt_glyph;
 
     /* scanner */
     unsigned                      ps;
@@ -1558,7 +1558,7 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
 
     len = ngx_pty_put_csi(buf, s->edge_pos.row + 1, s->edge_pos.col + 1,
                           'H');
-    buf[len++] = (char) s->vt_glyph;
+    len += ngx_pty_utf8_put((u_char *) buf + len, s->vt_glyph);
 
     s->untracked = 1;
     vterm_input_write(s->vt, buf, len);
@@ -1580,30 +1580,16 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
 static void
 ngx_pty_vt_rephantom(ngx_pty_screen_t *s)
 {
-    char                   buf[32];
-    size_t                 len;
     ngx_pty_cell_t         tmp;
     const ngx_pty_cell_t  *c;
 
     c = ngx_pty_row_cell(s->cur->rows[s->ph_pos.row], s->ph_pos.col, &tmp);
 
-    if (c->ch < 0x80 || c->ch == NGX_PTY_CONT || c->width != 1 || c->ncomb) {
-        /* a space where it is no plain glyph: only the wrap state counts */
-        s->vt_glyph = (c->ch > 0x20 && c->ch < 0x7f && c->width == 1
-                       && c->ncomb == 0) ? (u_char) c->ch : ' ';
-        s->edge_pos = s->ph_pos;
-        ngx_pty_vt_prime(s);
-        return;
-    }
-
-    len = ngx_pty_put_csi(buf, s->ph_pos.row + 1, s->ph_pos.col + 1, 'H');
-    len += ngx_pty_utf8_put((u_char *) buf + len, c->ch);
-
-    tmp = *c;
-    s->untracked = 1;
-    vterm_input_write(s->vt, buf, len);
-    s->untracked = 0;
-    s->cur->rows[s->ph_pos.row]->cells[s->ph_pos.col] = tmp;
+    /* a space where it is no plain glyph: only the wrap state counts */
+    s->vt_glyph = (c->ch > 0x20 && c->ch != NGX_PTY_CONT && c->width == 1
+                   && c->ncomb == 0) ? c->ch : ' ';
+    s->edge_pos = s->ph_pos;
+    ngx_pty_vt_prime(s);
 }
 
 
@@ -1746,6 +1732,16 @@ static void ngx_pty_csi_skip(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i, size_t esc);
 static long ngx_pty_margin_stop(ngx_pty_screen_t *s, u_char c, long row,
     long count);
+
+
+/* xterm.js ends the pending wrap where libvterm keeps it: a CUP in place */
+static void
+ngx_pty_end_wrap(ngx_pty_screen_t *s)
+{
+    s->diverged++;
+    ngx_pty_vt_cup(s, ngx_pty_cursor(s));
+    s->phantom = 0;
+}
 
 
 /* into the buffer in use: xterm.js keeps a saved cursor per buffer */
@@ -2199,6 +2195,22 @@ ngx_pty_margins(ngx_pty_screen_t *s, int *lo, int *hi, unsigned size,
 }
 
 
+/* whether DECSTBM's parameters leave no region, as xterm.js reads them */
+static int
+ngx_pty_region_void(ngx_pty_screen_t *s)
+{
+    unsigned long  top, bottom;
+
+    top = NGX_PTY_ARG(s->args[0]);
+    top = (top == NGX_PTY_ARG_MISSING || top == 0) ? 1 : top;
+    bottom = (s->argi < 2) ? 0 : NGX_PTY_ARG(s->args[1]);
+    bottom = (bottom == NGX_PTY_ARG_MISSING || bottom == 0 || bottom > s->rows)
+             ? s->rows : bottom;
+
+    return bottom <= top;
+}
+
+
 static void
 ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     u_char c, size_t esc)
@@ -2281,12 +2293,8 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         break;
 
     case 'r':
-        /* xterm.js ignores a region it cannot set, libvterm resets it */
-        v = NGX_PTY_ARG_OR(s->args[0], 1);
-        end = (s->argi < 2) ? 0 : NGX_PTY_ARG_OR(s->args[1], 0);
-        end = (end == 0 || end > (long) s->rows) ? (long) s->rows : end;
-
-        if (end <= (v ? v : 1)) {
+        if (ngx_pty_region_void(s)) {
+            /* xterm.js ignores a region it cannot set, libvterm resets it */
             s->diverged++;
             ngx_pty_csi_skip(s, p, start, i, esc);
             break;
@@ -2366,11 +2374,8 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
         if (s->phantom) {
             /* xterm.js puts the cursor back on the edge first */
-            s->diverged++;
             ngx_pty_feed_final(s, p, start, i);
-            pos = ngx_pty_cursor(s);
-            ngx_pty_vt_cup(s, pos);
-            s->phantom = 0;
+            ngx_pty_end_wrap(s);
         }
 
         break;
@@ -2459,8 +2464,8 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         ngx_pty_flush(s, p, start, i + 1);
 
         if (c == 'A' || c == 'B' || c == 'E' || c == 'F') {
-            v = NGX_PTY_ARG(s->args[0]);
-            v = (v == NGX_PTY_ARG_MISSING || v == 0) ? 1 : v;
+            v = NGX_PTY_ARG_OR(s->args[0], 1);
+            v = (v < 1) ? 1 : (v > (long) s->rows ? (long) s->rows : v);
             end = ngx_pty_margin_stop(s, c, pos.row, v);
             pos = ngx_pty_cursor(s);
 
@@ -4200,9 +4205,7 @@ ngx_pty_edge_lf(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     ngx_pty_flush(s, p, start, i + 1);
 
     if (s->phantom) {
-        s->diverged++;
-        ngx_pty_vt_cup(s, ngx_pty_cursor(s));
-        s->phantom = 0;
+        ngx_pty_end_wrap(s);
     }
 
     return 1;
@@ -4381,9 +4384,7 @@ ngx_pty_index(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
     ngx_pty_flush(s, p, start, i + 1);
 
     if (phantom && s->phantom) {
-        s->diverged++;
-        ngx_pty_vt_cup(s, ngx_pty_cursor(s));
-        s->phantom = 0;
+        ngx_pty_end_wrap(s);
     }
 
     s->no_lf = 0;
