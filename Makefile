@@ -84,21 +84,21 @@ $(BUILD)/%_test: t/unit/%_test.c src/ngx_pty_%.c src/ngx_pty_%.h
 	@mkdir -p $(BUILD)
 	$(CC) $(TOOL_CFLAGS) -o $@ $< src/ngx_pty_$*.c -lvterm
 
-$(BUILD)/screen_test: t/unit/screen_test.c t/tools/vtref.c src/ngx_pty_screen.c src/ngx_pty_screen.h
+$(BUILD)/screen_test: t/unit/screen_test.c t/tools/vtref.c src/ngx_pty_screen.c src/ngx_pty_reflow.c src/ngx_pty_screen.h src/ngx_pty_grid.h src/ngx_pty_reflow.h
 	@mkdir -p $(BUILD)
-	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/unit/screen_test.c t/tools/vtref.c src/ngx_pty_screen.c -lvterm
+	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/unit/screen_test.c t/tools/vtref.c src/ngx_pty_screen.c src/ngx_pty_reflow.c -lvterm
 
-$(BUILD)/vtcompare: t/tools/vtcompare.c t/tools/vtref.c src/ngx_pty_screen.c src/ngx_pty_screen.h
+$(BUILD)/vtcompare: t/tools/vtcompare.c t/tools/vtref.c src/ngx_pty_screen.c src/ngx_pty_reflow.c src/ngx_pty_screen.h src/ngx_pty_grid.h src/ngx_pty_reflow.h
 	@mkdir -p $(BUILD)
-	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/tools/vtcompare.c t/tools/vtref.c src/ngx_pty_screen.c -lvterm
+	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/tools/vtcompare.c t/tools/vtref.c src/ngx_pty_screen.c src/ngx_pty_reflow.c -lvterm
 
-$(BUILD)/screenbench: t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c src/ngx_pty_screen.h
+$(BUILD)/screenbench: t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c src/ngx_pty_reflow.c src/ngx_pty_screen.h src/ngx_pty_grid.h src/ngx_pty_reflow.h
 	@mkdir -p $(BUILD)
-	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c -lvterm
+	$(CC) $(TOOL_CFLAGS) -It/tools -o $@ t/tools/screenbench.c t/tools/vtref.c src/ngx_pty_screen.c src/ngx_pty_reflow.c -lvterm
 
-$(BUILD)/vtpair: t/tools/vtpair.c src/ngx_pty_screen.c src/ngx_pty_screen.h
+$(BUILD)/vtpair: t/tools/vtpair.c src/ngx_pty_screen.c src/ngx_pty_reflow.c src/ngx_pty_screen.h src/ngx_pty_grid.h src/ngx_pty_reflow.h
 	@mkdir -p $(BUILD)
-	$(CC) $(TOOL_CFLAGS) -o $@ t/tools/vtpair.c src/ngx_pty_screen.c -lvterm
+	$(CC) $(TOOL_CFLAGS) -o $@ t/tools/vtpair.c src/ngx_pty_screen.c src/ngx_pty_reflow.c -lvterm
 
 $(BUILD)/rawpty: t/bench/rawpty.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lutil
@@ -233,11 +233,11 @@ $(FUZZ_DIR)/fuzz_text: t/fuzz/fuzz_text.c t/fuzz/fuzz.h src/ngx_pty_text.c
 	clang $(FUZZ_CFLAGS) -o $@ t/fuzz/fuzz_text.c src/ngx_pty_text.c
 
 $(FUZZ_DIR)/fuzz_screen: t/fuzz/fuzz_screen.c t/fuzz/fuzz.h t/tools/vtref.c \
-    src/ngx_pty_screen.c
+    src/ngx_pty_screen.c src/ngx_pty_reflow.c src/ngx_pty_grid.h
 	@scripts/install-deps.sh fuzz
 	@mkdir -p $(FUZZ_DIR)
 	clang $(FUZZ_CFLAGS) -o $@ t/fuzz/fuzz_screen.c t/tools/vtref.c \
-	    src/ngx_pty_screen.c -lvterm
+	    src/ngx_pty_screen.c src/ngx_pty_reflow.c -lvterm
 
 $(FUZZ_DIR)/fuzz_%: t/fuzz/fuzz_%.c t/fuzz/fuzz.h t/fuzz/fuzz_env.h \
     $(FUZZ_DIR)/libngx.a

@@ -33,11 +33,10 @@
 #include <vterm.h>
 
 #include "ngx_pty_screen.h"
+#include "ngx_pty_grid.h"
+#include "ngx_pty_reflow.h"
 
 
-#define NGX_PTY_CONT          0xffffffff  /* right half of a wide glyph */
-#define NGX_PTY_MAX_CHARS     6           /* VTERM_MAX_CHARS_PER_CELL */
-#define NGX_PTY_MAX_COMB      (NGX_PTY_MAX_CHARS - 1)
 #define NGX_PTY_WRITE_MAX     4096        /* libvterm puts len*4 on stack */
 #define NGX_PTY_CSI_ARGS      16          /* libvterm's CSI_ARGS_MAX */
 #define NGX_PTY_TITLE_MAX     256
@@ -49,6 +48,7 @@
 #define NGX_PTY_PEND_MAX      64          /* an unfinished sequence kept */
 #define NGX_PTY_TABS          (NGX_PTY_SCREEN_MAX_COLS / 8)
 #define NGX_PTY_ANY_DIGITS    ((size_t) -1)
+#define NGX_PTY_SB_MIN        48          /* scrollback lines kept at least */
 
 /* as nginx's ngx_config.h has it: this file builds without nginx too */
 #ifndef ngx_inline
@@ -102,48 +102,6 @@
 #define NGX_PTY_VT_GLYPH      0x04  /* the last glyph is vt_glyph at edge_pos */
 
 
-typedef struct {
-    uint16_t              attr;
-    uint8_t               xattr;
-    uint8_t               pad;    /* zero */
-    VTermColor            fg;     /* normalised: unused bytes zero */
-    VTermColor            bg;
-    VTermColor            ul;     /* underline colour (SGR 58) */
-} ngx_pty_pen_t;
-
-
-typedef struct {
-    uint32_t              ch;     /* 0: erased, NGX_PTY_CONT */
-    uint8_t               ncomb;  /* combining chars in row->comb */
-    uint8_t               width;
-    ngx_pty_pen_t         pen;
-} ngx_pty_cell_t;
-
-
-/* ngx_pty_fast_text() stores a cell as three 8-byte words */
-typedef char ngx_pty_cell_is_24_bytes[sizeof(ngx_pty_cell_t) == 24 ? 1 : -1];
-
-
-typedef struct {
-    ngx_pty_cell_t       *cells;
-    uint32_t             *comb;   /* cols * NGX_PTY_MAX_COMB, lazily */
-    unsigned              len;    /* cells[len..cols) are blanks in fill */
-    unsigned              wrapped; /* text wrapped into it (soft wrap) */
-    ngx_pty_pen_t         fill;
-} ngx_pty_row_t;
-
-
-typedef struct {
-    ngx_pty_row_t       **rows;   /* a window into buf; scrolling moves it */
-    ngx_pty_row_t       **buf;    /* 2 * nrows row pointers */
-    ngx_pty_row_t       **tmp;
-    ngx_pty_row_t        *row_mem;
-    ngx_pty_cell_t       *cell_mem;
-    unsigned              cols;
-    unsigned              nrows;
-} ngx_pty_grid_t;
-
-
 struct ngx_pty_screen_s {
     VTerm                        *vt;
     VTermState                   *state;
@@ -163,6 +121,13 @@ struct ngx_pty_screen_s {
 
     size_t                        vt_mem;
     size_t                        comb_mem;
+    size_t                        sb_mem;
+
+    /* xterm.js's scrollback lines the model does not hold (the main buffer) */
+    unsigned                      sb_lost;
+    unsigned                      sb_stale; /* rows to push as not held */
+    /* the main buffer's cursor row while the alternate one is in use */
+    int                           norm_y;
 
     /* pending wrap ("phantom" column) */
     VTermPos                      ph_pos;
@@ -321,7 +286,11 @@ static const ngx_pty_interval_t  ngx_pty_combining[] = {
 static void ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p,
     size_t n);
 static void ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n);
-static void ngx_pty_resize_fix(ngx_pty_screen_t *s, unsigned rows);
+static void ngx_pty_row_forget(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
+    ngx_pty_row_t *row);
+static ngx_pty_row_t *ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
+    ngx_pty_row_t *row);
+static int ngx_pty_xterm_col(ngx_pty_screen_t *s);
 static void ngx_pty_unwrap(ngx_pty_screen_t *s, int from, int to);
 static void ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c,
     unsigned long v);
@@ -810,6 +779,16 @@ ngx_pty_row_width(ngx_pty_screen_t *s, int row)
 
 
 static void
+ngx_pty_row_free_own(ngx_pty_row_t *row)
+{
+    if (row != NULL && row->own) {
+        free(row->comb);
+        free(row);
+    }
+}
+
+
+static void
 ngx_pty_grid_free(ngx_pty_grid_t *g)
 {
     unsigned  i;
@@ -818,10 +797,20 @@ ngx_pty_grid_free(ngx_pty_grid_t *g)
         return;
     }
 
+    /* rows allocated alone are in the screen or the scrollback ring */
+    for (i = 0; i < g->nrows; i++) {
+        ngx_pty_row_free_own(g->rows[i]);
+    }
+
+    for (i = 0; g->sb && i < g->sb_cap; i++) {
+        ngx_pty_row_free_own(g->sb[i]);
+    }
+
     for (i = 0; i < g->nrows; i++) {
         free(g->row_mem[i].comb);
     }
 
+    free(g->sb);
     free(g->buf);
     free(g->tmp);
     free(g->row_mem);
@@ -866,6 +855,146 @@ ngx_pty_grid_alloc(ngx_pty_grid_t *g, unsigned cols, unsigned rows,
     }
 
     return 0;
+}
+
+
+/*
+ * The lines a resize can bring back from xterm.js's scrollback: two
+ * screens (a shrink and the grow back), and enough for a small screen to
+ * grow large again; at most what xterm.js keeps
+ */
+static unsigned
+ngx_pty_sb_cap(unsigned rows)
+{
+    unsigned  n;
+
+    n = 2 * rows > NGX_PTY_SB_MIN ? 2 * rows : NGX_PTY_SB_MIN;
+
+    return n < NGX_PTY_XTERM_SCROLLBACK ? n : NGX_PTY_XTERM_SCROLLBACK;
+}
+
+
+static ngx_pty_row_t *
+ngx_pty_row_new(ngx_pty_screen_t *s, unsigned cols)
+{
+    size_t          size;
+    ngx_pty_row_t  *row;
+
+    size = sizeof(ngx_pty_row_t) + cols * sizeof(ngx_pty_cell_t);
+    row = malloc(size);
+
+    if (row == NULL) {
+        return NULL;
+    }
+
+    memset(row, 0, sizeof(ngx_pty_row_t));
+    row->cells = (ngx_pty_cell_t *) (row + 1);
+    row->own = 1;
+    row->fill = s->default_pen;
+    s->sb_mem += size;
+
+    return row;
+}
+
+
+/*
+ * A row leaves the top of the main screen into xterm.js's scrollback: the
+ * ring keeps it and gives back a row to reuse (its oldest when full), so
+ * the scroll itself copies no cells.  xterm.js's saved cursor holds a line
+ * of the buffer: it goes up with it until the scrollback is full.
+ */
+static ngx_pty_row_t *
+ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
+{
+    unsigned        slot, xb;
+    ngx_pty_row_t  *spare;
+
+    xb = g->sb_len + s->sb_lost;
+
+    if (xb < NGX_PTY_XTERM_SCROLLBACK) {
+        s->saved_pos[0].row--;
+        xb++;
+    }
+
+    spare = row;
+
+    if (s->sb_stale) {
+        /* a row of the screen a skip left: not what xterm.js scrolled */
+        s->sb_stale--;
+        s->sb_lost = xb - g->sb_len;
+        return row;
+    }
+
+    if (g->sb == NULL && s->rows > 0) {
+        g->sb = calloc(ngx_pty_sb_cap(g->nrows), sizeof(ngx_pty_row_t *));
+        g->sb_cap = (g->sb != NULL) ? ngx_pty_sb_cap(g->nrows) : 0;
+        g->sb_head = 0;
+        g->sb_len = 0;
+    }
+
+    if (g->sb_cap > 0) {
+        slot = (g->sb_head + g->sb_len) % g->sb_cap;
+        spare = g->sb[slot];
+
+        if (spare == NULL) {
+            spare = ngx_pty_row_new(s, g->cols);
+        }
+
+        if (spare == NULL) {
+            spare = row;            /* not kept: it comes back blank */
+
+        } else {
+            g->sb[slot] = row;
+
+            if (g->sb_len == g->sb_cap) {
+                g->sb_head = (g->sb_head + 1) % g->sb_cap;
+
+            } else {
+                g->sb_len++;
+            }
+        }
+    }
+
+    s->sb_lost = (xb > g->sb_len) ? xb - g->sb_len : 0;
+
+    return spare;
+}
+
+
+/*
+ * Lines that scrolled into xterm.js's scrollback unseen (LF counted, not
+ * VT or FF; a skipped line that wrapped counts one): the lines the ring
+ * holds are older than them, so they count as not held too, and so does
+ * the screen the skip left behind, which the lines kept scroll away
+ */
+static void
+ngx_pty_sb_skip(ngx_pty_screen_t *s, long n)
+{
+    unsigned  xb;
+
+    xb = s->grid[0].sb_len + s->sb_lost;
+    s->sb_lost = xb;
+    s->grid[0].sb_len = 0;
+    s->sb_stale = s->rows;
+
+    if (n <= 0 || xb >= NGX_PTY_XTERM_SCROLLBACK) {
+        return;
+    }
+
+    n = (n < NGX_PTY_XTERM_SCROLLBACK - xb) ? n : NGX_PTY_XTERM_SCROLLBACK - xb;
+    s->saved_pos[0].row -= n;
+    s->sb_lost += n;
+}
+
+
+/* xterm.js forgets its scrollback (RIS, ED 3): the rows stay as spares */
+static void
+ngx_pty_sb_clear(ngx_pty_screen_t *s)
+{
+    s->grid[0].sb_len = 0;
+    s->grid[0].sb_head = 0;
+    s->sb_lost = 0;
+    s->sb_stale = 0;
 }
 
 
@@ -987,6 +1116,67 @@ ngx_pty_row_copy(ngx_pty_screen_t *s, ngx_pty_row_t *dst, unsigned dcol,
 }
 
 
+/* a wide glyph cut by the right edge becomes a blank in pen */
+static void
+ngx_pty_edge_cut(ngx_pty_screen_t *s, ngx_pty_row_t *row,
+    const ngx_pty_pen_t *pen)
+{
+    ngx_pty_cell_t  *c;
+
+    if (row->len < s->cols) {
+        return;
+    }
+
+    c = &row->cells[s->cols - 1];
+
+    if (c->ch == 0 || c->ch == NGX_PTY_CONT || c->width != 2) {
+        return;
+    }
+
+    c->ch = 0;
+    c->ncomb = 0;
+    c->width = 1;
+    c->pen = *pen;
+    c->pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT);
+    s->diverged++;
+}
+
+
+/*
+ * A wide glyph that did not fit in the last column wrapped: xterm.js
+ * clears that column (and the wide glyph it was the right half of),
+ * libvterm leaves what was there.  xterm.js clears in the whole pen; a
+ * blank keeps its background only here, as erased cells do, since no
+ * sequence writes a blank with attributes (only an underline shows)
+ */
+static void
+ngx_pty_wide_wrapped(ngx_pty_screen_t *s, int r)
+{
+    unsigned         col;
+    ngx_pty_row_t   *row;
+    ngx_pty_cell_t  *c;
+
+    row = s->cur->rows[r];
+
+    ngx_pty_row_materialize(row, s->cols);
+    col = s->cols - 1;
+
+    if (row->cells[col].ch == NGX_PTY_CONT && col > 0) {
+        col--;
+    }
+
+    for ( /* void */ ; col < s->cols; col++) {
+        c = &row->cells[col];
+        c->ch = 0;
+        c->ncomb = 0;
+        c->width = 1;
+        c->pen = ngx_pty_erase_pen(s, r);
+    }
+
+    s->diverged++;
+}
+
+
 static int
 ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 {
@@ -994,6 +1184,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 
     unsigned         n, i, w, end;
     uint32_t        *comb;
+    ngx_pty_pen_t    pen;
     ngx_pty_row_t   *row;
     ngx_pty_cell_t  *c;
 
@@ -1018,6 +1209,10 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
     {
         /* not where the cursor was: libvterm wrapped to get here */
         row->wrapped = 1;
+
+        if (w == 2 && !s->phantom && pos.row > 0) {
+            ngx_pty_wide_wrapped(s, pos.row - 1);
+        }
     }
 
     s->vt_next.row = pos.row;
@@ -1065,6 +1260,12 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
         if (s->phantom) {
             s->ph_pos = pos;
         }
+    }
+
+    if (s->insert) {
+        /* what the glyph pushed right: xterm.js clears a cut wide one */
+        pen = ngx_pty_erase_pen(s, pos.row);
+        ngx_pty_edge_cut(s, row, &pen);
     }
 
     return 1;
@@ -1162,20 +1363,12 @@ static void
 ngx_pty_scroll_rows(ngx_pty_screen_t *s, ngx_pty_grid_t *g, int top, int end,
     int down)
 {
-    int             h, d, r;
+    int             h, d, r, sb;
     ngx_pty_row_t  *row;
 
     h = end - top;
     d = down > 0 ? down : -down;
-
-    if (down > 0 && top == 0 && g == &s->grid[0] && !s->no_sb) {
-        /*
-         * into xterm.js's scrollback: its saved cursor holds a line of the
-         * buffer, which goes up with it (DECRC stops at the top)
-         */
-        s->saved_pos[0].row = (s->saved_pos[0].row > down)
-                              ? s->saved_pos[0].row - down : 0;
-    }
+    sb = (down > 0 && top == 0 && g == &s->grid[0] && !s->no_sb);
 
     if (down > 0 && top == 0 && (unsigned) end == g->nrows) {
         /*
@@ -1204,6 +1397,11 @@ ngx_pty_scroll_rows(ngx_pty_screen_t *s, ngx_pty_grid_t *g, int top, int end,
                 (h - d) * sizeof(ngx_pty_row_t *));
         memcpy(&g->rows[top], g->tmp, d * sizeof(ngx_pty_row_t *));
         r = top;
+    }
+
+    /* into xterm.js's scrollback, the rows that left the top, in order */
+    for (h = 0; sb && h < d; h++) {
+        g->rows[r + h] = ngx_pty_sb_push(s, g, g->rows[r + h]);
     }
 
     for (h = 0; h < d; h++, r++) {
@@ -1407,6 +1605,7 @@ ngx_pty_cb_settermprop(VTermProp prop, VTermValue *val, void *user)
 {
     ngx_pty_screen_t  *s = user;
 
+    VTermPos       pos;
     ngx_pty_pen_t  pen;
 
     switch (prop) {
@@ -1437,6 +1636,8 @@ ngx_pty_cb_settermprop(VTermProp prop, VTermValue *val, void *user)
 
             s->cur = &s->grid[1];
             s->alt = 1;
+            vterm_state_get_cursorpos(s->state, &pos);
+            s->norm_y = pos.row;
             ngx_pty_unwrap(s, 0, s->rows);
 
         } else {
@@ -1750,6 +1951,8 @@ ngx_pty_save_cursor(ngx_pty_screen_t *s)
 {
     s->saved_valid[s->alt] = 1;
     vterm_state_get_cursorpos(s->state, &s->saved_pos[s->alt]);
+    /* past the edge with a wrap pending: a resize wider makes it a column */
+    s->saved_pos[s->alt].col = ngx_pty_xterm_col(s);
     s->saved_pen[s->alt] = s->pen;
 }
 
@@ -1772,7 +1975,9 @@ ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible)
     if (s->saved_valid[s->alt]) {
         pos = s->saved_pos[s->alt];
         pen = s->saved_pen[s->alt];
+        /* a row of xterm.js's buffer: the scrollback counts back to 0 */
         pos.row = (pos.row < (int) s->rows) ? pos.row : (int) s->rows - 1;
+        pos.row = (pos.row > 0) ? pos.row : 0;
         pos.col = (pos.col < (int) s->cols) ? pos.col : (int) s->cols - 1;
     }
 
@@ -1848,12 +2053,8 @@ ngx_pty_tabs_resize(ngx_pty_screen_t *s, unsigned cols)
     int       i;
     unsigned  b;
 
+    /* stops past the edge stay: a resize wider finds them again */
     for (b = 0; b < 2; b++) {
-        if (!s->tabs_custom[b]) {
-            ngx_pty_tabs_default(s, b);
-            continue;
-        }
-
         i = cols;
 
         if (cols >= NGX_PTY_SCREEN_MAX_COLS || !ngx_pty_tab(s, b, cols)) {
@@ -1866,6 +2067,25 @@ ngx_pty_tabs_resize(ngx_pty_screen_t *s, unsigned cols)
 
         for ( /* void */ ; i < (int) cols; i += 8) {
             s->tabs[b][i >> 3] |= 1 << (i & 7);
+        }
+    }
+}
+
+
+/* libvterm's tab stops, which move the cursor on HT, set to the model's */
+static void
+ngx_pty_vt_tabs(ngx_pty_screen_t *s)
+{
+    char      buf[32];
+    unsigned  col;
+
+    vterm_input_write(s->vt, "\x1b[3g", 4);
+
+    for (col = 0; col < s->cols; col++) {
+        if (ngx_pty_tab(s, s->alt, col)) {
+            vterm_input_write(s->vt, buf, ngx_pty_put_csi(buf, 1, col + 1,
+                                                          'H'));
+            vterm_input_write(s->vt, "\x1bH", 2);
         }
     }
 }
@@ -1938,6 +2158,22 @@ ngx_pty_decstr(ngx_pty_screen_t *s)
 }
 
 
+/*
+ * ICH pushed a wide glyph into the last column, its right half off the
+ * line: xterm.js clears it (libvterm keeps half a glyph)
+ */
+static void
+ngx_pty_ich_edge(ngx_pty_screen_t *s)
+{
+    VTermPos       pos;
+    ngx_pty_pen_t  pen;
+
+    pos = ngx_pty_cursor(s);
+    pen = ngx_pty_erase_pen(s, pos.row);
+    ngx_pty_edge_cut(s, s->cur->rows[pos.row], &pen);
+}
+
+
 /* RIS, as libvterm and xterm.js reset */
 static void
 ngx_pty_hard_reset(ngx_pty_screen_t *s)
@@ -1954,6 +2190,8 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     s->phantom = 0;
     s->saved_valid[0] = 0;  /* xterm.js's RIS forgets the saved cursors */
     s->saved_valid[1] = 0;
+    memset(s->saved_pos, 0, sizeof(s->saved_pos));
+    ngx_pty_sb_clear(s);
     s->vt_text = 0;
 
     /* libvterm resets its pen (and tells the model), but for these */
@@ -2315,6 +2553,12 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             break;
         }
 
+        if (c == 'J' && v == 3 && !s->alt) {
+            /* xterm.js drops its scrollback; its saved row stays a line */
+            s->saved_pos[0].row += s->grid[0].sb_len + s->sb_lost;
+            ngx_pty_sb_clear(s);
+        }
+
         ngx_pty_erase_wraps(s, c, v);
         break;
 
@@ -2376,6 +2620,13 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             /* xterm.js puts the cursor back on the edge first */
             ngx_pty_feed_final(s, p, start, i);
             ngx_pty_end_wrap(s);
+
+        } else if (c == '@') {
+            ngx_pty_feed_final(s, p, start, i);
+        }
+
+        if (c == '@') {
+            ngx_pty_ich_edge(s);
         }
 
         break;
@@ -3832,10 +4083,11 @@ static size_t
 ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i, size_t n)
 {
-    char      buf[32];
-    u_char    c;
-    size_t    x, k, cut;
-    unsigned  lf, sgr;
+    char           buf[32];
+    u_char         c;
+    size_t         x, k, cut;
+    unsigned       lf, sgr, skipped, need;
+    const u_char  *q;
 
     if (n - i < 4 * (size_t) s->rows || s->rows < 2 || s->vt_text
         || s->origin || s->lrmm || s->lines || s->top != 0
@@ -3851,7 +4103,10 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     s->noskip_p = p;
     s->noskip_end = x;
 
-    /* the last "rows" line feeds stay */
+    /*
+     * the last "rows" line feeds stay (keeping a screen more for the
+     * scrollback ring cost the plain stream 2.4 times as much)
+     */
     for (lf = 0, k = x; k > i; k--) {
         c = p[k - 1];
 
@@ -3891,7 +4146,25 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         return i;
     }
 
+    /* the lines xterm.js's scrollback takes, counted until it is full */
+    skipped = 0;
+    need = s->grid[0].sb_len + s->sb_lost;
+    need = s->rows + NGX_PTY_XTERM_SCROLLBACK
+           - (need < NGX_PTY_XTERM_SCROLLBACK ? need : NGX_PTY_XTERM_SCROLLBACK);
+
+    for (q = p + i; skipped < need; q++, skipped++) {
+        q = memchr(q, '\n', p + cut - q);
+
+        if (q == NULL) {
+            break;
+        }
+    }
+
     ngx_pty_flush(s, p, start, i);
+
+    if (!s->alt) {
+        ngx_pty_sb_skip(s, ngx_pty_cursor(s).row + skipped - (s->rows - 1));
+    }
 
     if (sgr) {
         ngx_pty_skip_pen(s, p, i, cut);
@@ -4904,90 +5177,243 @@ ngx_pty_grid_release(ngx_pty_screen_t *s, ngx_pty_grid_t *g)
     unsigned  i;
 
     for (i = 0; g->rows && i < g->nrows; i++) {
-        if (g->row_mem[i].comb) {
-            s->comb_mem -= (size_t) g->cols * NGX_PTY_MAX_COMB
-                           * sizeof(uint32_t);
-        }
+        ngx_pty_row_forget(s, g, &g->row_mem[i]);
+        ngx_pty_row_forget(s, g, g->rows[i]->own ? g->rows[i] : NULL);
+    }
+
+    for (i = 0; g->sb && i < g->sb_cap; i++) {
+        ngx_pty_row_forget(s, g, (g->sb[i] && g->sb[i]->own) ? g->sb[i] : NULL);
     }
 
     ngx_pty_grid_free(g);
 }
 
 
-static int
-ngx_pty_row_blank(const ngx_pty_row_t *row)
+/* the memory counted for a row about to be freed */
+static void
+ngx_pty_row_forget(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
 {
-    unsigned  i;
-
-    for (i = 0; i < row->len; i++) {
-        if (row->cells[i].ch != 0) {
-            return 0;
-        }
+    if (row == NULL) {
+        return;
     }
 
-    return 1;
+    if (row->comb) {
+        s->comb_mem -= (size_t) g->cols * NGX_PTY_MAX_COMB * sizeof(uint32_t);
+    }
+
+    if (row->own) {
+        s->sb_mem -= sizeof(ngx_pty_row_t) + g->cols * sizeof(ngx_pty_cell_t);
+    }
 }
 
 
-/* top-left aligned copy into a resized grid, as VTermScreen does it */
-static void
-ngx_pty_grid_copy(ngx_pty_screen_t *s, ngx_pty_grid_t *dst,
-    ngx_pty_grid_t *src, const ngx_pty_pen_t *pen)
+/* a buffer of the model in xterm.js's terms, for ngx_pty_rbuf_resize() */
+static int
+ngx_pty_rbuf_from_grid(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
+    ngx_pty_grid_t *g, unsigned cols, VTermPos cursor, unsigned k)
 {
-    size_t          size;
-    unsigned        r, n, i;
-    ngx_pty_row_t  *d, *o;
+    unsigned        i, n;
+    ngx_pty_row_t  *row;
 
-    size = (size_t) dst->cols * NGX_PTY_MAX_COMB * sizeof(uint32_t);
+    n = g->sb_len + g->nrows;
 
-    for (r = 0; r < dst->nrows; r++) {
-        d = dst->rows[r];
-
-        if (r >= src->nrows) {
-            d->len = 0;
-            d->wrapped = 0;
-            d->fill = *pen;
-            continue;
-        }
-
-        o = src->rows[r];
-        n = o->len < dst->cols ? o->len : dst->cols;
-
-        memcpy(d->cells, o->cells, n * sizeof(ngx_pty_cell_t));
-        d->len = n;
-        d->wrapped = o->wrapped;
-        d->fill = o->fill;
-
-        if (dst->cols > src->cols && !ngx_pty_pen_eq(&o->fill, pen, 0xffff)) {
-            ngx_pty_row_materialize(d, src->cols);
-            d->fill = *pen;
-        }
-
-        if (o->comb == NULL) {
-            continue;
-        }
-
-        for (i = 0; i < n && d->cells[i].ncomb == 0; i++) {
-            /* void */
-        }
-
-        if (i == n) {
-            continue;
-        }
-
-        d->comb = malloc(size);
-
-        if (d->comb == NULL) {
-            for (i = 0; i < n; i++) {
-                d->cells[i].ncomb = 0;      /* degrade, keep the bases */
-            }
-            continue;
-        }
-
-        s->comb_mem += size;
-        memcpy(d->comb, o->comb, (size_t) n * NGX_PTY_MAX_COMB
-                                 * sizeof(uint32_t));
+    if (ngx_pty_rbuf_init(b, n, cols > g->cols ? cols : g->cols) != 0) {
+        return -1;
     }
+
+    for (i = 0; i < n; i++) {
+        row = (i < g->sb_len) ? g->sb[(g->sb_head + i) % g->sb_cap]
+                              : g->rows[i - g->sb_len];
+
+        if (ngx_pty_rbuf_add(b, row, row->comb, g->cols) == NULL) {
+            ngx_pty_rbuf_free(b);
+            return -1;
+        }
+    }
+
+    b->lost = (k == 0) ? s->sb_lost : 0;
+    b->ybase = b->lost + g->sb_len;
+    b->scrollback = (k == 0) ? NGX_PTY_XTERM_SCROLLBACK : 0;
+    b->cols = g->cols;
+    b->rows = g->nrows;
+    b->x = cursor.col;
+    b->y = cursor.row;
+    b->saved_y = (long) b->ybase + s->saved_pos[k].row;
+    b->saved_y = b->saved_y > 0 ? b->saved_y : 0;
+    b->saved_x = s->saved_pos[k].col;
+    b->null_pen = s->default_pen;
+
+    return 0;
+}
+
+
+/* a line of the resized buffer into a row of the new grid */
+static int
+ngx_pty_row_from_line(ngx_pty_screen_t *s, ngx_pty_row_t *row,
+    ngx_pty_row_t *line, unsigned cols)
+{
+    size_t            size;
+    unsigned          i, n;
+    ngx_pty_cell_t   *c;
+
+    row->len = 0;
+    row->wrapped = 0;
+    row->fill = s->default_pen;
+
+    if (line == NULL) {
+        return 0;
+    }
+
+    row->wrapped = line->wrapped;
+    n = line->len < cols ? line->len : cols;
+
+    c = &line->cells[cols - 1];
+
+    if (n == cols && c->ch != 0 && c->ch != NGX_PTY_CONT && c->width == 2) {
+        /*
+         * half a wide glyph, cut by the new edge in a line xterm.js does
+         * not reflow: xterm.js keeps it, but no byte stream writes one
+         * there, so a Keyframe could not; a blank, as it shows nearly
+         */
+        c->ch = 0;
+        c->ncomb = 0;
+        c->width = 1;
+        c->pen = s->default_pen;
+    }
+
+    /* trailing null cells in the default pen stay lazy */
+    while (n > 0) {
+        c = &line->cells[n - 1];
+
+        if (c->ch != 0 || !ngx_pty_pen_eq(&c->pen, &s->default_pen, 0xffff)) {
+            break;
+        }
+
+        n--;
+    }
+
+    memcpy(row->cells, line->cells, n * sizeof(ngx_pty_cell_t));
+    row->len = n;
+
+    for (i = 0; i < n && row->cells[i].ncomb == 0; i++) {
+        /* void */
+    }
+
+    if (i == n || line->comb == NULL) {
+        for (i = 0; i < n; i++) {
+            row->cells[i].ncomb = 0;
+        }
+
+        return 0;
+    }
+
+    size = (size_t) cols * NGX_PTY_MAX_COMB * sizeof(uint32_t);
+    row->comb = malloc(size);
+
+    if (row->comb == NULL) {
+        return -1;
+    }
+
+    s->comb_mem += size;
+    memcpy(row->comb, line->comb, (size_t) n * NGX_PTY_MAX_COMB
+                                  * sizeof(uint32_t));
+
+    return 0;
+}
+
+
+/*
+ * The new grid from a resized buffer: its screen, and for the main buffer
+ * the newest scrollback lines in a ring; older ones count as lost
+ */
+static int
+ngx_pty_grid_from_rbuf(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
+    ngx_pty_rbuf_t *b, unsigned *lost)
+{
+    unsigned         r, n, cap;
+    ngx_pty_row_t   *row;
+
+    for (r = 0; r < g->nrows; r++) {
+        if (ngx_pty_row_from_line(s, g->rows[r],
+                                  ngx_pty_rbuf_get(b, (long) b->ybase + r),
+                                  g->cols)
+            != 0)
+        {
+            return -1;
+        }
+    }
+
+    *lost = 0;
+
+    if (b->scrollback == 0) {
+        return 0;
+    }
+
+    cap = ngx_pty_sb_cap(g->nrows);
+    n = b->ybase - b->lost;
+    n = n < cap ? n : cap;
+    *lost = b->ybase - n;
+
+    if (n == 0) {
+        return 0;
+    }
+
+    g->sb = calloc(cap, sizeof(ngx_pty_row_t *));
+    if (g->sb == NULL) {
+        return -1;
+    }
+
+    g->sb_cap = cap;
+
+    for (r = 0; r < n; r++) {
+        row = ngx_pty_row_new(s, g->cols);
+        if (row == NULL) {
+            return -1;
+        }
+
+        g->sb[r] = row;
+        g->sb_len = r + 1;
+
+        if (ngx_pty_row_from_line(s, row,
+                                  ngx_pty_rbuf_get(b, (long) b->ybase - n + r),
+                                  g->cols)
+            != 0)
+        {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* buffer k resized as xterm.js resizes it, into the new grid ng */
+static int
+ngx_pty_resize_buffer(ngx_pty_screen_t *s, unsigned k, unsigned cols,
+    unsigned rows, ngx_pty_grid_t *ng, VTermPos *cursor, VTermPos *saved,
+    unsigned *lost)
+{
+    int             rc;
+    ngx_pty_rbuf_t  b;
+
+    if (ngx_pty_rbuf_from_grid(s, &b, &s->grid[k], cols, *cursor, k) != 0) {
+        return -1;
+    }
+
+    rc = ngx_pty_rbuf_resize(&b, cols, rows);
+
+    if (rc == 0) {
+        rc = ngx_pty_grid_from_rbuf(s, ng, &b, lost);
+    }
+
+    cursor->row = b.y;
+    cursor->col = b.x;
+    saved->row = (int) (b.saved_y - (long) b.ybase);
+    saved->col = b.saved_x;
+
+    ngx_pty_rbuf_free(&b);
+
+    return rc;
 }
 
 
@@ -4996,10 +5422,7 @@ ngx_pty_cb_resize(int rows, int cols, VTermPos *delta, void *user)
 {
     ngx_pty_screen_t  *s = user;
 
-    int              r, k;
-    VTermPos         cursor;
-    ngx_pty_pen_t    pen;
-    ngx_pty_grid_t  *ng, *g;
+    ngx_pty_grid_t  *ng;
 
     ng = s->new_grid;
 
@@ -5007,64 +5430,36 @@ ngx_pty_cb_resize(int rows, int cols, VTermPos *delta, void *user)
         return 1;
     }
 
-    vterm_state_get_cursorpos(s->state, &cursor);
-
-    /* the cells a resize adds are blank in the default pen (xterm.js) */
-    pen = s->default_pen;
-
-    g = &s->grid[0];
-
-    if (!s->alt && (unsigned) rows < s->rows) {
-        /* keep the cursor on screen: push the top lines out, as VTermScreen */
-        for (r = s->rows - 1; r >= rows; r--) {
-            if (!ngx_pty_row_blank(g->rows[r]) || cursor.row == r) {
-                break;
-            }
-        }
-
-        k = r + 1 - rows;
-
-        if (k > 0) {
-            memcpy(g->tmp, g->rows, k * sizeof(ngx_pty_row_t *));
-            memmove(g->rows, g->rows + k,
-                    (s->rows - k) * sizeof(ngx_pty_row_t *));
-            memcpy(g->rows + s->rows - k, g->tmp,
-                   k * sizeof(ngx_pty_row_t *));
-            delta->row -= k;
-        }
-    }
-
-    ngx_pty_grid_copy(s, &ng[0], &s->grid[0], &pen);
+    /* the grids were made by ngx_pty_screen_resize(); it puts the cursor */
     ngx_pty_grid_release(s, &s->grid[0]);
     s->grid[0] = ng[0];
 
-    if (s->grid[1].rows) {
-        ngx_pty_grid_copy(s, &ng[1], &s->grid[1], &pen);
-        ngx_pty_grid_release(s, &s->grid[1]);
-        s->grid[1] = ng[1];
-    }
+    ngx_pty_grid_release(s, &s->grid[1]);
+    s->grid[1] = ng[1];
 
     s->new_grid = NULL;
     s->cur = s->alt ? &s->grid[1] : &s->grid[0];
     s->cols = cols;
     s->rows = rows;
-
-    /*
-     * libvterm then drops a pending wrap when the line got wider or the
-     * cursor is moved (clamped); movecursor sees the latter
-     */
-    if (s->phantom && cursor.col < cols - 1) {
-        s->phantom = 0;
-    }
+    delta->row = 0;
+    delta->col = 0;
 
     return 1;
 }
 
 
+/*
+ * A resize as xterm.js does it to both its buffers: reflow, rows from and
+ * into the scrollback, the cursor and the saved cursors moved with them,
+ * the scroll region reset; everything that can fail comes first, so a
+ * failed resize leaves the model as it was.
+ */
 int
 ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
 {
-    ngx_pty_pen_t   pen;
+    char            buf[8];
+    unsigned        k, held, lost, alt_lost;
+    VTermPos        cur[2], saved[2];
     ngx_pty_grid_t  ng[2];
 
     if (cols == 0 || rows == 0 || cols > NGX_PTY_SCREEN_MAX_COLS
@@ -5077,83 +5472,115 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
         return 0;
     }
 
-    pen = s->default_pen;
     memset(ng, 0, sizeof(ng));
 
-    /* allocate first: libvterm's resize callback cannot fail */
-    if (ngx_pty_grid_alloc(&ng[0], cols, rows, &pen) != 0) {
+    cur[1] = ngx_pty_cursor(s);
+    cur[1].col = ngx_pty_xterm_col(s);
+    cur[0] = cur[1];
+
+    if (s->alt) {
+        /* xterm.js's main buffer keeps the cursor it had when left */
+        cur[0].row = s->norm_y;
+        cur[0].col = 0;
+    }
+
+    if (ngx_pty_grid_alloc(&ng[0], cols, rows, &s->default_pen) != 0) {
         return -1;
     }
 
-    if (s->grid[1].rows
-        && ngx_pty_grid_alloc(&ng[1], cols, rows, &pen) != 0)
+    if (ngx_pty_resize_buffer(s, 0, cols, rows, &ng[0], &cur[0], &saved[0],
+                              &lost)
+        != 0)
     {
-        ngx_pty_grid_free(&ng[0]);
-        return -1;
+        goto failed;
+    }
+
+    saved[1] = s->saved_pos[1];
+
+    /* the alternate buffer not in use is empty in xterm.js: made anew */
+    if (s->alt
+        && (ngx_pty_grid_alloc(&ng[1], cols, rows, &s->default_pen) != 0
+            || ngx_pty_resize_buffer(s, 1, cols, rows, &ng[1], &cur[1],
+                                     &saved[1], &alt_lost)
+               != 0))
+    {
+        goto failed;
     }
 
     s->new_grid = ng;
     vterm_set_size(s->vt, rows, cols);
 
     if (s->new_grid) {
-        /* libvterm did not call back (cannot happen); keep the old grids */
+        /* libvterm did not call back (cannot happen) */
         s->new_grid = NULL;
-        ngx_pty_grid_free(&ng[0]);
-        ngx_pty_grid_free(&ng[1]);
-        return -1;
+        goto failed;
     }
 
-    if (s->bottom > (int) rows) {
-        s->bottom = rows;
+    s->diverged++;
+    s->sb_lost = lost;
+    s->sb_stale = 0;
+    s->saved_pos[0] = saved[0];
+    s->saved_pos[1] = saved[1];
+
+    for (k = 0; k < 2; k++) {
+        /* a reflow moves xterm.js's saved row even if nothing was saved */
+        if (!s->saved_valid[k] && saved[k].row > 0) {
+            s->saved_valid[k] = 1;
+            s->saved_pen[k] = s->default_pen;
+        }
+    }
+
+    if (s->alt) {
+        s->norm_y = cur[0].row;
+
+    } else {
+        cur[1] = cur[0];
     }
 
     if (s->right > (int) cols) {
         s->right = cols;
     }
 
+    /*
+     * libvterm may be inside a sequence this read cut: it is taken out
+     * (CAN) for what follows, and put back in with the sequence's bytes
+     * (not when the model is dropping an over-long CSI: libvterm, which
+     * would overrun its parameters, was taken out of it then)
+     */
+    held = (s->pend_len > 0 && !s->vt_esc && s->ps != NGX_PTY_PS_DROP
+            && s->ps != NGX_PTY_PS_DROP_INTER);
+
+    if (held) {
+        vterm_input_write(s->vt, "\x18", 1);
+    }
+
+    /* xterm.js resets the scroll region; libvterm's DECSTBM homes it */
+    s->top = 0;
+    s->bottom = -1;
+    memcpy(buf, "\x1b[r", 3);
+    vterm_input_write(s->vt, buf, 3);
+
     ngx_pty_tabs_resize(s, cols);
-    ngx_pty_resize_fix(s, rows);
+    ngx_pty_vt_tabs(s);
+
+    ngx_pty_vt_cup(s, cur[1]);
+    s->phantom = 0;
+
+    if (held) {
+        vterm_input_write(s->vt, (char *) s->pend, s->pend_len);
+    }
 
     /* the last glyph may have moved or gone: marks find it by the cursor */
     s->edge = 0;
 
     return 0;
-}
 
+failed:
 
-/*
- * What libvterm 0.1.4 leaves wrong after it shrank the screen, and the
- * next input would read or write out of its rows: a scroll region whose
- * top is off the screen (it is reset, as xterm does on a resize), and a
- * cursor above the rows it pushed into the scrollback (it goes to the
- * top row).
- */
-static void
-ngx_pty_resize_fix(ngx_pty_screen_t *s, unsigned rows)
-{
-    int        moved;
-    VTermPos   pos;
+    ngx_pty_grid_release(s, &ng[0]);
+    ngx_pty_grid_release(s, &ng[1]);
 
-    vterm_state_get_cursorpos(s->state, &pos);
-    moved = 0;
-
-    if (s->top >= (s->bottom == -1 ? (int) rows : s->bottom)) {
-        /* DECSTBM homes the cursor: it is put back below */
-        s->top = 0;
-        s->bottom = -1;
-        vterm_input_write(s->vt, "\x1b[r", 3);
-        moved = 1;
-    }
-
-    if (pos.row < 0) {
-        pos.row = 0;
-        moved = 1;
-    }
-
-    if (moved) {
-        ngx_pty_vt_cup(s, pos);
-        s->phantom = 0;
-    }
+    return -1;
 }
 
 
@@ -5311,7 +5738,8 @@ ngx_pty_screen_memory(ngx_pty_screen_t *s)
                                + sizeof(ngx_pty_row_t)
                                + (size_t) s->cols * sizeof(ngx_pty_cell_t));
 
-    size = sizeof(ngx_pty_screen_t) + grid + s->comb_mem + s->vt_mem;
+    size = sizeof(ngx_pty_screen_t) + grid + s->comb_mem + s->vt_mem
+           + s->sb_mem;
 
     if (s->grid[1].rows) {
         size += grid;
@@ -5620,18 +6048,22 @@ ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 }
 
 
+/*
+ * A wide glyph in the last column, cut by a resize in the line xterm.js
+ * does not reflow: xterm.js writes no glyph there (it wraps it, and ICH
+ * clears it), so the late joiner gets a blank
+ */
 static void
 ngx_pty_paint_wide_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_row_t *row, int r, unsigned col, const ngx_pty_cell_t *c)
 {
-    if (col == 0) {
-        return;
-    }
+    (void) row;
+    (void) c;
 
-    ngx_pty_emit_glyph_at(e, s, row, r, col - 1, col, c);
-    ngx_pty_emit_move(e, r, col - 1);
-    ngx_pty_emit(e, "\x1b[@", 3);
-    ngx_pty_repaint(e, s, row, r, col - 1, 0);
+    ngx_pty_emit_move(e, r, col);
+    ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
+    ngx_pty_emit_protect(e, 0);
+    ngx_pty_emit(e, "\x1b[X", 3);
 }
 
 
@@ -5831,7 +6263,7 @@ static unsigned
 ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     int r)
 {
-    unsigned               w, from, ph;
+    unsigned               w, from, ph, cut;
     ngx_pty_row_t         *prev, *row;
     ngx_pty_cell_t         tmp, tmp2;
     const ngx_pty_cell_t  *c, *h;
@@ -5843,11 +6275,7 @@ ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
 
     c = ngx_pty_row_cell(prev, w - 1, &tmp);
     h = (w >= 2) ? ngx_pty_row_cell(prev, w - 2, &tmp2) : NULL;
-
-    if (c->ch && c->ch != NGX_PTY_CONT && c->width == 2) {
-        /* a wide glyph pushed into the last column: rebuilt as it is */
-        return 0;
-    }
+    cut = (c->ch && c->ch != NGX_PTY_CONT && c->width == 2);
 
     if (c->ch == NGX_PTY_CONT && h && h->ch && h->ch != NGX_PTY_CONT
         && h->width == 2)
@@ -5884,7 +6312,10 @@ ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     e->row = r;
     e->col = 1;
 
-    if (ph) {
+    if (cut) {
+        ngx_pty_paint_wide_edge(e, s, prev, r - 1, w - 1, NULL);
+
+    } else if (ph) {
         ngx_pty_repaint(e, s, prev, r - 1, w - 1, 0);
     }
 
@@ -6050,7 +6481,9 @@ ngx_pty_emit_saved(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
         return;
     }
 
-    ngx_pty_emit_move(e, s->saved_pos[b].row, s->saved_pos[b].col);
+    ngx_pty_emit_move(e, s->saved_pos[b].row > 0 ? s->saved_pos[b].row : 0,
+                      s->saved_pos[b].col < (int) s->cols
+                      ? s->saved_pos[b].col : (int) s->cols - 1);
     ngx_pty_emit_sgr(e, &s->saved_pen[b], &s->default_pen);
     ngx_pty_emit(e, "\x1b" "7", 2);
 }

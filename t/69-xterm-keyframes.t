@@ -15,8 +15,9 @@
 #    module's own snapshot code, with the Keyframe between the parts.
 # 3. The classes known to differ still (t/xterm/known): TODO, one each.
 # 4. Random streams of the classes that pass (gen.js): XTERM_STREAMS of
-#    them (default 2000; 300 under CI), seed XTERM_SEED (default: the
-#    day).  The full run: node t/xterm/difftest.js --random 100000.
+#    them (default 2000; 300 under CI), and a quarter as many with
+#    resizes before the Keyframe, seed XTERM_SEED (default: the day).
+#    The full run: node t/xterm/difftest.js --random 100000.
 
 use strict;
 use warnings;
@@ -70,15 +71,24 @@ my @known = sort glob "$dir/known/*.json";
 my $t = pty_nginx();
 $t->run();
 
+# cases whose first part, read at once, scrolls more than a screen and
+# which then pull rows back from the scrollback
+my %flood = map { $_ => 1 } qw(resize-rows-grow-pulls-scrollback
+    resize-after-output-keeps-scrollback);
+
 my $n = 0;
 for my $file (@corpus) {
     my $c = read_case($file);
     my @ops = @{$c->{ops}};
     my ($k) = grep { $ops[$_]{keyframe} } 0 .. $#ops;
 
-    # two parts, no resize: what a program prints before and after
-    next if grep { $_->{resize} } @ops;
-    my $p1 = join '', map { bytes_of($_) } @ops[0 .. $k - 1];
+    # two parts, what a program prints before and after, and resizes by
+    # the controller between the first part and the Keyframe
+    my ($r) = grep { $ops[$_]{resize} } 0 .. $#ops;
+    $r //= $k;
+    next if grep { !$_->{resize} } @ops[$r .. $k - 1];
+    next if grep { $_->{resize} } @ops[$k + 1 .. $#ops];
+    my $p1 = join '', map { bytes_of($_) } @ops[0 .. $r - 1];
     my $p2 = join '', map { bytes_of($_) } @ops[$k + 1 .. $#ops];
     (my $name = $file) =~ s{.*/|\.json$}{}g;
     $t->write_file("$name.1", $p1);
@@ -96,6 +106,15 @@ for my $file (@corpus) {
         length(join '', values %out) >= length $p1 }, 10,
         "$name: the first part")
         if length(join '', values %out) < length $p1;
+
+    my %resized;
+    for my $op (@ops[$r .. $k - 1]) {
+        my ($cols, $rows) = @{$op->{resize}};
+        $early->send_op('pty.session_resize', { cols => $cols, rows => $rows });
+        $early->recv_until(sub { collect(\%out, $_[0]);
+            resized(\%resized, $_[0]) && $_[0]{payload}{cols} == $cols
+                && $_[0]{payload}{rows} == $rows }, 10, "$name: resized");
+    }
 
     # the late joiner
     my ($late, undef, @flush) = attach_join($t, $s, role => 'observer');
@@ -121,11 +140,14 @@ for my $file (@corpus) {
     is(join(',', @late_seq), join(',', grep { $_ > $anchor } @seq),
         "$name: the late joiner gets the Output after anchor_sequence");
 
+    # the Output and the Resize frames in sequence order
+    my @all = sort { $a <=> $b } @seq, keys %resized;
     my $case = {
         cols => $c->{cols}, rows => $c->{rows},
-        ops => [ map { { x => unpack('H*', $out{$_}) } } @seq ],
+        ops => [ map { $resized{$_} ? { resize => $resized{$_} }
+                                    : { x => unpack('H*', $out{$_}) } } @all ],
         keyframe => {
-            at => scalar(grep { $_ <= $anchor } @seq),
+            at => scalar(grep { $_ <= $anchor } @all),
             snapshot => $kf ? $kf->{payload}{snapshot} : '',
             cols => $kf ? $kf->{payload}{snapshot_cols} : $c->{cols},
             rows => $kf ? $kf->{payload}{snapshot_rows} : $c->{rows},
@@ -133,14 +155,27 @@ for my $file (@corpus) {
     };
     $t->write_file("$name.case.json", $json->encode($case));
     my ($pass, $fail, $log) = difftest('--cases', "$td/$name.case.json");
-    ok($pass == 1 && $fail == 0, "$name: through nginx, xterm.js shows the "
-        . 'same screen to the late joiner') or diag($log);
+    TODO: {
+        # cat writes these in one read: more than a screen, skipped
+        local $TODO = 'the scrollback of one read of more than a screen '
+            . 'is not held (docs/SNAPSHOT.md)' if $flood{$name};
+        ok($pass == 1 && $fail == 0, "$name: through nginx, xterm.js shows "
+            . 'the same screen to the late joiner') or diag($log);
+    }
 
     $early->close;
     $late->close;
     $n++;
 }
 cmp_ok($n, '>=', 15, "$n scenario classes through nginx");
+
+sub resized {
+    my ($h, $m) = @_;
+    return 0 unless ($m->{op} // '') eq 'pty.session_frame';
+    return 0 unless (session_frame_kind($m) // '') eq 'Resize';
+    $h->{$m->{sequence}} = [ $m->{payload}{cols}, $m->{payload}{rows} ];
+    return 1;
+}
 
 sub collect {
     my ($h, $m) = @_;
@@ -175,5 +210,12 @@ my $seed = $ENV{XTERM_SEED} // int(time / 86400);
     '--seed', $seed, '--classes', 'text,wide,combining', '--max-fail', 3);
 ok($fail == 0 && $pass == $streams, "$streams random streams of text and "
     . "wide glyphs (seed $seed)") or diag($log);
+
+# resizes before the Keyframe: reflow, rows from and into the scrollback
+my $resizes = int($streams / 4) || 1;
+($pass, $fail, $log) = difftest('--quiet', '--random', $resizes,
+    '--seed', $seed, '--classes', 'text,wide,wrap,resize', '--max-fail', 3);
+ok($fail == 0 && $pass == $resizes, "$resizes random streams of text and "
+    . "wide glyphs with resizes (seed $seed)") or diag($log);
 
 $t->done_testing();

@@ -844,7 +844,6 @@ test_resize(void)
     char               desc[128];
     buf_t              b = { 0 };
     size_t             i;
-    vtref_t           *want;
     ngx_pty_screen_t  *s;
 
     for (i = 0; i < 60; i++) {
@@ -854,43 +853,42 @@ test_resize(void)
 
     adds(&b, "\x1b[44mprompt$ \x1b[K");
 
+    /*
+     * The model resizes as xterm.js does (t/xterm judges the screens);
+     * here each resized screen must survive a snapshot round trip
+     */
     s = ngx_pty_screen_create(80, 24);
-    want = vtref_new(80, 24);
     ngx_pty_screen_feed(s, b.p, b.len);
-    vtref_feed(want, b.p, b.len);
 
     for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         good = ngx_pty_screen_resize(s, sizes[i][0], sizes[i][1]) == 0;
-        vtref_resize(want, sizes[i][0], sizes[i][1]);
-        snprintf(desc, sizeof(desc), "resize to %ux%u%s", sizes[i][0],
-                 sizes[i][1], good ? "" : " FAILED");
+        good = good && rebuilds(s, sizes[i][0], sizes[i][1]);
+        snprintf(desc, sizeof(desc), "resize to %ux%u", sizes[i][0],
+                 sizes[i][1]);
+        ok(good, "%s: the snapshot rebuilds the model", desc);
         /* (a line feed first: on one column "x" leaves a wrap pending) */
-        prove(s, want, (const u_char *) "\r\nx", 3, 1, desc);
+        ngx_pty_screen_feed(s, (const u_char *) "\r\nx", 3);
     }
 
-    vtref_free(want);
     ngx_pty_screen_destroy(s);
 
     /* in the alternate screen, with a pending wrap */
     s = ngx_pty_screen_create(20, 6);
-    want = vtref_new(20, 6);
     b.len = 0;
     adds(&b, "main\r\nscreen\x1b[?1049h\x1b[6;1Hfull line 0123456789");
     ngx_pty_screen_feed(s, b.p, b.len);
-    vtref_feed(want, b.p, b.len);
-    ngx_pty_screen_resize(s, 15, 4);
-    vtref_resize(want, 15, 4);
-    prove(s, want, (const u_char *) "W", 1, 1, "alt screen resized smaller");
-    ngx_pty_screen_resize(s, 30, 8);
-    vtref_resize(want, 30, 8);
-    prove(s, want, (const u_char *) "\x1b[?1049lW", 10, 1,
-          "alt screen resized bigger, then left");
+    ok(ngx_pty_screen_resize(s, 15, 4) == 0 && rebuilds(s, 15, 4),
+       "alt screen resized smaller");
+    ngx_pty_screen_feed(s, (const u_char *) "W", 1);
+    ok(ngx_pty_screen_resize(s, 30, 8) == 0 && rebuilds(s, 30, 8),
+       "alt screen resized bigger");
+    ngx_pty_screen_feed(s, (const u_char *) "\x1b[?1049lW", 9);
+    ok(rebuilds(s, 30, 8), "and left");
 
     ok(ngx_pty_screen_resize(s, 0, 5) == -1
        && ngx_pty_screen_resize(s, 1025, 5) == -1
        && ngx_pty_screen_resize(s, 5, 1025) == -1, "bad resize refused");
 
-    vtref_free(want);
     ngx_pty_screen_destroy(s);
     free(b.p);
 }
@@ -1055,7 +1053,8 @@ test_shrink(void)
     free(snap);
     ngx_pty_screen_feed(s, (const u_char *) "abc", 3);
     text = ngx_pty_screen_text(s, &len);
-    ok(text && len == 10 && memcmp(text, "abc\nbottom", 10) == 0,
+    /* xterm.js drops the rows below the cursor first */
+    ok(text && len == 3 && memcmp(text, "abc", 3) == 0,
        "and what follows is written there (%.*s)", (int) len, text);
     free(text);
     ngx_pty_screen_destroy(s);
@@ -1073,15 +1072,17 @@ test_shrink(void)
     free(snap);
     ngx_pty_screen_destroy(s);
 
-    /* a wide glyph cut by the right edge keeps its own combining mark */
+    /* a wide glyph cut by the right edge */
     s = ngx_pty_screen_create(10, 2);
     ngx_pty_screen_feed(s, (const u_char *)
                         "\x1b[1;8Ha\xcc\x88\xe4\xb8\xad\xcc\x81", 14);
     ngx_pty_screen_resize(s, 9, 2);
     snap = ngx_pty_screen_snapshot(s, &len);
-    ok(snap && !contains(snap, len, "\xe4\xb8\xad\xcc\x88")
-       && contains(snap, len, "\xe4\xb8\xad\xcc\x81"),
-       "a wide glyph at the right edge is painted with its own marks");
+    /* xterm.js keeps it, but no byte stream writes it there: a blank */
+    ok(snap && !contains(snap, len, "\xe4\xb8\xad")
+       && contains(snap, len, "a\xcc\x88"),
+       "a wide glyph cut by the right edge is left blank, the glyph before "
+       "keeps its mark");
     free(snap);
     ngx_pty_screen_destroy(s);
 }

@@ -94,12 +94,15 @@ const CLASSES = {
         CSI + r.int(3) + 'I', CSI + r.int(3) + 'Z']),
     wrap: (r) => 'x'.repeat(20 + r.int(100)),
     resize: null,
+    'late-resize': null,
 };
 
 const ALL = Object.keys(CLASSES);
 
 // ops: one per piece (so shrinking drops whole pieces), the Keyframe
-// between two or inside one (then cut in two there), resizes between
+// between two or inside one (then cut in two there), resizes between:
+// "resize" before the Keyframe only, "late-resize" after it too (the late
+// joiner has no scrollback to pull rows back from: docs/SNAPSHOT.md)
 function randomCase(r, classes) {
     classes = classes || ALL;
     const pieces = classes.filter((k) => CLASSES[k]);
@@ -108,7 +111,10 @@ function randomCase(r, classes) {
     const kf = r.int(n + 1);
     const ops = [];
     for (let i = 0; i <= n; i++) {
-        if (classes.includes('resize') && r.int(12) === 0) {
+        const late = classes.includes('late-resize');
+        if ((late || (classes.includes('resize') && i <= kf))
+            && r.int(12) === 0)
+        {
             ops.push({ resize: [5 + r.int(80), 2 + r.int(25)] });
         }
         const b = i < n ? Buffer.from(CLASSES[r.pick(pieces)](r), 'utf8')

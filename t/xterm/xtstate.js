@@ -62,6 +62,16 @@ function lines(core, buf, rows, cols) {
         const cells = [];
         for (let x = 0; x < cols; x++) {
             line.loadCell(x, cell);
+            if (cell.getWidth() === 2
+                && (x === cols - 1 || line.getWidth(x + 1) !== 0))
+            {
+                // a wide glyph cut by a narrowing resize in the line
+                // xterm.js does not reflow (its right half gone, or a
+                // blank since the line grew again): no byte stream writes
+                // it, a Keyframe leaves a blank (docs/SNAPSHOT.md)
+                cells.push('""/1 fg=0:-1,bg=0:-1');
+                continue;
+            }
             cells.push(JSON.stringify(cell.getChars()) + '/' + cell.getWidth()
                 + ' ' + attrKey(attrs(cell)));
         }
@@ -92,9 +102,12 @@ function bufState(core, buf, rows, cols) {
         tabs,
         // where DECRC puts the cursor: xterm.js clamps the column (a save
         // with a wrap pending holds cols) and counts the row from the
-        // scrollback's top (a snapshot rebuilds less scrollback)
+        // scrollback's top (a snapshot rebuilds less scrollback); a reflow
+        // can leave the row below the screen, where DECRC breaks xterm.js
+        // and a Keyframe cannot save it: the last row
         savedX: Math.min(buf.savedX || 0, cols - 1),
-        savedY: Math.max((buf.savedY || 0) - buf.ybase, 0),
+        savedY: Math.min(Math.max((buf.savedY || 0) - buf.ybase, 0),
+            rows - 1),
         savedAttr: attrKey(attrs(buf.savedCurAttrData)),
         savedCharset: charsetName(buf.savedCharset),
     };
