@@ -51,7 +51,8 @@ ngx_pty_rline_new(ngx_pty_rbuf_t *b, unsigned len, unsigned wrapped)
     row->own = 1;
     row->fill = b->null_pen;
 
-    for (i = 0; i < b->width; i++) {
+    /* past len a cell is written before it is read (lines grow by nulls) */
+    for (i = 0; i < len; i++) {
         c = &row->cells[i];
         c->ch = 0;
         c->ncomb = 0;
@@ -169,15 +170,19 @@ ngx_pty_rbuf_add(ngx_pty_rbuf_t *b, const ngx_pty_row_t *row,
         return NULL;
     }
 
-    r = ngx_pty_rline_new(b, cols, row->wrapped);
+    r = ngx_pty_rline_new(b, 0, row->wrapped);
     if (r == NULL) {
         return NULL;
     }
 
+    r->len = cols;
     n = ngx_pty_rmin(row->len, cols);
     memcpy(r->cells, row->cells, n * sizeof(ngx_pty_cell_t));
 
     for (i = n; i < cols; i++) {
+        r->cells[i].ch = 0;
+        r->cells[i].ncomb = 0;
+        r->cells[i].width = 1;
         r->cells[i].pen = row->fill;
     }
 

@@ -25,6 +25,11 @@
  */
 
 
+/* memrchr(); nginx's own build defines it too (ngx_linux_config.h) */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
@@ -49,6 +54,7 @@
 #define NGX_PTY_TABS          (NGX_PTY_SCREEN_MAX_COLS / 8)
 #define NGX_PTY_ANY_DIGITS    ((size_t) -1)
 #define NGX_PTY_SB_MIN        48          /* scrollback lines kept at least */
+#define NGX_PTY_SB_RAW_MAX    32768       /* skipped bytes kept for them */
 
 /* as nginx's ngx_config.h has it: this file builds without nginx too */
 #ifndef ngx_inline
@@ -126,6 +132,14 @@ struct ngx_pty_screen_s {
     /* xterm.js's scrollback lines the model does not hold (the main buffer) */
     unsigned                      sb_lost;
     unsigned                      sb_stale; /* rows to push as not held */
+
+    /*
+     * the bytes of the lines a skip jumped over (their tail, the pen
+     * first), made into rows only when a resize wants the scrollback;
+     * they come before the ring's rows
+     */
+    u_char                       *sb_raw;
+    size_t                        sb_raw_len;
     /* the main buffer's cursor row while the alternate one is in use */
     int                           norm_y;
 
@@ -151,6 +165,7 @@ struct ngx_pty_screen_s {
     int                           top, bottom, left, right;
 
     unsigned                      alt:1;
+    unsigned                      no_skip:1;  /* ngx_pty_sb_raw_lines() */
     unsigned                      lines:1;    /* DECDWL/DECDHL ever used */
     unsigned                      phantom:1;
     unsigned                      edge:1;
@@ -291,6 +306,9 @@ static void ngx_pty_row_forget(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
 static ngx_pty_row_t *ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     ngx_pty_row_t *row);
 static int ngx_pty_xterm_col(ngx_pty_screen_t *s);
+static void ngx_pty_sb_keep_raw(ngx_pty_screen_t *s, const u_char *p,
+    size_t i, size_t cut);
+static void ngx_pty_sb_free_raw(ngx_pty_screen_t *s);
 static void ngx_pty_unwrap(ngx_pty_screen_t *s, int from, int to);
 static void ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c,
     unsigned long v);
@@ -952,6 +970,11 @@ ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
             } else {
                 g->sb_len++;
             }
+
+            if (g->sb_len == g->sb_cap && s->sb_raw) {
+                /* older than all the ring holds */
+                ngx_pty_sb_free_raw(s);
+            }
         }
     }
 
@@ -964,8 +987,10 @@ ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
 /*
  * Lines that scrolled into xterm.js's scrollback unseen (LF counted, not
  * VT or FF; a skipped line that wrapped counts one): the lines the ring
- * holds are older than them, so they count as not held too, and so does
- * the screen the skip left behind, which the lines kept scroll away
+ * holds are older than them, so they count as not held too, and so do
+ * the rows above the last the skip left behind, which the lines kept
+ * scroll away (xterm.js had the skipped lines' last rows there: the raw
+ * bytes kept give them back)
  */
 static void
 ngx_pty_sb_skip(ngx_pty_screen_t *s, long n)
@@ -975,7 +1000,7 @@ ngx_pty_sb_skip(ngx_pty_screen_t *s, long n)
     xb = s->grid[0].sb_len + s->sb_lost;
     s->sb_lost = xb;
     s->grid[0].sb_len = 0;
-    s->sb_stale = s->rows;
+    s->sb_stale = s->rows - 1;
 
     if (n <= 0 || xb >= NGX_PTY_XTERM_SCROLLBACK) {
         return;
@@ -987,6 +1012,82 @@ ngx_pty_sb_skip(ngx_pty_screen_t *s, long n)
 }
 
 
+/*
+ * The skipped lines' bytes: the last ones the ring could hold of p[i..cut)
+ * (at most NGX_PTY_SB_RAW_MAX bytes, from a line's start), after an SGR
+ * for the pen they start in (the model's at p[i], if no SGR came between;
+ * else the default one); copied, not parsed, as a skip is there to save
+ * the parsing
+ */
+static void
+ngx_pty_sb_keep_raw(ngx_pty_screen_t *s, const u_char *p, size_t i,
+    size_t cut)
+{
+    char           sgr[160], *e;
+    size_t         k;
+    unsigned       n;
+    const u_char  *q;
+
+    ngx_pty_sb_free_raw(s);
+
+    if (s->charset[s->gl]) {
+        return;                 /* not ASCII: drawn another way (rare) */
+    }
+
+    /* the start of the line "cap" line feeds before the cut */
+    q = p + cut - 1;
+
+    for (n = ngx_pty_sb_cap(s->rows); n > 0 && q > p + i; n--) {
+        q = memrchr(p + i, '\n', q - (p + i));
+
+        if (q == NULL) {
+            q = p + i;
+            break;
+        }
+    }
+
+    k = (q > p + i) ? (size_t) (q + 1 - p) : i;
+
+    if (cut - k > NGX_PTY_SB_RAW_MAX) {
+        q = memchr(p + cut - NGX_PTY_SB_RAW_MAX, '\n', NGX_PTY_SB_RAW_MAX);
+        k = (q != NULL) ? (size_t) (q + 1 - p) : cut;
+    }
+
+    if (k >= cut) {
+        return;
+    }
+
+    e = sgr;
+
+    if (memchr(p + i, 0x1b, k - i) == NULL) {
+        e = ngx_pty_sgr_diff(sgr, &s->default_pen, &s->pen, NGX_PTY_A_SGR, 1);
+    }
+
+    s->sb_raw = malloc(3 + (e - sgr) + (cut - k));
+    if (s->sb_raw == NULL) {
+        return;
+    }
+
+    memcpy(s->sb_raw, "\x1b[m", 3);
+    memcpy(s->sb_raw + 3, sgr, e - sgr);
+    memcpy(s->sb_raw + 3 + (e - sgr), p + k, cut - k);
+    s->sb_raw_len = 3 + (e - sgr) + (cut - k);
+    s->sb_mem += s->sb_raw_len;
+}
+
+
+static void
+ngx_pty_sb_free_raw(ngx_pty_screen_t *s)
+{
+    if (s->sb_raw != NULL) {
+        s->sb_mem -= s->sb_raw_len;
+        free(s->sb_raw);
+        s->sb_raw = NULL;
+        s->sb_raw_len = 0;
+    }
+}
+
+
 /* xterm.js forgets its scrollback (RIS, ED 3): the rows stay as spares */
 static void
 ngx_pty_sb_clear(ngx_pty_screen_t *s)
@@ -995,6 +1096,7 @@ ngx_pty_sb_clear(ngx_pty_screen_t *s)
     s->grid[0].sb_head = 0;
     s->sb_lost = 0;
     s->sb_stale = 0;
+    ngx_pty_sb_free_raw(s);
 }
 
 
@@ -4088,8 +4190,10 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t         x, k, cut;
     unsigned       lf, sgr, skipped, need;
     const u_char  *q;
+    ngx_pty_row_t *row;
 
     if (n - i < 4 * (size_t) s->rows || s->rows < 2 || s->vt_text
+        || s->no_skip
         || s->origin || s->lrmm || s->lines || s->top != 0
         || (s->bottom >= 0 && (unsigned) s->bottom != s->rows)
         || (p == s->noskip_p && i < s->noskip_end))
@@ -4164,6 +4268,7 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
     if (!s->alt) {
         ngx_pty_sb_skip(s, ngx_pty_cursor(s).row + skipped - (s->rows - 1));
+        ngx_pty_sb_keep_raw(s, p, i, cut);
     }
 
     if (sgr) {
@@ -4174,6 +4279,12 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     s->vt_args = 1;
     s->phantom = 0;
     *start = cut;
+
+    /* the new line the last skipped line feed scrolled in, as xterm.js */
+    row = s->cur->rows[s->rows - 1];
+    row->len = 0;
+    row->wrapped = 0;
+    row->fill = ngx_pty_erase_pen(s, s->rows - 1);
 
     return cut;
 }
@@ -5207,18 +5318,74 @@ ngx_pty_row_forget(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
 }
 
 
+/*
+ * The lines a skip jumped over, made into rows (at most max, the newest)
+ * by a model of their own that skips nothing; returns how many
+ */
+static long
+ngx_pty_sb_raw_lines(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b, unsigned cols,
+    unsigned max)
+{
+    long               n, i, from;
+    VTermPos           cur;
+    ngx_pty_grid_t    *g;
+    ngx_pty_row_t     *row;
+    ngx_pty_screen_t  *t;
+
+    t = ngx_pty_screen_create(cols, s->rows);
+    if (t == NULL) {
+        return -1;
+    }
+
+    t->no_skip = 1;
+    ngx_pty_screen_feed(t, s->sb_raw, s->sb_raw_len);
+
+    /* the bytes end with a line feed: whole lines above the cursor */
+    g = &t->grid[0];
+    cur = ngx_pty_cursor(t);
+    n = g->sb_len + cur.row;
+    from = (n > (long) max) ? n - max : 0;
+
+    for (i = from; i < n; i++) {
+        row = (i < (long) g->sb_len)
+              ? g->sb[(g->sb_head + i) % g->sb_cap]
+              : g->rows[i - g->sb_len];
+
+        if (ngx_pty_rbuf_add(b, row, row->comb, cols) == NULL) {
+            ngx_pty_screen_destroy(t);
+            return -1;
+        }
+    }
+
+    ngx_pty_screen_destroy(t);
+
+    return n - from;
+}
+
+
 /* a buffer of the model in xterm.js's terms, for ngx_pty_rbuf_resize() */
 static int
 ngx_pty_rbuf_from_grid(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
     ngx_pty_grid_t *g, unsigned cols, VTermPos cursor, unsigned k)
 {
+    long            raw;
     unsigned        i, n;
     ngx_pty_row_t  *row;
 
     n = g->sb_len + g->nrows;
+    raw = 0;
 
     if (ngx_pty_rbuf_init(b, n, cols > g->cols ? cols : g->cols) != 0) {
         return -1;
+    }
+
+    if (k == 0 && s->sb_raw != NULL) {
+        raw = ngx_pty_sb_raw_lines(s, b, g->cols, s->sb_lost);
+
+        if (raw < 0) {
+            ngx_pty_rbuf_free(b);
+            return -1;
+        }
     }
 
     for (i = 0; i < n; i++) {
@@ -5231,8 +5398,8 @@ ngx_pty_rbuf_from_grid(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
         }
     }
 
-    b->lost = (k == 0) ? s->sb_lost : 0;
-    b->ybase = b->lost + g->sb_len;
+    b->lost = (k == 0) ? s->sb_lost - raw : 0;
+    b->ybase = b->lost + raw + g->sb_len;
     b->scrollback = (k == 0) ? NGX_PTY_XTERM_SCROLLBACK : 0;
     b->cols = g->cols;
     b->rows = g->nrows;
@@ -5519,6 +5686,7 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
     s->diverged++;
     s->sb_lost = lost;
     s->sb_stale = 0;
+    ngx_pty_sb_free_raw(s);     /* its lines are in the new ring */
     s->saved_pos[0] = saved[0];
     s->saved_pos[1] = saved[1];
 
@@ -5708,6 +5876,7 @@ ngx_pty_screen_destroy(ngx_pty_screen_t *s)
     vterm_free(s->vt);
     ngx_pty_grid_free(&s->grid[0]);
     ngx_pty_grid_free(&s->grid[1]);
+    free(s->sb_raw);
     free(s);
 }
 

@@ -71,11 +71,6 @@ my @known = sort glob "$dir/known/*.json";
 my $t = pty_nginx();
 $t->run();
 
-# cases whose first part, read at once, scrolls more than a screen and
-# which then pull rows back from the scrollback
-my %flood = map { $_ => 1 } qw(resize-rows-grow-pulls-scrollback
-    resize-after-output-keeps-scrollback);
-
 my $n = 0;
 for my $file (@corpus) {
     my $c = read_case($file);
@@ -155,13 +150,8 @@ for my $file (@corpus) {
     };
     $t->write_file("$name.case.json", $json->encode($case));
     my ($pass, $fail, $log) = difftest('--cases', "$td/$name.case.json");
-    TODO: {
-        # cat writes these in one read: more than a screen, skipped
-        local $TODO = 'the scrollback of one read of more than a screen '
-            . 'is not held (docs/SNAPSHOT.md)' if $flood{$name};
-        ok($pass == 1 && $fail == 0, "$name: through nginx, xterm.js shows "
-            . 'the same screen to the late joiner') or diag($log);
-    }
+    ok($pass == 1 && $fail == 0, "$name: through nginx, xterm.js shows the "
+        . 'same screen to the late joiner') or diag($log);
 
     $early->close;
     $late->close;
