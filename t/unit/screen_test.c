@@ -1173,7 +1173,10 @@ test_hostile(void)
 static void
 test_geometry(void)
 {
+    int                i, n, good;
+    char               line[64];
     size_t             m1, m2;
+    buf_t              b2 = { 0 };
     u_char            *snap;
     ngx_pty_screen_t  *s;
 
@@ -1198,6 +1201,44 @@ test_geometry(void)
     ok(s && ngx_pty_screen_memory(s) < 80 * 24 * 16 + 64 * 1024,
        "80x24 holds %zu bytes", s ? ngx_pty_screen_memory(s) : 0);
     ngx_pty_screen_destroy(s);
+
+    /* the scrollback ring: bounded, line by line and in a flood */
+    s = ngx_pty_screen_create(80, 24);
+    good = (s != NULL);
+    m1 = 0;
+
+    for (i = 0; good && i < 4000; i++) {
+        n = snprintf(line, sizeof(line), "\x1b[3%dmline %d\x1b[m\r\n",
+                     i % 8, i);
+        ngx_pty_screen_feed(s, (const u_char *) line, n);
+
+        if (i == 1999) {
+            m1 = ngx_pty_screen_memory(s);
+        }
+    }
+
+    good = good && ngx_pty_screen_memory(s) == m1
+           && m1 < 50218 + 48 * (80 * 24 + 64) + 4096;
+    ok(good, "the scrollback ring stays at max(2 screens, 48) rows (%zu "
+       "bytes)", m1);
+
+    for (i = 0; good && i < 20; i++) {
+        b2.len = 0;
+
+        for (n = 0; n < 300; n++) {
+            addf(&b2, "flood %d %d\r\n", i, n);
+        }
+
+        ngx_pty_screen_feed(s, b2.p, b2.len);
+        good = ngx_pty_screen_resize(s, 60 + i % 2 * 40, 20 + i % 3) == 0;
+    }
+
+    ok(good && ngx_pty_screen_memory(s) < 2 * m1 + 32768
+       && rebuilds(s, 60 + 19 % 2 * 40, 20 + 19 % 3),
+       "floods and resizes keep it bounded (%zu bytes), the snapshot "
+       "rebuilds the model", s ? ngx_pty_screen_memory(s) : 0);
+    ngx_pty_screen_destroy(s);
+    free(b2.p);
 
     /* (no wide glyph: VTermScreen itself crashes on one in a 1-column line) */
     checks("1x1 terminal", 1, 1, "ab\r\ncd", "e");
