@@ -15,8 +15,9 @@
 // the first op after it, "snapshot": base64, "cols", "rows"}.
 //
 // Random streams mix the classes of gen.js; a failing one is shrunk to a
-// minimal case, printed, and with --save written as DIR/<name>.json.
-// Exit 0 when every case passes, 1 otherwise.
+// minimal case, printed, and with --save written as DIR/<name>.json.  A
+// stream xterm.js itself throws on (its bugs; no Keyframe involved) is
+// skipped and counted.  Exit 0 when no case fails, 1 otherwise.
 
 const fs = require('fs');
 const path = require('path');
@@ -146,20 +147,34 @@ function fresh(X, v, slot, cols, rows) {
     return (terms[key] = xs.newTerminal(X, cols, rows));
 }
 
-// [] when the case passes, else the differences found
+// xterm.js itself throws on the stream (its own bug, not the Keyframe's:
+// e.g. a line a reflow popped, erased later): the case cannot be judged
+class StreamThrows extends Error {}
+
+async function applyStream(t, ops, v) {
+    try {
+        await apply(t, ops);
+    } catch (e) {
+        throw new StreamThrows('xterm ' + v + ' throws on the stream itself: '
+            + e.message);
+    }
+}
+
+// [] when the case passes, else the differences found; throws
+// StreamThrows when xterm.js fails on the stream without any Keyframe
 async function runCase(model, c) {
     const kf = await keyframeOf(model, c);
     const problems = [];
     for (const v of xs.VERSIONS) {
         const X = xs.load(v);
         const a = fresh(X, v, 'a', c.cols, c.rows);
-        await apply(a, c.ops.slice(0, kf.at));
+        await applyStream(a, c.ops.slice(0, kf.at), v);
         const sa = xs.state(a);
         const b = fresh(X, v, 'b', kf.cols, kf.rows);
         await xs.write(b, kf.snapshot);
         let d = xs.diff(sa, xs.state(b), 8);
         if (!d.length) {
-            await apply(a, c.ops.slice(kf.at));
+            await applyStream(a, c.ops.slice(kf.at), v);
             await apply(b, c.ops.slice(kf.at));
             d = xs.diff(xs.state(a), xs.state(b), 8).map((l) => 'later' + l);
         }
@@ -197,7 +212,14 @@ async function fails(model, c, utf8, sig) {
     if (utf8 && !validUtf8(c)) {
         return false;
     }
-    return signature(await runCase(model, c)) === sig;
+    try {
+        return signature(await runCase(model, c)) === sig;
+    } catch (e) {
+        if (e instanceof StreamThrows) {
+            return false;
+        }
+        throw e;
+    }
 }
 
 // bytes of each op, halving the piece size (this can make sequences no
@@ -302,10 +324,27 @@ async function main() {
     }
 
     const model = new Model();
-    let passed = 0, failed = 0;
+    let passed = 0, failed = 0, skipped = 0;
+
+    // the differences, or null when xterm.js cannot take the stream
+    async function judge(c) {
+        try {
+            return await runCase(model, c);
+        } catch (e) {
+            if (!(e instanceof StreamThrows)) {
+                throw e;
+            }
+            skipped++;
+            console.log('skip - ' + c.name + ': ' + e.message);
+            return null;
+        }
+    }
 
     for (const c of opt.cases) {
-        const d = await runCase(model, c);
+        const d = await judge(c);
+        if (d === null) {
+            continue;
+        }
         if (d.length) {
             failed++;
             console.log('not ok - ' + c.name + '\n  ' + d.join('\n  '));
@@ -321,7 +360,10 @@ async function main() {
     for (let i = 0; i < opt.random && failed < opt.maxFail; i++) {
         const c = gen.randomCase(rng, opt.classes);
         c.name = 'random seed ' + opt.seed + ' #' + i;
-        const d = await runCase(model, c);
+        const d = await judge(c);
+        if (d === null) {
+            continue;
+        }
         if (!d.length) {
             passed++;
             continue;
@@ -342,6 +384,9 @@ async function main() {
     }
 
     model.close();
+    if (skipped) {
+        console.log(skipped + ' skipped (xterm.js throws on the stream)');
+    }
     console.log(passed + ' passed, ' + failed + ' failed');
     process.exit(failed ? 1 : 0);
 }
