@@ -80,10 +80,6 @@
 #define NGX_PTY_A_CONCEAL     0x0800
 #define NGX_PTY_A_SGR         0x0fff            /* what SGR controls */
 #define NGX_PTY_A_PROTECT     0x1000            /* DECSCA */
-#define NGX_PTY_A_DWL         0x2000
-#define NGX_PTY_A_DHL_SHIFT   14
-#define NGX_PTY_A_DHL         0xc000
-#define NGX_PTY_A_LINE        (NGX_PTY_A_DWL|NGX_PTY_A_DHL)
 
 /* pen xattr bits: SGR that xterm.js renders and libvterm 0.1.4 ignores */
 #define NGX_PTY_X_DIM         0x01
@@ -162,11 +158,10 @@ struct ngx_pty_screen_s {
     int                           blink_pre;    /* ?12 before it */
     unsigned                      mouse;      /* 0, 1000, 1002, 1003 */
     unsigned                      mouse_enc;  /* 0, 1005, 1006, 1015 */
-    int                           top, bottom, left, right;
+    int                           top, bottom;
 
     unsigned                      alt:1;
     unsigned                      no_skip:1;  /* ngx_pty_sb_raw_lines() */
-    unsigned                      lines:1;    /* DECDWL/DECDHL ever used */
     unsigned                      phantom:1;
     unsigned                      edge:1;
     unsigned                      untracked:1; /* DECALN, ngx_pty_vt_prime */
@@ -183,7 +178,6 @@ struct ngx_pty_screen_s {
     unsigned                      autowrap:1;
     unsigned                      insert:1;
     unsigned                      newline:1;
-    unsigned                      lrmm:1;
     unsigned                      protect:1;
 
     /* G0-G3 not known to map ASCII to itself (SCS), and which is GL */
@@ -757,42 +751,18 @@ ngx_pty_sgr_diff(char *buf, const ngx_pty_pen_t *from,
 
 
 /*
- * The pen an erase leaves in a cell of row "row": xterm.js's, the
- * background colour only (libvterm keeps the attributes too)
+ * The pen an erase leaves in a cell: xterm.js's, the background colour
+ * only (libvterm keeps the attributes too)
  */
 static ngx_pty_pen_t
-ngx_pty_erase_pen(ngx_pty_screen_t *s, int row)
+ngx_pty_erase_pen(ngx_pty_screen_t *s)
 {
-    ngx_pty_pen_t         pen;
-    const VTermLineInfo  *li;
+    ngx_pty_pen_t  pen;
 
     pen = s->default_pen;
     pen.bg = s->pen.bg;
 
-    if (s->lines && row >= 0 && (unsigned) row < s->rows) {
-        li = vterm_state_get_lineinfo(s->state, row);
-
-        if (li->doublewidth) {
-            pen.attr |= NGX_PTY_A_DWL;
-        }
-
-        pen.attr |= (li->doubleheight << NGX_PTY_A_DHL_SHIFT) & NGX_PTY_A_DHL;
-    }
-
     return pen;
-}
-
-
-static unsigned
-ngx_pty_row_width(ngx_pty_screen_t *s, int row)
-{
-    if (s->lines && row >= 0 && (unsigned) row < s->rows
-        && vterm_state_get_lineinfo(s->state, row)->doublewidth)
-    {
-        return s->cols / 2;
-    }
-
-    return s->cols;
 }
 
 
@@ -1239,7 +1209,7 @@ ngx_pty_edge_cut(ngx_pty_screen_t *s, ngx_pty_row_t *row,
     c->ncomb = 0;
     c->width = 1;
     c->pen = *pen;
-    c->pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT);
+    c->pen.attr &= ~NGX_PTY_A_PROTECT;
     s->diverged++;
 }
 
@@ -1272,7 +1242,7 @@ ngx_pty_wide_wrapped(ngx_pty_screen_t *s, int r)
         c->ch = 0;
         c->ncomb = 0;
         c->width = 1;
-        c->pen = ngx_pty_erase_pen(s, r);
+        c->pen = ngx_pty_erase_pen(s);
     }
 
     s->diverged++;
@@ -1306,7 +1276,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 
     if (!s->untracked
         && (pos.row != s->vt_next.row || pos.col != s->vt_next.col)
-        && pos.col == (s->lrmm ? s->left : 0)
+        && pos.col == 0
         && (pos.row != s->edge_pos.row || pos.col != s->edge_pos.col))
     {
         /* not where the cursor was: libvterm wrapped to get here */
@@ -1336,10 +1306,8 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
         }
 
         c->pen = s->pen;
-        c->pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT);
-        c->pen.attr |= (info->protected_cell ? NGX_PTY_A_PROTECT : 0)
-                       | (info->dwl ? NGX_PTY_A_DWL : 0)
-                       | ((info->dhl << NGX_PTY_A_DHL_SHIFT) & NGX_PTY_A_DHL);
+        c->pen.attr &= ~NGX_PTY_A_PROTECT;
+        c->pen.attr |= info->protected_cell ? NGX_PTY_A_PROTECT : 0;
     }
 
     c->width = (uint8_t) w;
@@ -1352,8 +1320,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
     if (!s->untracked) {
         /* libvterm's combine_width and at_phantom, which it keeps private */
         s->combine_w = w;
-        s->edge = pos.col + w >= (s->lines ? ngx_pty_row_width(s, pos.row)
-                                           : s->cols);
+        s->edge = pos.col + w >= s->cols;
         s->edge_pos = pos;
         /* past the edge, as xterm.js has it also with autowrap off */
         s->phantom = s->edge;
@@ -1366,7 +1333,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 
     if (s->insert) {
         /* what the glyph pushed right: xterm.js clears a cut wide one */
-        pen = ngx_pty_erase_pen(s, pos.row);
+        pen = ngx_pty_erase_pen(s);
         ngx_pty_edge_cut(s, row, &pen);
     }
 
@@ -1426,7 +1393,7 @@ ngx_pty_erase_rect(ngx_pty_screen_t *s, VTermRect rect, int selective)
          r < rect.end_row && (unsigned) r < s->rows;
          r++)
     {
-        pen = ngx_pty_erase_pen(s, r);
+        pen = ngx_pty_erase_pen(s);
         row = s->cur->rows[r];
 
         if (!selective) {
@@ -1510,7 +1477,7 @@ ngx_pty_scroll_rows(ngx_pty_screen_t *s, ngx_pty_grid_t *g, int top, int end,
         row = g->rows[r];
         row->len = 0;
         row->wrapped = 0;
-        row->fill = ngx_pty_erase_pen(s, r);
+        row->fill = ngx_pty_erase_pen(s);
     }
 }
 
@@ -1727,7 +1694,7 @@ ngx_pty_cb_settermprop(VTermProp prop, VTermValue *val, void *user)
     case VTERM_PROP_ALTSCREEN:
         if (val->boolean) {
             if (s->grid[1].rows == NULL) {
-                pen = ngx_pty_erase_pen(s, -1);
+                pen = ngx_pty_erase_pen(s);
 
                 if (ngx_pty_grid_alloc(&s->grid[1], s->cols, s->rows, &pen)
                     != 0)
@@ -1761,49 +1728,6 @@ static int
 ngx_pty_cb_bell(void *user)
 {
     (void) user;
-    return 1;
-}
-
-
-static int
-ngx_pty_cb_setlineinfo(int r, const VTermLineInfo *newinfo,
-    const VTermLineInfo *oldinfo, void *user)
-{
-    ngx_pty_screen_t  *s = user;
-
-    unsigned        col, bits;
-    VTermRect       rect;
-    ngx_pty_row_t  *row;
-
-    if (r < 0 || (unsigned) r >= s->rows
-        || (newinfo->doublewidth == oldinfo->doublewidth
-            && newinfo->doubleheight == oldinfo->doubleheight))
-    {
-        return 1;
-    }
-
-    s->lines = 1;
-
-    /* as VTermScreen: retag the cells, blank the invisible right half */
-    bits = (newinfo->doublewidth ? NGX_PTY_A_DWL : 0)
-           | ((newinfo->doubleheight << NGX_PTY_A_DHL_SHIFT) & NGX_PTY_A_DHL);
-
-    row = s->cur->rows[r];
-    ngx_pty_row_materialize(row, s->cols);
-
-    for (col = 0; col < s->cols; col++) {
-        row->cells[col].pen.attr = (row->cells[col].pen.attr & ~NGX_PTY_A_LINE)
-                                   | bits;
-    }
-
-    if (newinfo->doublewidth) {
-        rect.start_row = r;
-        rect.end_row = r + 1;
-        rect.start_col = s->cols / 2;
-        rect.end_col = s->cols;
-        ngx_pty_erase_rect(s, rect, 0);
-    }
-
     return 1;
 }
 
@@ -1998,7 +1922,6 @@ ngx_pty_vt_cup(ngx_pty_screen_t *s, VTermPos pos)
 
     /* with DECOM, CUP counts from the margins */
     pos.row -= s->origin ? s->top : 0;
-    pos.col -= (s->origin && s->lrmm) ? s->left : 0;
     s->no_lf = 1;
     vterm_input_write(s->vt, buf, ngx_pty_put_csi(buf, pos.row + 1,
                                                   pos.col + 1, 'H'));
@@ -2212,13 +2135,10 @@ ngx_pty_modes_reset(ngx_pty_screen_t *s)
     s->origin = 0;
     s->autowrap = 1;
     s->insert = 0;
-    s->lrmm = 0;
     s->protect = 0;
     s->sync = 0;
     s->top = 0;
     s->bottom = -1;
-    s->left = 0;
-    s->right = -1;
     s->gl = 0;
     s->ascii = 0;
     memset(s->charset, 0, sizeof(s->charset));
@@ -2271,7 +2191,7 @@ ngx_pty_ich_edge(ngx_pty_screen_t *s)
     ngx_pty_pen_t  pen;
 
     pos = ngx_pty_cursor(s);
-    pen = ngx_pty_erase_pen(s, pos.row);
+    pen = ngx_pty_erase_pen(s);
     ngx_pty_edge_cut(s, s->cur->rows[pos.row], &pen);
 }
 
@@ -2357,14 +2277,9 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         break;
 
     case 69:
-        if (s->argi == 1) {
-            /* DECLRMM: xterm.js has no left and right margins */
-            s->diverged += val;
-            ngx_pty_csi_skip(s, p, start, i, esc);
-            break;
-        }
-
-        s->lrmm = val;
+        /* DECLRMM: xterm.js has no left and right margins */
+        s->diverged += val;
+        ngx_pty_csi_skip(s, p, start, i, esc);
         break;
 
     case 47:
@@ -2775,7 +2690,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
          */
         ngx_pty_flush(s, p, start, i);
         vterm_state_get_cursorpos(s->state, &pos);
-        w = ngx_pty_row_width(s, pos.row);
+        w = s->cols;
 
         if (s->combine_w == 0 || w == 0) {
             vterm_input_write(s->vt, "\x18", 1);
@@ -2986,7 +2901,7 @@ ngx_pty_tmpl_init(ngx_pty_screen_t *s, ngx_pty_tmpl_t *t)
     tmpl.ch = 1;
     tmpl.width = 1;
     tmpl.pen = s->pen;
-    tmpl.pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT);
+    tmpl.pen.attr &= ~NGX_PTY_A_PROTECT;
     tmpl.pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
 
     memcpy(&t->unit, &tmpl, 8);
@@ -3321,10 +3236,6 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         }
 
         return i + 1;
-    }
-
-    if (s->lines) {
-        return stop;
     }
 
     cur = ngx_pty_cursor(s);
@@ -3796,7 +3707,7 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
     ngx_pty_erase_rect(s, rect, 0);
 
     if (c == 'J' && v == 0) {
-        /* the rows below (no line attribute to reset: s->lines is 0) */
+        /* the rows below */
         rect.start_row = pos.row + 1;
         rect.end_row = s->rows;
         rect.start_col = 0;
@@ -3898,7 +3809,7 @@ ngx_pty_fast_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     int            argc;
     unsigned long  v, args[NGX_PTY_CSI_ARGS];
 
-    if (s->origin || s->lines || n - i < 3 || p[i + 1] != '[') {
+    if (s->origin || n - i < 3 || p[i + 1] != '[') {
         return 0;
     }
 
@@ -3927,11 +3838,6 @@ ngx_pty_fast_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
     if (*start < i) {
         ngx_pty_flush(s, p, start, i);
-
-        /* what libvterm did with those bytes */
-        if (s->lines) {
-            return 0;
-        }
     }
 
     if (c == 'm') {
@@ -4194,7 +4100,7 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
     if (n - i < 4 * (size_t) s->rows || s->rows < 2 || s->vt_text
         || s->no_skip
-        || s->origin || s->lrmm || s->lines || s->top != 0
+        || s->origin || s->top != 0
         || (s->bottom >= 0 && (unsigned) s->bottom != s->rows)
         || (p == s->noskip_p && i < s->noskip_end))
     {
@@ -4284,7 +4190,7 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     row = s->cur->rows[s->rows - 1];
     row->len = 0;
     row->wrapped = 0;
-    row->fill = ngx_pty_erase_pen(s, s->rows - 1);
+    row->fill = ngx_pty_erase_pen(s);
 
     return cut;
 }
@@ -4335,7 +4241,7 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join)
         c->ncomb = 0;
         c->width = 0;
         c->pen = s->pen;
-        c->pen.attr &= ~(NGX_PTY_A_LINE|NGX_PTY_A_PROTECT);
+        c->pen.attr &= ~NGX_PTY_A_PROTECT;
         c->pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
 
         if (pos.col + 1 < (int) s->cols) {
@@ -4683,8 +4589,8 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         }
 
         if (((c >= 0x20 && c < 0x7f) || (c >= 0x0a && c <= 0x0d))
-            && !s->vt_text && !s->insert && !s->origin && !s->lrmm
-            && !s->lines && !s->newline && !s->charset[s->gl])
+            && !s->vt_text && !s->insert && !s->origin
+            && !s->newline && !s->charset[s->gl])
         {
             i = ngx_pty_fast_text(s, p, start, i, n);
             continue;
@@ -5705,10 +5611,6 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
         cur[1] = cur[0];
     }
 
-    if (s->right > (int) cols) {
-        s->right = cols;
-    }
-
     /*
      * libvterm may be inside a sequence this read cut: it is taken out
      * (CAN) for what follows, and put back in with the sequence's bytes
@@ -5807,7 +5709,7 @@ static const VTermStateCallbacks  ngx_pty_state_callbacks = {
     ngx_pty_cb_settermprop,
     ngx_pty_cb_bell,
     ngx_pty_cb_resize,
-    ngx_pty_cb_setlineinfo
+    NULL                        /* setlineinfo: line attributes ignored */
 };
 
 
@@ -5926,8 +5828,6 @@ typedef struct {
     size_t          cap;
     int             failed;
     int             row;        /* -1: unknown (e.g. a pending wrap) */
-    int             defer_row;  /* line attribute emitted last, or -1 */
-    const char     *defer_attr;
     int             col;
     unsigned        visible:1;
     unsigned        protect:1;
@@ -6284,40 +6184,16 @@ ngx_pty_paint_run(ngx_pty_emit_t *e, const ngx_pty_row_t *row, unsigned col,
 
 static void
 ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
-    int r, int visible, unsigned from)
+    int r, unsigned from)
 {
     int                    last, force, covered;
     unsigned               w, col, end;
-    VTermPos               pos;
-    const char            *attr;
     ngx_pty_row_t         *row;
     ngx_pty_cell_t         tmp, tmp2;
     const ngx_pty_cell_t  *c, *d;
-    const VTermLineInfo   *li;
 
     row = g->rows[r];
     w = s->cols;
-
-    if (visible) {
-        li = vterm_state_get_lineinfo(s->state, r);
-
-        if (li->doublewidth || li->doubleheight) {
-            attr = li->doubleheight == 1 ? "\x1b#3"
-                   : li->doubleheight == 2 ? "\x1b#4" : "\x1b#6";
-            w = li->doublewidth ? s->cols / 2 : s->cols;
-            vterm_state_get_cursorpos(s->state, &pos);
-
-            if (pos.row == r && (unsigned) pos.col >= w) {
-                /* the cursor is past the half line: set it up first */
-                e->defer_row = r;
-                e->defer_attr = attr;
-
-            } else {
-                ngx_pty_emit_move(e, r, 0);
-                ngx_pty_emit(e, attr, 3);
-            }
-        }
-    }
 
     /* the last cell that differs from a reset terminal's */
     last = -1;
@@ -6525,23 +6401,22 @@ ngx_pty_paint_top_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
 
 static void
-ngx_pty_paint_grid(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
-    int visible)
+ngx_pty_paint_grid(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g)
 {
     unsigned  r, from;
 
-    if (g->rows[0]->wrapped && !s->lines) {
+    if (g->rows[0]->wrapped) {
         ngx_pty_paint_top_wrap(e, s);
     }
 
     for (r = 0; r < s->rows; r++) {
         from = 0;
 
-        if (r > 0 && g->rows[r]->wrapped && !s->lines) {
+        if (r > 0 && g->rows[r]->wrapped) {
             from = ngx_pty_paint_wrap(e, s, g, r);
         }
 
-        ngx_pty_paint_row(e, s, g, r, visible, from);
+        ngx_pty_paint_row(e, s, g, r, from);
     }
 }
 
@@ -6608,12 +6483,10 @@ ngx_pty_emit_title(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 static void
 ngx_pty_emit_cursor(ngx_pty_emit_t *e, ngx_pty_screen_t *s, VTermPos pos)
 {
-    int  row, col, bottom, right, outside;
+    int  row, col, bottom, outside;
 
     bottom = s->bottom == -1 ? (int) s->rows : s->bottom;
-    right = (s->lrmm && s->right != -1) ? s->right : (int) s->cols;
-    outside = pos.row < s->top || pos.row >= bottom
-              || (s->lrmm && (pos.col < s->left || pos.col >= right));
+    outside = pos.row < s->top || pos.row >= bottom;
 
     if (s->origin && outside && !s->saved_valid[s->alt]) {
         ngx_pty_emitf(e, "\x1b[%d;%dH", pos.row + 1, pos.col + 1);
@@ -6629,9 +6502,7 @@ ngx_pty_emit_cursor(ngx_pty_emit_t *e, ngx_pty_screen_t *s, VTermPos pos)
 
         if (s->origin) {
             row -= s->top;
-            col -= s->lrmm ? s->left : 0;
             row = row < 0 ? 0 : row;
-            col = col < 0 ? 0 : col;
         }
 
         ngx_pty_emitf(e, "\x1b[%d;%dH", row + 1, col + 1);
@@ -6769,8 +6640,7 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     const ngx_pty_row_t   *row;
     const ngx_pty_cell_t  *c;
 
-    if (!s->last_text || s->phantom || s->insert
-        || s->lrmm || s->protect || s->pend_len)
+    if (!s->last_text || s->phantom || s->insert || s->protect || s->pend_len)
     {
         return;
     }
@@ -6793,7 +6663,7 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
     if (c->ch == 0 || c->ch == NGX_PTY_CONT || c->width == 0
         || col + w != (unsigned) pos.col
-        || (c->pen.attr & (NGX_PTY_A_LINE|NGX_PTY_A_PROTECT))
+        || (c->pen.attr & NGX_PTY_A_PROTECT)
         || !ngx_pty_pen_eq(&c->pen, &s->pen, NGX_PTY_A_SGR)
         || (c->ch < 0x80 && s->charset[s->gl] && ngx_pty_set_maps(s, c->ch)))
     {
@@ -6899,14 +6769,13 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
 
     /* the state a reset terminal is in */
     e.pen = s->default_pen;
-    e.defer_row = -1;
     e.visible = 1;
 
     if (s->title_len) {
         ngx_pty_emit_title(&e, s);
     }
 
-    ngx_pty_paint_grid(&e, s, &s->grid[0], !s->alt);
+    ngx_pty_paint_grid(&e, s, &s->grid[0]);
     ngx_pty_emit_tabs(&e, s, 0);
 
     ngx_pty_emit_saved(&e, s, 0);
@@ -6917,7 +6786,7 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
         ngx_pty_emit(&e, "\x1b[2J", 4);
 
         if (s->alt) {
-            ngx_pty_paint_grid(&e, s, &s->grid[1], 1);
+            ngx_pty_paint_grid(&e, s, &s->grid[1]);
             ngx_pty_emit_tabs(&e, s, 1);
         }
 
@@ -6931,15 +6800,6 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
     if (s->top != 0 || s->bottom != -1) {
         ngx_pty_emitf(&e, "\x1b[%d;%dr", s->top + 1,
                       s->bottom == -1 ? (int) s->rows : s->bottom);
-    }
-
-    if (s->left != 0 || s->right != -1) {
-        ngx_pty_emitf(&e, "\x1b[%d;%ds", s->left + 1,
-                      s->right == -1 ? (int) s->cols : s->right);
-    }
-
-    if (s->lrmm) {
-        ngx_pty_emit(&e, "\x1b[?69h", 6);
     }
 
     /*
@@ -7005,10 +6865,6 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
         ngx_pty_emit_protect(&e, s->protect);
         ngx_pty_emit_write_modes(&e, s);
         ngx_pty_emit_sgr(&e, &s->pen, &s->default_pen);
-    }
-
-    if (e.defer_row >= 0) {
-        ngx_pty_emit(&e, e.defer_attr, 3);
     }
 
     ngx_pty_emit_tail(&e, s);
