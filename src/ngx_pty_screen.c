@@ -2684,15 +2684,12 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         break;
 
     case 'b':
-        /*
-         * REP with nothing to repeat, or on a row with no room (a double
-         * width row of a 1-column screen), loops forever in libvterm 0.1.4
-         */
+        /* REP with nothing to repeat loops forever in libvterm 0.1.4 */
         ngx_pty_flush(s, p, start, i);
         vterm_state_get_cursorpos(s->state, &pos);
         w = s->cols;
 
-        if (s->combine_w == 0 || w == 0) {
+        if (s->combine_w == 0) {
             vterm_input_write(s->vt, "\x18", 1);
             *start = i + 1;
             break;
