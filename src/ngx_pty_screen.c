@@ -138,6 +138,9 @@ struct ngx_pty_screen_s {
     size_t                        sb_raw_len;
     /* the main buffer's cursor row while the alternate one is in use */
     int                           norm_y;
+    /* and its scroll region (xterm.js keeps one per buffer) */
+    int                           norm_top;
+    int                           norm_bottom;
 
     /* pending wrap ("phantom" column) */
     VTermPos                      ph_pos;
@@ -2203,6 +2206,8 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     unsigned  k, r;
 
     ngx_pty_modes_reset(s);
+    s->norm_top = 0;
+    s->norm_bottom = -1;
     s->cursor_style = -1;   /* DECSTR keeps it in xterm.js 5.5, not in 6.0 */
     s->blink12 = -1;
     s->blink_pre = -1;
@@ -2232,12 +2237,58 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
 }
 
 
+/*
+ * libvterm switched buffers: xterm.js keeps a scroll region per buffer
+ * (the alternate one's is the whole screen each time it is entered, as
+ * leaving clears it); libvterm has one, set to the new buffer's here
+ * (DECSTBM homes its cursor: put back)
+ */
+static void
+ngx_pty_buffer_region(ngx_pty_screen_t *s, unsigned was_alt)
+{
+    int       top, bottom;
+    char      buf[32];
+    VTermPos  pos;
+
+    if (s->alt == was_alt) {
+        return;
+    }
+
+    top = s->top;
+    bottom = s->bottom;
+
+    if (s->alt) {
+        s->norm_top = s->top;
+        s->norm_bottom = s->bottom;
+        s->top = 0;
+        s->bottom = -1;
+
+    } else {
+        s->top = s->norm_top;
+        s->bottom = s->norm_bottom;
+    }
+
+    if (s->top == top && s->bottom == bottom) {
+        return;
+    }
+
+    /* libvterm would keep the region it had */
+    s->diverged++;
+    pos = ngx_pty_cursor(s);
+    vterm_input_write(s->vt, buf,
+                      ngx_pty_put_csi(buf, s->top + 1,
+                                      s->bottom < 0 ? (int) s->rows
+                                                    : s->bottom, 'r'));
+    ngx_pty_vt_cup(s, pos);
+}
+
+
 static void
 ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i, size_t esc, unsigned val)
 {
     int            k;
-    unsigned       visible;
+    unsigned       visible, was_alt;
     unsigned long  v;
 
     /* libvterm 0.1.4 applies only the first parameter */
@@ -2298,6 +2349,9 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         }
 
         if (v != 1049) {
+            was_alt = s->alt;
+            ngx_pty_feed_final(s, p, start, i);
+            ngx_pty_buffer_region(s, was_alt);
             break;
         }
 
@@ -2305,15 +2359,18 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
     case 1048:
         visible = s->visible;
+        was_alt = s->alt;
 
         if (val) {
             /* into the buffer in use, before ?1049h leaves it */
             ngx_pty_flush(s, p, start, i);
             ngx_pty_save_cursor(s);
             ngx_pty_feed_final(s, p, start, i);
+            ngx_pty_buffer_region(s, was_alt);
 
         } else {
             ngx_pty_feed_final(s, p, start, i);
+            ngx_pty_buffer_region(s, was_alt);
             ngx_pty_restore_cursor(s, visible);
         }
 
@@ -5621,9 +5678,11 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
         vterm_input_write(s->vt, "\x18", 1);
     }
 
-    /* xterm.js resets the scroll region; libvterm's DECSTBM homes it */
+    /* xterm.js resets the scroll regions; libvterm's DECSTBM homes it */
     s->top = 0;
     s->bottom = -1;
+    s->norm_top = 0;
+    s->norm_bottom = -1;
     memcpy(buf, "\x1b[r", 3);
     vterm_input_write(s->vt, buf, 3);
 
@@ -6776,6 +6835,14 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
     ngx_pty_emit_tabs(&e, s, 0);
 
     ngx_pty_emit_saved(&e, s, 0);
+
+    if (s->alt && (s->norm_top != 0 || s->norm_bottom != -1)) {
+        /* the main buffer's own region (DECSTBM homes the cursor) */
+        ngx_pty_emitf(&e, "\x1b[%d;%dr", s->norm_top + 1,
+                      s->norm_bottom == -1 ? (int) s->rows : s->norm_bottom);
+        e.row = 0;
+        e.col = 0;
+    }
 
     if (s->alt || s->saved_valid[1]) {
         ngx_pty_emit(&e, "\x1b[?1047h", 8);
