@@ -2531,6 +2531,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     long           v, end;
     unsigned       w;
     VTermPos       pos;
+    ngx_pty_pen_t  pen;
 
     leader = s->leaderlen ? s->leader : 0;
     inter = s->intermedlen ? s->intermed : 0;
@@ -2763,6 +2764,10 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         }
 
         ngx_pty_feed_final(s, p, start, i);
+
+        /* libvterm's REP puts half a wide glyph in the last column */
+        pen = ngx_pty_erase_pen(s);
+        ngx_pty_edge_cut(s, s->cur->rows[pos.row], &pen);
 
         if (s->autowrap && v + s->combine_w >= (long) w) {
             s->phantom = 1;
