@@ -730,7 +730,7 @@ ngx_pty_rbuf_merge(ngx_pty_rbuf_t *b, ngx_pty_rinsert_t *ins, unsigned nins,
     unsigned count, unsigned maxlen)
 {
     long              i, oi, pos;
-    unsigned          t, done, e, len;
+    unsigned          t, done, e, len, size;
     ngx_pty_row_t   **nl;
 
     len = ngx_pty_rbuf_length(b);
@@ -779,12 +779,13 @@ ngx_pty_rbuf_merge(ngx_pty_rbuf_t *b, ngx_pty_rinsert_t *ins, unsigned nins,
         }
     }
 
+    size = b->n + count;
     b->lost = (i >= 0) ? (unsigned) i + 1 : 0;
-    b->n = b->n + count - pos;
+    b->n = size - pos;
     memmove(nl, nl + pos, b->n * sizeof(ngx_pty_row_t *));
     free(b->line);
     b->line = nl;
-    b->cap = b->n + count;
+    b->cap = size;
 
     return 0;
 }
