@@ -625,18 +625,32 @@ ngx_pty_rbuf_larger(ngx_pty_rbuf_t *b, unsigned old, unsigned cols,
 }
 
 
-/* reflowSmallerGetNewLineLengths(): lengths, n of them, into len[] */
+/* the cells a wrapped line of n lines holds */
 static unsigned
-ngx_pty_rlengths(ngx_pty_row_t **l, unsigned n, unsigned old, unsigned cols,
-    unsigned *len)
+ngx_pty_rneed(ngx_pty_row_t **l, unsigned n, unsigned old)
 {
-    unsigned  need, have, sc, sl, t, k, wide;
+    unsigned  k, need;
 
     need = 0;
 
     for (k = 0; k < n; k++) {
         need += ngx_pty_rwrapped_trimmed(l, n, k, old);
     }
+
+    return need;
+}
+
+
+/*
+ * reflowSmallerGetNewLineLengths(): the lengths of the lines "need" cells
+ * take at the new width, into len[]; each but the last is cols or cols - 1
+ * long (cols > 1: see below), so there are need / (cols - 1) + 1 at most
+ */
+static unsigned
+ngx_pty_rlengths(ngx_pty_row_t **l, unsigned n, unsigned need, unsigned old,
+    unsigned cols, unsigned *len)
+{
+    unsigned  have, sc, sl, t, k, wide;
 
     sc = 0;
     sl = 0;
@@ -797,8 +811,9 @@ ngx_pty_rbuf_rewrap(ngx_pty_rbuf_t *b, long nn, unsigned cn, unsigned old,
     unsigned cols, unsigned rows, ngx_pty_rinsert_t *in, unsigned *count)
 {
     long              f, u, m, len, maxlen;
-    unsigned          i, nlen, *lens;
-    ngx_pty_row_t   **c;
+    size_t            most;
+    unsigned          i, nlen, need, *lens;
+    ngx_pty_row_t   **c, **nc;
 
     maxlen = rows + b->scrollback;
     len = ngx_pty_rbuf_length(b);
@@ -806,11 +821,10 @@ ngx_pty_rbuf_rewrap(ngx_pty_rbuf_t *b, long nn, unsigned cn, unsigned old,
     in->count = 0;
     in->lines = NULL;
     in->mem = NULL;
+    lens = NULL;
 
-    lens = malloc(((size_t) cn * old + 2) * sizeof(unsigned));
-    c = calloc((size_t) cn * old + 2 + cn, sizeof(ngx_pty_row_t *));
-
-    if (lens == NULL || c == NULL) {
+    c = malloc(cn * sizeof(ngx_pty_row_t *));
+    if (c == NULL) {
         goto failed;
     }
 
@@ -818,7 +832,20 @@ ngx_pty_rbuf_rewrap(ngx_pty_rbuf_t *b, long nn, unsigned cn, unsigned old,
         c[i] = ngx_pty_rbuf_get(b, nn + i);
     }
 
-    nlen = ngx_pty_rlengths(c, cn, old, cols, lens);
+    /* the new lines, counted from the cells, not from lines x width */
+    need = ngx_pty_rneed(c, cn, old);
+    most = (size_t) need / (cols > 1 ? cols - 1 : 1) + 2;
+
+    nc = realloc(c, (cn + most) * sizeof(ngx_pty_row_t *));
+    lens = malloc(most * sizeof(unsigned));
+
+    if (nc == NULL || lens == NULL) {
+        c = (nc != NULL) ? nc : c;
+        goto failed;
+    }
+
+    c = nc;
+    nlen = ngx_pty_rlengths(c, cn, need, old, cols, lens);
     f = (long) nlen - cn;
 
     if (b->ybase == 0 && b->y != len - 1) {

@@ -916,7 +916,7 @@ ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
         return row;
     }
 
-    if (g->sb == NULL && s->rows > 0) {
+    if (g->sb == NULL) {
         g->sb = calloc(ngx_pty_sb_cap(g->nrows), sizeof(ngx_pty_row_t *));
         g->sb_cap = (g->sb != NULL) ? ngx_pty_sb_cap(g->nrows) : 0;
         g->sb_head = 0;
@@ -924,7 +924,8 @@ ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
     }
 
     if (g->sb_cap > 0) {
-        slot = (g->sb_head + g->sb_len) % g->sb_cap;
+        slot = g->sb_head + g->sb_len;
+        slot -= (slot >= g->sb_cap) ? g->sb_cap : 0;
         spare = g->sb[slot];
 
         if (spare == NULL) {
@@ -938,7 +939,8 @@ ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
             g->sb[slot] = row;
 
             if (g->sb_len == g->sb_cap) {
-                g->sb_head = (g->sb_head + 1) % g->sb_cap;
+                g->sb_head = (g->sb_head + 1 == g->sb_cap) ? 0
+                                                           : g->sb_head + 1;
 
             } else {
                 g->sb_len++;
@@ -954,6 +956,20 @@ ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
     s->sb_lost = (xb > g->sb_len) ? xb - g->sb_len : 0;
 
     return spare;
+}
+
+
+/* line i of a grid in xterm.js's terms: the ring's oldest first, the screen */
+static ngx_pty_row_t *
+ngx_pty_grid_line(ngx_pty_grid_t *g, unsigned i)
+{
+    if (i >= g->sb_len) {
+        return g->rows[i - g->sb_len];
+    }
+
+    i += g->sb_head;
+
+    return g->sb[i < g->sb_cap ? i : i - g->sb_cap];
 }
 
 
@@ -1986,6 +2002,26 @@ ngx_pty_save_cursor(ngx_pty_screen_t *s)
 
 
 /*
+ * Where DECRC puts the cursor saved in buffer b: the row is a line of
+ * xterm.js's buffer, so one that went into the scrollback is the top row
+ * (and a reflow can leave it below the screen); a wrap pending at the
+ * save left the column past the edge
+ */
+static VTermPos
+ngx_pty_saved_at(ngx_pty_screen_t *s, unsigned b)
+{
+    VTermPos  pos;
+
+    pos = s->saved_pos[b];
+    pos.row = (pos.row < (int) s->rows) ? pos.row : (int) s->rows - 1;
+    pos.row = (pos.row > 0) ? pos.row : 0;
+    pos.col = (pos.col < (int) s->cols) ? pos.col : (int) s->cols - 1;
+
+    return pos;
+}
+
+
+/*
  * After libvterm's DECRC, which restored its single slot: the buffer's own
  * (home and the default pen when it has none, as in xterm.js) instead;
  * "visible" is the cursor's visibility before
@@ -2001,12 +2037,8 @@ ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible)
     pen = s->default_pen;
 
     if (s->saved_valid[s->alt]) {
-        pos = s->saved_pos[s->alt];
+        pos = ngx_pty_saved_at(s, s->alt);
         pen = s->saved_pen[s->alt];
-        /* a row of xterm.js's buffer: the scrollback counts back to 0 */
-        pos.row = (pos.row < (int) s->rows) ? pos.row : (int) s->rows - 1;
-        pos.row = (pos.row > 0) ? pos.row : 0;
-        pos.col = (pos.col < (int) s->cols) ? pos.col : (int) s->cols - 1;
     }
 
     vterm_state_get_cursorpos(s->state, &vt);
@@ -4173,8 +4205,9 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     s->noskip_end = x;
 
     /*
-     * the last "rows" line feeds stay (keeping a screen more for the
-     * scrollback ring cost the plain stream 2.4 times as much)
+     * the last "rows" line feeds stay (parsing the skipped lines for the
+     * scrollback ring too cost the plain stream 1.8 times as much: their
+     * bytes are kept instead, ngx_pty_sb_keep_raw())
      */
     for (lf = 0, k = x; k > i; k--) {
         c = p[k - 1];
@@ -4218,8 +4251,10 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     /* the lines xterm.js's scrollback takes, counted until it is full */
     skipped = 0;
     need = s->grid[0].sb_len + s->sb_lost;
-    need = s->rows + NGX_PTY_XTERM_SCROLLBACK
-           - (need < NGX_PTY_XTERM_SCROLLBACK ? need : NGX_PTY_XTERM_SCROLLBACK);
+    need = s->alt ? 0
+           : s->rows + NGX_PTY_XTERM_SCROLLBACK
+             - (need < NGX_PTY_XTERM_SCROLLBACK ? need
+                                                : NGX_PTY_XTERM_SCROLLBACK);
 
     for (q = p + i; skipped < need; q++, skipped++) {
         q = memchr(q, '\n', p + cut - q);
@@ -5312,9 +5347,7 @@ ngx_pty_sb_raw_lines(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b, unsigned cols,
     from = (n > (long) max) ? n - max : 0;
 
     for (i = from; i < n; i++) {
-        row = (i < (long) g->sb_len)
-              ? g->sb[(g->sb_head + i) % g->sb_cap]
-              : g->rows[i - g->sb_len];
+        row = ngx_pty_grid_line(g, i);
 
         if (ngx_pty_rbuf_add(b, row, row->comb, cols) == NULL) {
             ngx_pty_screen_destroy(t);
@@ -5354,8 +5387,7 @@ ngx_pty_rbuf_from_grid(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
     }
 
     for (i = 0; i < n; i++) {
-        row = (i < g->sb_len) ? g->sb[(g->sb_head + i) % g->sb_cap]
-                              : g->rows[i - g->sb_len];
+        row = ngx_pty_grid_line(g, i);
 
         if (ngx_pty_rbuf_add(b, row, row->comb, g->cols) == NULL) {
             ngx_pty_rbuf_free(b);
@@ -5398,10 +5430,9 @@ ngx_pty_row_from_line(ngx_pty_screen_t *s, ngx_pty_row_t *row,
 
     row->wrapped = line->wrapped;
     n = line->len < cols ? line->len : cols;
+    c = (n == cols) ? &line->cells[cols - 1] : NULL;
 
-    c = &line->cells[cols - 1];
-
-    if (n == cols && c->ch != 0 && c->ch != NGX_PTY_CONT && c->width == 2) {
+    if (c != NULL && c->ch != 0 && c->ch != NGX_PTY_CONT && c->width == 2) {
         /*
          * half a wide glyph, cut by the new edge in a line xterm.js does
          * not reflow: xterm.js keeps it, but no byte stream writes one
@@ -5589,7 +5620,6 @@ ngx_pty_cb_resize(int rows, int cols, VTermPos *delta, void *user)
 int
 ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
 {
-    char            buf[8];
     unsigned        k, held, lost, alt_lost;
     VTermPos        cur[2], saved[2];
     ngx_pty_grid_t  ng[2];
@@ -5688,8 +5718,7 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
     s->bottom = -1;
     s->norm_top = 0;
     s->norm_bottom = -1;
-    memcpy(buf, "\x1b[r", 3);
-    vterm_input_write(s->vt, buf, 3);
+    vterm_input_write(s->vt, "\x1b[r", 3);
 
     ngx_pty_tabs_resize(s, cols);
     ngx_pty_vt_tabs(s);
@@ -6179,17 +6208,15 @@ ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
 
 /*
- * A wide glyph in the last column, cut by a resize in the line xterm.js
- * does not reflow: xterm.js writes no glyph there (it wraps it, and ICH
- * clears it), so the late joiner gets a blank
+ * A wide glyph in the last column: no byte stream puts one there in
+ * xterm.js (it wraps it, ICH clears it), and the model clears those it
+ * meets (resize, ICH, insert mode, REP); should one remain, the late
+ * joiner gets a blank
  */
 static void
-ngx_pty_paint_wide_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
-    const ngx_pty_row_t *row, int r, unsigned col, const ngx_pty_cell_t *c)
+ngx_pty_paint_wide_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r,
+    unsigned col)
 {
-    (void) row;
-    (void) c;
-
     ngx_pty_emit_move(e, r, col);
     ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
     ngx_pty_emit_protect(e, 0);
@@ -6319,7 +6346,7 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
         }
 
         if (c->width == 2 && col + 1 >= w) {
-            ngx_pty_paint_wide_edge(e, s, row, r, col, c);
+            ngx_pty_paint_wide_edge(e, s, r, col);
             continue;
         }
 
@@ -6419,7 +6446,7 @@ ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     e->col = 1;
 
     if (cut) {
-        ngx_pty_paint_wide_edge(e, s, prev, r - 1, w - 1, NULL);
+        ngx_pty_paint_wide_edge(e, s, r - 1, w - 1);
 
     } else if (ph) {
         ngx_pty_repaint(e, s, prev, r - 1, w - 1, 0);
@@ -6574,17 +6601,34 @@ ngx_pty_emit_cursor(ngx_pty_emit_t *e, ngx_pty_screen_t *s, VTermPos pos)
 }
 
 
+/* DECSTBM, when not the whole screen; it homes the cursor */
+static void
+ngx_pty_emit_region(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int top,
+    int bottom)
+{
+    if (top == 0 && bottom == -1) {
+        return;
+    }
+
+    ngx_pty_emitf(e, "\x1b[%d;%dr", top + 1,
+                  bottom == -1 ? (int) s->rows : bottom);
+    e->row = 0;
+    e->col = 0;
+}
+
+
 /* DECSC of what the program saved in buffer b, in that buffer */
 static void
 ngx_pty_emit_saved(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
 {
+    VTermPos  pos;
+
     if (!s->saved_valid[b]) {
         return;
     }
 
-    ngx_pty_emit_move(e, s->saved_pos[b].row > 0 ? s->saved_pos[b].row : 0,
-                      s->saved_pos[b].col < (int) s->cols
-                      ? s->saved_pos[b].col : (int) s->cols - 1);
+    pos = ngx_pty_saved_at(s, b);
+    ngx_pty_emit_move(e, pos.row, pos.col);
     ngx_pty_emit_sgr(e, &s->saved_pen[b], &s->default_pen);
     ngx_pty_emit(e, "\x1b" "7", 2);
 }
@@ -6841,12 +6885,9 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
 
     ngx_pty_emit_saved(&e, s, 0);
 
-    if (s->alt && (s->norm_top != 0 || s->norm_bottom != -1)) {
-        /* the main buffer's own region (DECSTBM homes the cursor) */
-        ngx_pty_emitf(&e, "\x1b[%d;%dr", s->norm_top + 1,
-                      s->norm_bottom == -1 ? (int) s->rows : s->norm_bottom);
-        e.row = 0;
-        e.col = 0;
+    if (s->alt) {
+        /* the main buffer's own region */
+        ngx_pty_emit_region(&e, s, s->norm_top, s->norm_bottom);
     }
 
     if (s->alt || s->saved_valid[1]) {
@@ -6866,10 +6907,7 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
         }
     }
 
-    if (s->top != 0 || s->bottom != -1) {
-        ngx_pty_emitf(&e, "\x1b[%d;%dr", s->top + 1,
-                      s->bottom == -1 ? (int) s->rows : s->bottom);
-    }
+    ngx_pty_emit_region(&e, s, s->top, s->bottom);
 
     /*
      * Modes first, cursor last: in origin mode every CSI clamps the cursor

@@ -1202,7 +1202,12 @@ ngx_pty_session_fold(ngx_pty_session_t *s, size_t budget)
         }
 
         s->screen_seq = seq;
-        done += len + 1;
+
+        /*
+         * a resize rebuilds the screen and its scrollback ring (reflow, as
+         * xterm.js does): it costs what its cells cost, not a byte
+         */
+        done += (resize ? cols * rows : len) + 1;
     }
 }
 

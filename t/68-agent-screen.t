@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 
 # read: settle_ms for a TUI that redraws, the cursor, highlighted cells;
-# start's screen; list's filters; the facts error answers carry.
+# start's screen; list's filters; the facts error answers carry; the
+# screen after a controller's resize, reflowed as xterm.js reflows it.
 
 use strict;
 use warnings;
@@ -16,7 +17,7 @@ use Test::Nginx::Pty;
 use Test::Nginx::PtyAgent;
 
 my $t = pty_nginx(extra_loc => 'pty_closed_linger 1s;');
-$t->plan(23)->run();
+$t->plan(26)->run();
 
 # --- settle_ms: top, read once it is done redrawing -------------------------
 
@@ -98,3 +99,24 @@ is($r->{error}{exit_code}, 3, 'with its exit code');
 $r = agent($t, 'write', { id => 'pty-999999' });
 ok($r->{error}{code} eq 'unknown_session' && !$r->{error}{existed},
     'one that never was: existed false');
+
+# --- the screen after a resize: wrapped lines joined and wrapped again --------
+
+$s = start_session($t, q{printf 'x%.0s' $(seq 1 30); printf '\n$ '; }
+    . 'exec sleep 100', cols => 20, rows => 5);
+$t->wait_until(sub { agent($t, 'read', { id => $s->{id} })->{screen}
+    =~ /^\$/m }, 5);
+my ($ws) = attach_join($t, $s);
+
+$ws->send_op('pty.session_resize', { cols => 40, rows => 5 });
+wait_kind($ws, 'Resize', 5);
+$r = agent($t, 'read', { id => $s->{id} });
+like($r->{screen}, qr/^x{30}\n\$/, 'wider: the wrapped line is one again');
+is($r->{cursor}{row}, 1, 'and the cursor moved up with it');
+
+$ws->send_op('pty.session_resize', { cols => 12, rows => 5 });
+wait_kind($ws, 'Resize', 5);
+$r = agent($t, 'read', { id => $s->{id} });
+like($r->{screen}, qr/^x{12}\nx{12}\nx{6}\n\$/,
+    'narrower: wrapped again at the new width');
+$ws->close;
