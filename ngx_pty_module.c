@@ -26,6 +26,7 @@
 #include "ngx_pty_limit.h"
 #include "ngx_pty_auth.h"
 #include "ngx_pty_audit.h"
+#include "ngx_pty_store.h"
 
 #include <sys/prctl.h>
 
@@ -55,6 +56,7 @@ static char *ngx_pty_env(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_pty_sandbox(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_pty_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static ngx_int_t ngx_pty_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_pty_init_process(ngx_cycle_t *cycle);
 static void ngx_pty_exit_process(ngx_cycle_t *cycle);
 static ngx_int_t ngx_pty_merge_caps(ngx_conf_t *cf, ngx_pty_loc_conf_t *prev,
@@ -459,6 +461,13 @@ static ngx_command_t  ngx_pty_commands[] = {
       0,
       NULL },
 
+    { ngx_string("pty_archive"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_pty_store_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("pty_closed_linger"),
       NGX_PTY_LOC|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,
@@ -491,7 +500,7 @@ ngx_module_t  ngx_pty_module = {
     ngx_pty_commands,                      /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    ngx_pty_spawner_init,                  /* init module */
+    ngx_pty_init_module,                   /* init module */
     ngx_pty_init_process,                  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -644,6 +653,7 @@ ngx_pty_create_main_conf(ngx_conf_t *cf)
 
     pmcf->zone_max_sessions = NGX_CONF_UNSET_UINT;
     pmcf->audit = NGX_CONF_UNSET_PTR;
+    pmcf->store = NGX_CONF_UNSET_PTR;
 
     return pmcf;
 }
@@ -661,6 +671,7 @@ ngx_pty_init_main_conf(ngx_conf_t *cf, void *conf)
 
     ngx_conf_init_uint_value(pmcf->zone_max_sessions, 0);
     ngx_conf_init_ptr_value(pmcf->audit, NULL);
+    ngx_conf_init_ptr_value(pmcf->store, NULL);
 
     return NGX_CONF_OK;
 }
@@ -1345,6 +1356,17 @@ ngx_pty_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 static ngx_int_t
+ngx_pty_init_module(ngx_cycle_t *cycle)
+{
+    if (ngx_pty_store_init_module(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_pty_spawner_init(cycle);
+}
+
+
+static ngx_int_t
 ngx_pty_init_process(ngx_cycle_t *cycle)
 {
     if (ngx_process != NGX_PROCESS_WORKER
@@ -1371,6 +1393,10 @@ ngx_pty_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
+    if (ngx_pty_store_init_process(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_pty_doorbell_init(cycle);
 }
 
@@ -1385,6 +1411,7 @@ ngx_pty_exit_process(ngx_cycle_t *cycle)
     ngx_pty_doorbell_orphans();
     ngx_pty_doorbell_exit();
     ngx_pty_keeper_forker_stop();
+    ngx_pty_store_exit_process(cycle);
 }
 
 
@@ -1392,4 +1419,5 @@ static void
 ngx_pty_exit_master(ngx_cycle_t *cycle)
 {
     ngx_pty_sessions_terminate_all(cycle->log);
+    ngx_pty_store_exit_master(cycle);
 }

@@ -83,6 +83,9 @@ typedef struct {
 } ngx_pty_rate_t;
 
 
+typedef struct ngx_pty_store_conf_s  ngx_pty_store_conf_t;
+
+
 typedef struct {
     ngx_shm_zone_t            *shm_zone;
     ngx_str_t                  instance_id;
@@ -96,6 +99,7 @@ typedef struct {
     ngx_uid_t                  uid_last;
 
     ngx_open_file_t           *audit;          /* pty_audit_log; NULL: off */
+    ngx_pty_store_conf_t      *store;          /* pty_archive; NULL: off */
 } ngx_pty_main_conf_t;
 
 

@@ -22,6 +22,7 @@
 #include "ngx_pty_policy.h"
 #include "ngx_pty_auth.h"
 #include "ngx_pty_audit.h"
+#include "ngx_pty_transcript.h"
 
 
 #define NGX_PTY_AGENT_QUIET        150   /* ms of quiet that settles start */
@@ -112,8 +113,6 @@ static ngx_int_t ngx_pty_agent_revoke(ngx_pty_agent_call_t *call,
     json_t *args);
 static ngx_int_t ngx_pty_agent_access(ngx_pty_agent_call_t *call,
     ngx_pty_session_sh_t *sh, ngx_uint_t scope);
-static ngx_int_t ngx_pty_agent_refuse(ngx_pty_agent_call_t *call,
-    ngx_int_t status);
 static void ngx_pty_agent_audit(ngx_pty_agent_call_t *call,
     ngx_pty_session_sh_t *sh, const char *event, ngx_str_t *command);
 
@@ -180,6 +179,8 @@ static ngx_pty_agent_tool_t  ngx_pty_agent_tools[] = {
     { "status", ngx_pty_agent_stat, "", "" },
 
     { "revoke", ngx_pty_agent_revoke, "principal", "" },
+
+    { "transcript", ngx_pty_transcript_tool, "id from limit text", "" },
 
     { NULL, NULL, NULL, NULL }
 };
@@ -311,7 +312,7 @@ ngx_pty_agent_members(ngx_pty_agent_call_t *call, ngx_pty_agent_tool_t *tool,
 
 /* members: absent or null gives the default; a wrong type fails */
 
-static ngx_int_t
+ngx_int_t
 ngx_pty_agent_uint(json_t *args, const char *name, ngx_uint_t min,
     ngx_uint_t max, ngx_uint_t def, ngx_uint_t *v)
 {
@@ -359,7 +360,7 @@ ngx_pty_agent_string(json_t *args, const char *name, ngx_str_t *v)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_pty_agent_bool(json_t *args, const char *name, ngx_uint_t *v)
 {
     json_t  *j;
@@ -1109,7 +1110,7 @@ ngx_pty_agent_access(ngx_pty_agent_call_t *call, ngx_pty_session_sh_t *sh,
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_pty_agent_refuse(ngx_pty_agent_call_t *call, ngx_int_t status)
 {
     ngx_uint_t   st;

@@ -26,6 +26,7 @@ typedef enum {
     NGX_PTY_AGENT_LIST,
     NGX_PTY_AGENT_STATUS,
     NGX_PTY_AGENT_REVOKE,
+    NGX_PTY_AGENT_TRANSCRIPT,
     NGX_PTY_AGENT_NTOOLS
 } ngx_pty_agent_tool_e;
 
@@ -79,6 +80,17 @@ ngx_int_t ngx_pty_agent_run(ngx_pty_agent_call_t *call, ngx_uint_t tool,
 
 /* ends a wait without an answer (the pool's cleanup does the same) */
 void ngx_pty_agent_cancel(ngx_pty_agent_call_t *call);
+
+/*
+ * Members: absent or null gives the default (for a boolean: false);
+ * NGX_ERROR: the wrong type or out of range.
+ */
+ngx_int_t ngx_pty_agent_uint(json_t *args, const char *name, ngx_uint_t min,
+    ngx_uint_t max, ngx_uint_t def, ngx_uint_t *v);
+ngx_int_t ngx_pty_agent_bool(json_t *args, const char *name, ngx_uint_t *v);
+
+/* the answer of an ngx_pty_auth_check() refusal; returns NGX_OK */
+ngx_int_t ngx_pty_agent_refuse(ngx_pty_agent_call_t *call, ngx_int_t status);
 
 /* sets an error answer; returns NGX_OK */
 ngx_int_t ngx_pty_agent_error(ngx_pty_agent_call_t *call, ngx_uint_t status,

@@ -11,6 +11,7 @@
 #include "ngx_pty_ext.h"
 #include "ngx_pty_util.h"
 #include "ngx_pty_policy.h"
+#include "ngx_pty_store.h"
 
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -672,6 +673,7 @@ ngx_pty_session_notify(ngx_pty_session_t *s)
 {
     ngx_pty_session_notify_local(s);
     ngx_pty_doorbell_wake(s->sh, &s->sh->listen_mask);
+    ngx_pty_store_note();
 }
 
 

@@ -18,15 +18,6 @@
 #include "ngx_pty_limit.h"
 
 
-typedef enum {
-    NGX_PTY_CLOSED_NORMAL = 0,
-    NGX_PTY_CLOSED_KILLED,
-    NGX_PTY_CLOSED_TIMEOUT,
-    NGX_PTY_CLOSED_INSTANCE_TERMINATED,
-    NGX_PTY_CLOSED_ERROR
-} ngx_pty_closed_reason_e;
-
-
 typedef struct ngx_pty_listener_s  ngx_pty_listener_t;
 
 struct ngx_pty_listener_s {

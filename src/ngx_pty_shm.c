@@ -231,6 +231,7 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
     s->command = p;
     s->command_len = len;
     s->inbox_max = inbox_max;
+    s->arch_on = sh->archive;
     ngx_queue_init(&s->members);
 
     s->node.key = ngx_murmur_hash2(s->id, NGX_PTY_ID_LEN);
@@ -1508,6 +1509,12 @@ ngx_pty_ring_compact(ngx_pty_session_sh_t *s)
     ring = s->ring;
 
     ngx_pty_shm_lock(s);
+
+    if (s->arch_on && ngx_pty_zone.sh->archive && s->arch_seq < s->seq) {
+        /* the archive has not stored it all: it compacts when it has */
+        ngx_pty_shm_unlock(s);
+        return;
+    }
 
     cur = ring->size;
     head = ring->head;

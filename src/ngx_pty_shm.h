@@ -102,6 +102,16 @@ typedef enum {
 } ngx_pty_state_e;
 
 
+/* why a session ended: the zone's closed_reason, the archive's reason */
+typedef enum {
+    NGX_PTY_CLOSED_NORMAL = 0,
+    NGX_PTY_CLOSED_KILLED,
+    NGX_PTY_CLOSED_TIMEOUT,
+    NGX_PTY_CLOSED_INSTANCE_TERMINATED,
+    NGX_PTY_CLOSED_ERROR
+} ngx_pty_closed_reason_e;
+
+
 typedef enum {
     NGX_PTY_ROLE_OBSERVER = 0,
     NGX_PTY_ROLE_CONTROLLER
@@ -215,6 +225,18 @@ struct ngx_pty_session_sh_s {
     uint32_t                   loc_tag;       /* API location that started
                                                  it (pty_max_sessions) */
 
+    /*
+     * The archive's cursor (ngx_pty_store.c): every frame up to arch_seq
+     * is stored, and arch_off is the ring offset after it.  One worker at
+     * a time stores a session (arch_claim, a pid; a dead one's claim is
+     * taken over), so the cursor moves only after a commit.
+     */
+    ngx_uint_t                 arch_on;
+    uint64_t                   arch_seq;
+    uint64_t                   arch_off;
+    ngx_atomic_t               arch_claim;
+    ngx_uint_t                 arch_ended;    /* its end is stored */
+
     ngx_pty_ring_t            *ring;        /* &ring_hdr */
     ngx_pty_scroll_t          *scroll;      /* &scroll_hdr */
     ngx_pty_ring_t             ring_hdr;
@@ -306,6 +328,8 @@ struct ngx_pty_shm_s {
     ngx_uint_t                 tomb_next;
     ngx_pty_tomb_t             tombs[NGX_PTY_TOMBS];
     u_char                     mcp_secret[32];  /* signs MCP session ids */
+    ngx_uint_t                 archive;       /* pty_archive is on */
+    ngx_atomic_t               arch_prune;    /* unix s of the next pruning */
     ngx_atomic_t               revoked_next;  /* entries complete */
     ngx_pty_revoked_t          revoked[NGX_PTY_REVOKED_MAX];
 };
