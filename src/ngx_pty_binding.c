@@ -6,6 +6,7 @@
 #include "ngx_pty.h"
 #include "ngx_pty_binding.h"
 #include "ngx_pty_ext.h"
+#include "ngx_pty_replay.h"
 #include "ngx_pty_a2a.h"
 #include "ngx_pty_util.h"
 
@@ -648,6 +649,10 @@ ngx_pty_binding_pull(ngx_pty_client_t *cl)
     if (ngx_pty_auth_revoked(cl->ident)) {
         /* its revoke frame went by unread: it fell behind, or no room */
         ngx_pty_binding_goodbye(cl, "principal_revoked", NULL);
+        return;
+    }
+
+    if (ngx_pty_replay_pull(cl)) {
         return;
     }
 
@@ -1373,6 +1378,7 @@ ngx_pty_binding_closed(ngx_pty_ws_t *ws)
         return;
     }
 
+    ngx_pty_replay_stop(cl);
     ngx_pty_ext_detach(cl);
     ngx_pty_a2a_closed(cl);
     ngx_pty_binding_cache_leave(cl);

@@ -41,6 +41,8 @@ typedef enum {
 } ngx_pty_client_log_e;
 
 
+typedef struct ngx_pty_replay_s  ngx_pty_replay_t;
+
 struct ngx_pty_client_s {
     ngx_pty_ws_t               ws;
     ngx_pty_listener_t         listener;
@@ -62,6 +64,7 @@ struct ngx_pty_client_s {
     json_t                    *service_parameters;
     ngx_pty_ident_t           *ident;        /* fixed at the upgrade */
     void                      *a2a;          /* the tasks it follows */
+    ngx_pty_replay_t          *replay;       /* from the archive, first */
 
     ngx_pty_bucket_t           input;        /* pty_input_rate */
     ngx_pty_log_limit_t        logs[NGX_PTY_LOG_N];

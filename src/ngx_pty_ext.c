@@ -6,6 +6,7 @@
 #include "ngx_pty.h"
 #include "ngx_pty_ext.h"
 #include "ngx_pty_a2a.h"
+#include "ngx_pty_replay.h"
 #include "ngx_pty_util.h"
 #include "ngx_pty_audit.h"
 
@@ -27,6 +28,8 @@ typedef struct {
     ngx_uint_t                 downgraded;
     ngx_pty_frame_t           *ra;           /* its RoleAssigned */
     ngx_uint_t                 closed_copy;  /* ended, Closed not walked */
+    ngx_uint_t                 archive;      /* replays from the archive */
+    uint64_t                   archive_from;
     u_char                     reason[96];   /* of a downgrade */
     u_char                     label_buf[NGX_PTY_LABEL_MAX * 4];
 } ngx_pty_ext_join_t;
@@ -402,6 +405,7 @@ ngx_pty_ext_join_args(ngx_pty_client_t *cl, json_t *msg, json_t *id,
     role = json_object_get(payload, "role");
     j->cols = 0;
     j->rows = 0;
+    j->archive = 0;
 
     if (!json_is_object(payload) || ngx_pty_ext_payload_keys(payload, keys)
         || !json_is_string(role)
@@ -581,6 +585,14 @@ ngx_pty_ext_cursor_locked(ngx_pty_client_t *cl, ngx_pty_ext_join_t *j)
         return 0;
     }
 
+    if (from < ra_seq && ngx_pty_replay_possible()) {
+        /* older than the ring: the archive has it, or says it has not */
+        j->archive = 1;
+        j->archive_from = from;
+        j->closed_copy = 0;
+        return 0;
+    }
+
     return 1;
 }
 
@@ -621,6 +633,11 @@ ngx_pty_ext_joined(ngx_pty_client_t *cl, json_t *id, ngx_pty_ext_join_t *j,
     }
 
     cl->joined = 1;
+
+    if (j->archive && ngx_pty_replay_start(cl, id, j->archive_from) != NGX_OK) {
+        ngx_pty_ws_finalize(&cl->ws);
+        return;
+    }
 
     if (j->first_controller && j->cols && j->rows
         && (j->cols != sh->cols || j->rows != sh->rows))
