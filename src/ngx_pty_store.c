@@ -1605,7 +1605,14 @@ ngx_pty_store_read_thread(void *data, ngx_log_t *log)
         return;
     }
 
-    rd->rc = ngx_pty_store_read_session(db, rd);
+    /* one snapshot: a pruning between its queries must not show */
+    if (ngx_pty_store_exec(db, "BEGIN", rd->err) != NGX_OK) {
+        rd->rc = NGX_ERROR;
+
+    } else {
+        rd->rc = ngx_pty_store_read_session(db, rd);
+        (void) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    }
 
     sqlite3_close(db);
 }

@@ -268,11 +268,11 @@ ngx_pty_transcript_answer(ngx_pty_agent_call_t *call,
     }
 
     if (live && next == 0 && n < rd->limit) {
-        first = (rd->rc == NGX_OK && first) ? first : 0;
+        /* the archive's oldest, or while it has none, the ring's */
         first = ngx_pty_transcript_ring(call, live, last, rd->limit - n,
-                                        frames, &next) ?: first;
+                                        frames, &next);
 
-        if (m->first_seq && m->first_seq < first) {
+        if (rd->rc == NGX_OK && m->first_seq) {
             first = m->first_seq;
         }
     }
