@@ -330,6 +330,7 @@ struct ngx_pty_shm_s {
     u_char                     mcp_secret[32];  /* signs MCP session ids */
     ngx_uint_t                 archive;       /* pty_archive is on */
     ngx_atomic_t               arch_prune;    /* unix s of the next pruning */
+    ngx_atomic_t               arch_failing;  /* hash of the fault, 0: none */
     ngx_atomic_t               revoked_next;  /* entries complete */
     ngx_pty_revoked_t          revoked[NGX_PTY_REVOKED_MAX];
 };

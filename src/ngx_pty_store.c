@@ -96,6 +96,7 @@ static ngx_int_t ngx_pty_store_write_entry(ngx_pty_store_writer_t *w,
 static ngx_int_t ngx_pty_store_writer_open(ngx_pty_store_writer_t *w,
     u_char *err);
 static void ngx_pty_store_writer_close(ngx_pty_store_writer_t *w);
+static void ngx_pty_store_episode(ngx_log_t *log, u_char *err);
 static void ngx_pty_store_write_done(ngx_event_t *ev);
 static void ngx_pty_store_commit(ngx_pty_store_batch_t *b, ngx_log_t *log);
 static void ngx_pty_store_batch_free(ngx_pty_store_batch_t *b);
@@ -116,7 +117,6 @@ static ngx_pty_store_writer_t  ngx_pty_store_writer;
 static ngx_event_t             ngx_pty_store_timer;
 static ngx_uint_t              ngx_pty_store_busy;
 static ngx_uint_t              ngx_pty_store_again;
-static ngx_uint_t              ngx_pty_store_failing;
 static ngx_uint_t              ngx_pty_store_lagging;
 static ngx_msec_t              ngx_pty_store_backoff;
 
@@ -907,23 +907,30 @@ ngx_pty_store_copy(ngx_pty_store_batch_t *b, ngx_pty_store_entry_t *e)
     e->keep_ms = (uint64_t) sh->params.replay_buffer_retention_seconds
                  * 1000;
 
-    meta = sh->command_len + sh->acl_len;
+    /*
+     * What it is goes with every batch of it: the row is made by the
+     * first batch that commits, whichever worker's (a file replaced under
+     * a running session gets it again)
+     */
+    meta = ngx_align(sh->command_len + sh->acl_len, 8);
 
-    if (sh->arch_seq == 0 && b->len + meta <= NGX_PTY_STORE_BYTES / 2) {
-        e->has_meta = 1;
-        e->meta.command.data = b->data + b->len;
-        e->meta.command.len = sh->command_len;
-        b->len += sh->command_len;
-        ngx_memcpy(e->meta.command.data, sh->command, sh->command_len);
-
-        e->meta.acl.data = b->data + b->len;
-        e->meta.acl.len = sh->acl_len;
-        b->len += sh->acl_len;
-        ngx_memcpy(e->meta.acl.data, sh->acl, sh->acl_len);
-
-        b->len = ngx_align(b->len, 8);
-        e->start = b->len;
+    if (b->len + meta > NGX_PTY_STORE_BYTES / 2) {
+        b->more = 1;
+        ngx_pty_shm_unlock(sh);
+        return;
     }
+
+    e->has_meta = 1;
+    e->meta.command.data = b->data + b->len;
+    e->meta.command.len = sh->command_len;
+    ngx_memcpy(e->meta.command.data, sh->command, sh->command_len);
+
+    e->meta.acl.data = e->meta.command.data + sh->command_len;
+    e->meta.acl.len = sh->acl_len;
+    ngx_memcpy(e->meta.acl.data, sh->acl, sh->acl_len);
+
+    b->len += meta;
+    e->start = b->len;
 
     off = sh->arch_off;
 
@@ -1039,32 +1046,30 @@ ngx_pty_store_write_entry(ngx_pty_store_writer_t *w, ngx_pty_store_batch_t *b,
 
     m = &e->meta;
 
-    if (e->start == e->end && !m->ended && !e->gap_first) {
+    if (!e->has_meta || (e->start == e->end && !m->ended && !e->gap_first)) {
         return NGX_OK;
     }
 
-    if (e->has_meta) {
-        sqlite3_bind_text(w->add_session, 1, (char *) m->id, NGX_PTY_ID_LEN,
-                          SQLITE_STATIC);
-        sqlite3_bind_int64(w->add_session, 2, m->name);
-        sqlite3_bind_text(w->add_session, 3, (char *) m->command.data,
-                          m->command.len, SQLITE_STATIC);
-        sqlite3_bind_blob(w->add_session, 4, m->acl.data, m->acl.len,
-                          SQLITE_STATIC);
-        sqlite3_bind_int(w->add_session, 5, m->cols);
-        sqlite3_bind_int(w->add_session, 6, m->rows);
-        sqlite3_bind_int64(w->add_session, 7, m->started);
-        sqlite3_bind_int64(w->add_session, 8, e->keep_frames);
-        sqlite3_bind_int64(w->add_session, 9, e->keep_ms);
+    sqlite3_bind_text(w->add_session, 1, (char *) m->id, NGX_PTY_ID_LEN,
+                      SQLITE_STATIC);
+    sqlite3_bind_int64(w->add_session, 2, m->name);
+    sqlite3_bind_text(w->add_session, 3, (char *) m->command.data,
+                      m->command.len, SQLITE_STATIC);
+    sqlite3_bind_blob(w->add_session, 4, m->acl.data, m->acl.len,
+                      SQLITE_STATIC);
+    sqlite3_bind_int(w->add_session, 5, m->cols);
+    sqlite3_bind_int(w->add_session, 6, m->rows);
+    sqlite3_bind_int64(w->add_session, 7, m->started);
+    sqlite3_bind_int64(w->add_session, 8, e->keep_frames);
+    sqlite3_bind_int64(w->add_session, 9, e->keep_ms);
 
-        if (sqlite3_step(w->add_session) != SQLITE_DONE) {
-            sqlite3_reset(w->add_session);
-            ngx_pty_store_fail(w->db, "storing a session", b->err);
-            return NGX_ERROR;
-        }
-
+    if (sqlite3_step(w->add_session) != SQLITE_DONE) {
         sqlite3_reset(w->add_session);
+        ngx_pty_store_fail(w->db, "storing a session", b->err);
+        return NGX_ERROR;
     }
+
+    sqlite3_reset(w->add_session);
 
     sqlite3_bind_text(w->find_sid, 1, (char *) m->id, NGX_PTY_ID_LEN,
                       SQLITE_STATIC);
@@ -1163,9 +1168,45 @@ ngx_pty_store_write_entry(ngx_pty_store_writer_t *w, ngx_pty_store_batch_t *b,
 }
 
 
+/*
+ * SQLite makes the journal files with the file's mode, and keeps them
+ * while any connection is open: a file made read-only and then writable
+ * again would stay unwritable through them.  They are the workers' own,
+ * so they follow the file's mode again.
+ */
+static void
+ngx_pty_store_journal_modes(void)
+{
+    u_char       name[NGX_MAX_PATH + 8];
+    ngx_uint_t   i;
+    struct stat  db, st;
+
+    static const char  *suffix[] = { "-wal", "-shm" };
+
+    ngx_snprintf(name, sizeof(name), "%V%Z", &ngx_pty_store_conf->path);
+
+    if (stat((char *) name, &db) == -1 || !(db.st_mode & S_IWUSR)) {
+        return;
+    }
+
+    for (i = 0; i < 2; i++) {
+        ngx_snprintf(name, sizeof(name), "%V%s%Z",
+                     &ngx_pty_store_conf->path, suffix[i]);
+
+        if (stat((char *) name, &st) == 0 && st.st_uid == geteuid()
+            && !(st.st_mode & S_IWUSR))
+        {
+            (void) chmod((char *) name, db.st_mode & 0666);
+        }
+    }
+}
+
+
 static ngx_int_t
 ngx_pty_store_writer_open(ngx_pty_store_writer_t *w, u_char *err)
 {
+    ngx_pty_store_journal_modes();
+
     w->db = ngx_pty_store_open(&ngx_pty_store_conf->path,
                                SQLITE_OPEN_READWRITE, err);
     if (w->db == NULL) {
@@ -1241,6 +1282,48 @@ ngx_pty_store_writer_close(ngx_pty_store_writer_t *w)
 }
 
 
+/*
+ * A fault is logged once for all workers, when it starts and when its
+ * reason changes, and its end once: the zone holds a hash of the reason.
+ */
+static void
+ngx_pty_store_episode(ngx_log_t *log, u_char *err)
+{
+    u_char            *p;
+    uint32_t           hash;
+    ngx_pty_zone_t    *zone;
+    ngx_atomic_uint_t  old;
+
+    zone = ngx_pty_shm_zone();
+    old = zone->sh->arch_failing;
+
+    if (err == NULL) {
+        if (old && ngx_atomic_cmp_set(&zone->sh->arch_failing, old, 0)) {
+            ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                          "pty: archive \"%V\" is written again",
+                          &ngx_pty_store_conf->path);
+        }
+
+        return;
+    }
+
+    /* the reason, not the step that met it ("storing a frame: ...") */
+    p = (u_char *) ngx_strstr(err, ": ");
+    p = p ? p + 2 : err;
+    hash = ngx_murmur_hash2(p, ngx_strlen(p)) | 1;
+
+    if (old != hash
+        && ngx_atomic_cmp_set(&zone->sh->arch_failing, old, hash))
+    {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "pty: archive \"%V\" cannot be written: %s; "
+                      "terminals go on, and what the rings still hold "
+                      "is stored when it can be",
+                      &ngx_pty_store_conf->path, err);
+    }
+}
+
+
 static void
 ngx_pty_store_write_done(ngx_event_t *ev)
 {
@@ -1250,26 +1333,12 @@ ngx_pty_store_write_done(ngx_event_t *ev)
     ngx_pty_store_busy = 0;
 
     if (b->rc == NGX_OK) {
-        if (ngx_pty_store_failing) {
-            ngx_log_error(NGX_LOG_NOTICE, ev->log, 0,
-                          "pty: archive \"%V\" is written again",
-                          &ngx_pty_store_conf->path);
-            ngx_pty_store_failing = 0;
-        }
-
+        ngx_pty_store_episode(ev->log, NULL);
         ngx_pty_store_backoff = 0;
         ngx_pty_store_commit(b, ev->log);
 
     } else {
-        if (!ngx_pty_store_failing) {
-            ngx_log_error(NGX_LOG_ERR, ev->log, 0,
-                          "pty: archive \"%V\" cannot be written: %s; "
-                          "terminals go on, and what the rings still hold "
-                          "is stored when it can be",
-                          &ngx_pty_store_conf->path, b->err);
-            ngx_pty_store_failing = 1;
-        }
-
+        ngx_pty_store_episode(ev->log, b->err);
         ngx_pty_store_backoff = ngx_min(ngx_pty_store_backoff
                                         ? ngx_pty_store_backoff * 2 : 500,
                                         NGX_PTY_STORE_BACKOFF);
