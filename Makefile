@@ -8,6 +8,7 @@
 #   make deb        the Debian package libnginx-mod-http-pty_<version>_<arch>.deb
 #                   in build/deb/ (dpkg-buildpackage, dh-sequence-nginx)
 #   make bench      run the benchmarks in t/bench (the last: make idle)
+#   make bench-archive  what pty_archive costs (t/bench/archive.pl)
 #   make idle       10,000 idle sessions: memory per session, all usable
 #                   (IDLE_SESSIONS to change the number)
 #   make load       500 sessions, 2,000 clients, every frame checked
@@ -46,7 +47,7 @@ BUILT := $(MODULE) $(UNIT_BINS) $(TOOL_BINS)
 WEB := src/web
 WEB_STAMP := $(WEB)/node_modules/.package-lock.json
 
-.PHONY: all deps run test unit bench idle load soak clean distclean \
+.PHONY: all deps run test unit bench bench-archive idle load soak clean distclean \
         test-asan fuzz fuzz-build xterm web test-deps built deb
 
 all: deps $(BUILT)
@@ -142,6 +143,9 @@ bench: all $(BENCH_BINS)
 
 idle: all
 	perl t/bench/idle.pl
+
+bench-archive: all $(BUILD)/wsbench
+	perl t/bench/archive.pl
 
 load: all $(BUILD)/wsload
 	perl t/bench/load.pl

@@ -673,7 +673,7 @@ ngx_pty_session_notify(ngx_pty_session_t *s)
 {
     ngx_pty_session_notify_local(s);
     ngx_pty_doorbell_wake(s->sh, &s->sh->listen_mask);
-    ngx_pty_store_note();
+    ngx_pty_store_note(s->sh);
 }
 
 

@@ -232,6 +232,7 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
     s->command_len = len;
     s->inbox_max = inbox_max;
     s->arch_on = sh->archive;
+    s->ring_hdr.archive = sh->archive;
     ngx_queue_init(&s->members);
 
     s->node.key = ngx_murmur_hash2(s->id, NGX_PTY_ID_LEN);
@@ -985,7 +986,8 @@ ngx_pty_ring_may_grow(ngx_pty_ring_t *ring)
         return 0;
     }
 
-    return ring->size < ring->grow_to || ring->frames < ring->min_frames;
+    return ring->size < ring->grow_to || ring->frames < ring->min_frames
+           || (ring->archive && ring->tail >= ring->stored);
 }
 
 

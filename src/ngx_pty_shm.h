@@ -73,6 +73,11 @@ struct ngx_pty_ring_s {
     uint32_t                   grow_failed;
     uint32_t                   capped;      /* max_size: by
                                                pty_session_max_memory */
+    ngx_uint_t                 archive;     /* pty_archive stores it */
+    uint64_t                   stored;      /* records below are stored:
+                                               it grows rather than evict
+                                               one that is not, up to
+                                               max_size */
     u_char                    *data;
 };
 

@@ -29,7 +29,8 @@
 
 
 #define NGX_PTY_STORE_SESSIONS   64           /* sessions per batch */
-#define NGX_PTY_STORE_BYTES      (1024 * 1024) /* frame bytes per batch */
+#define NGX_PTY_STORE_BYTES      (4 * 1024 * 1024) /* bytes per batch */
+#define NGX_PTY_STORE_CHUNK      (256 * 1024)  /* copied per lock */
 #define NGX_PTY_STORE_READ_MAX   (8 * 1024 * 1024)
 #define NGX_PTY_STORE_BACKOFF    30000        /* ms, the longest retry */
 #define NGX_PTY_STORE_BUSY       5000         /* ms a writer waits a lock */
@@ -89,6 +90,10 @@ static ngx_pty_store_batch_t *ngx_pty_store_collect(void);
 static ngx_uint_t ngx_pty_store_claim(ngx_pty_session_sh_t *sh);
 static void ngx_pty_store_copy(ngx_pty_store_batch_t *b,
     ngx_pty_store_entry_t *e);
+static ngx_int_t ngx_pty_store_copy_meta(ngx_pty_store_batch_t *b,
+    ngx_pty_store_entry_t *e);
+static ngx_int_t ngx_pty_store_copy_frames(ngx_pty_store_batch_t *b,
+    ngx_pty_store_entry_t *e, uint64_t *off);
 static void ngx_pty_store_write_thread(void *data, ngx_log_t *log);
 static ngx_int_t ngx_pty_store_write(ngx_pty_store_batch_t *b);
 static ngx_int_t ngx_pty_store_write_entry(ngx_pty_store_writer_t *w,
@@ -119,6 +124,7 @@ static ngx_uint_t              ngx_pty_store_busy;
 static ngx_uint_t              ngx_pty_store_again;
 static ngx_uint_t              ngx_pty_store_lagging;
 static ngx_msec_t              ngx_pty_store_backoff;
+static u_char                 *ngx_pty_store_buf;
 
 
 static const char  *ngx_pty_store_schema[] = {
@@ -467,8 +473,10 @@ ngx_pty_store_migrate(sqlite3 *db, u_char *err)
 
     /* version 0: a new file (the only older version there is) */
 
-    if (ngx_pty_store_exec(db, "PRAGMA auto_vacuum = INCREMENTAL", err)
-        != NGX_OK
+    /* frames are up to 16 KiB: larger pages keep most of one in one */
+    if (ngx_pty_store_exec(db, "PRAGMA page_size = 16384", err) != NGX_OK
+        || ngx_pty_store_exec(db, "PRAGMA auto_vacuum = INCREMENTAL", err)
+           != NGX_OK
         || ngx_pty_store_exec(db, "BEGIN IMMEDIATE", err) != NGX_OK)
     {
         return NGX_ERROR;
@@ -648,8 +656,8 @@ ngx_pty_store_init_module(ngx_cycle_t *cycle)
                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err);
 
     if (db == NULL
-        || ngx_pty_store_exec(db, "PRAGMA journal_mode = WAL", err) != NGX_OK
         || ngx_pty_store_migrate(db, err) != NGX_OK
+        || ngx_pty_store_exec(db, "PRAGMA journal_mode = WAL", err) != NGX_OK
         || ngx_pty_store_end_orphans(db, err) != NGX_OK)
     {
         ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
@@ -711,21 +719,43 @@ ngx_pty_store_exit_process(ngx_cycle_t *cycle)
 }
 
 
+/*
+ * A session has new frames.  They wait for the batch time, or not at all
+ * when a quarter of what its ring may hold (256 KiB at most) is not
+ * stored yet (a flood): the ring must not evict what is not stored.
+ */
 void
-ngx_pty_store_note(void)
+ngx_pty_store_note(ngx_pty_session_sh_t *sh)
 {
-    if (ngx_pty_store_conf == NULL || ngx_process == NGX_PROCESS_MASTER) {
+    ngx_msec_t  delay;
+    ngx_uint_t  urgent;
+
+    if (ngx_pty_store_conf == NULL || ngx_process == NGX_PROCESS_MASTER
+        || ngx_pty_store_timer.handler == NULL)
+    {
         return;
     }
+
+    /* unlocked: a hint; typing and prompts wait for the batch */
+    urgent = (sh->ring->head - sh->arch_off
+              > ngx_min(sh->ring->max_size / 4, 256 * 1024));
 
     if (ngx_pty_store_busy) {
-        ngx_pty_store_again = 1;
+        ngx_pty_store_again = ngx_max(ngx_pty_store_again, urgent + 1);
         return;
     }
 
-    if (!ngx_pty_store_timer.timer_set && ngx_pty_store_timer.handler) {
-        ngx_add_timer(&ngx_pty_store_timer, ngx_pty_store_conf->batch);
+    delay = urgent ? 1 : ngx_pty_store_conf->batch;
+
+    if (ngx_pty_store_timer.timer_set) {
+        if (ngx_pty_store_timer.timer.key <= ngx_current_msec + delay) {
+            return;
+        }
+
+        ngx_del_timer(&ngx_pty_store_timer);
     }
+
+    ngx_add_timer(&ngx_pty_store_timer, delay);
 }
 
 
@@ -793,11 +823,16 @@ ngx_pty_store_collect(void)
         return NULL;
     }
 
-    b->data = ngx_alloc(NGX_PTY_STORE_BYTES, ngx_cycle->log);
-    if (b->data == NULL) {
-        ngx_free(b);
-        return NULL;
+    /* one batch at a time: its buffer is kept, not faulted in anew */
+    if (ngx_pty_store_buf == NULL) {
+        ngx_pty_store_buf = ngx_alloc(NGX_PTY_STORE_BYTES, ngx_cycle->log);
+        if (ngx_pty_store_buf == NULL) {
+            ngx_free(b);
+            return NULL;
+        }
     }
+
+    b->data = ngx_pty_store_buf;
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 
@@ -870,14 +905,16 @@ ngx_pty_store_claim(ngx_pty_session_sh_t *sh)
 }
 
 
-/* the session's unstored frames and, on its first batch, what it is */
+/*
+ * The session's unstored frames and what it is.  The lock is dropped
+ * every NGX_PTY_STORE_CHUNK bytes: a flood's reads wait for a copy of
+ * that much at most, not for the whole batch.
+ */
 static void
 ngx_pty_store_copy(ngx_pty_store_batch_t *b, ngx_pty_store_entry_t *e)
 {
-    size_t                 need, meta;
     uint64_t               off, first;
     ngx_pty_ring_t        *ring;
-    ngx_pty_frame_t       *f;
     ngx_pty_session_sh_t  *sh;
 
     sh = e->sh;
@@ -890,47 +927,12 @@ ngx_pty_store_copy(ngx_pty_store_batch_t *b, ngx_pty_store_entry_t *e)
     e->start = b->len;
     e->end = b->len;
 
-    if (sh->state == NGX_PTY_STATE_GONE || ring->data == NULL) {
+    if (sh->state == NGX_PTY_STATE_GONE || ring->data == NULL
+        || ngx_pty_store_copy_meta(b, e) != NGX_OK)
+    {
         ngx_pty_shm_unlock(sh);
         return;
     }
-
-    ngx_memcpy(e->meta.id, sh->id, NGX_PTY_ID_LEN);
-    e->meta.name = sh->name;
-    e->meta.started = (uint64_t) sh->created * 1000;
-    e->meta.cols = sh->cols;
-    e->meta.rows = sh->rows;
-    e->meta.exit_code = sh->exit_code;
-    e->meta.reason = sh->closed_reason;
-    e->meta.ended = (sh->state >= NGX_PTY_STATE_CLOSED) ? sh->closed_at : 0;
-    e->keep_frames = sh->params.replay_buffer_frames;
-    e->keep_ms = (uint64_t) sh->params.replay_buffer_retention_seconds
-                 * 1000;
-
-    /*
-     * What it is goes with every batch of it: the row is made by the
-     * first batch that commits, whichever worker's (a file replaced under
-     * a running session gets it again)
-     */
-    meta = ngx_align(sh->command_len + sh->acl_len, 8);
-
-    if (b->len + meta > NGX_PTY_STORE_BYTES / 2) {
-        b->more = 1;
-        ngx_pty_shm_unlock(sh);
-        return;
-    }
-
-    e->has_meta = 1;
-    e->meta.command.data = b->data + b->len;
-    e->meta.command.len = sh->command_len;
-    ngx_memcpy(e->meta.command.data, sh->command, sh->command_len);
-
-    e->meta.acl.data = e->meta.command.data + sh->command_len;
-    e->meta.acl.len = sh->acl_len;
-    ngx_memcpy(e->meta.acl.data, sh->acl, sh->acl_len);
-
-    b->len += meta;
-    e->start = b->len;
 
     off = sh->arch_off;
 
@@ -946,26 +948,13 @@ ngx_pty_store_copy(ngx_pty_store_batch_t *b, ngx_pty_store_entry_t *e)
         }
     }
 
-    while ((f = ngx_pty_ring_read(ring, &off)) != NULL) {
-        need = ngx_pty_ring_need(f->len);
+    while (ngx_pty_store_copy_frames(b, e, &off) == NGX_AGAIN) {
+        ngx_pty_shm_unlock(sh);
+        ngx_pty_shm_lock(sh);
 
-        if (b->len + need > NGX_PTY_STORE_BYTES) {
-            if (b->len == e->start && need > NGX_PTY_STORE_BYTES) {
-                /* cannot be: a ring record fits half the ring at most */
-                continue;
-            }
-
-            off -= need;
-            b->more = 1;
-            break;
+        if (off < ring->tail) {
+            break;      /* evicted meanwhile: the next batch has the gap */
         }
-
-        if (f->kind != NGX_PTY_FRAME_REVOKE) {
-            ngx_memcpy(b->data + b->len, f, sizeof(ngx_pty_frame_t) + f->len);
-            b->len += need;
-        }
-
-        e->last_seq = f->seq;
     }
 
     e->next_off = off;
@@ -977,6 +966,94 @@ ngx_pty_store_copy(ngx_pty_store_batch_t *b, ngx_pty_store_entry_t *e)
     }
 
     ngx_pty_shm_unlock(sh);
+}
+
+
+/*
+ * What it is goes with every batch of it: the row is made by the first
+ * batch that commits, whichever worker's (and again in a file replaced
+ * under a running session).  The caller locks.
+ */
+static ngx_int_t
+ngx_pty_store_copy_meta(ngx_pty_store_batch_t *b, ngx_pty_store_entry_t *e)
+{
+    size_t                 meta;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = e->sh;
+
+    meta = ngx_align(sh->command_len + sh->acl_len, 8);
+
+    if (b->len + meta > NGX_PTY_STORE_BYTES / 2) {
+        b->more = 1;
+        return NGX_DECLINED;
+    }
+
+    ngx_memcpy(e->meta.id, sh->id, NGX_PTY_ID_LEN);
+    e->meta.name = sh->name;
+    e->meta.started = (uint64_t) sh->created * 1000;
+    e->meta.cols = sh->cols;
+    e->meta.rows = sh->rows;
+    e->meta.exit_code = sh->exit_code;
+    e->meta.reason = sh->closed_reason;
+    e->meta.ended = (sh->state >= NGX_PTY_STATE_CLOSED) ? sh->closed_at : 0;
+    e->keep_frames = sh->params.replay_buffer_frames;
+    e->keep_ms = (uint64_t) sh->params.replay_buffer_retention_seconds
+                 * 1000;
+
+    e->has_meta = 1;
+    e->meta.command.data = b->data + b->len;
+    e->meta.command.len = sh->command_len;
+    ngx_memcpy(e->meta.command.data, sh->command, sh->command_len);
+
+    e->meta.acl.data = e->meta.command.data + sh->command_len;
+    e->meta.acl.len = sh->acl_len;
+    ngx_memcpy(e->meta.acl.data, sh->acl, sh->acl_len);
+
+    b->len += meta;
+    e->start = b->len;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Ring records from *off into the batch, NGX_PTY_STORE_CHUNK bytes at
+ * most: NGX_AGAIN when there are more to copy, NGX_OK at the ring's head
+ * or a full batch.  The caller locks.
+ */
+static ngx_int_t
+ngx_pty_store_copy_frames(ngx_pty_store_batch_t *b, ngx_pty_store_entry_t *e,
+    uint64_t *off)
+{
+    size_t            need, chunk;
+    ngx_pty_frame_t  *f;
+
+    chunk = 0;
+
+    while ((f = ngx_pty_ring_read(e->sh->ring, off)) != NULL) {
+        need = ngx_pty_ring_need(f->len);
+
+        if (b->len + need > NGX_PTY_STORE_BYTES) {
+            *off -= need;
+            b->more = 1;
+            return NGX_OK;
+        }
+
+        if (f->kind != NGX_PTY_FRAME_REVOKE) {
+            ngx_memcpy(b->data + b->len, f, sizeof(ngx_pty_frame_t) + f->len);
+            b->len += need;
+        }
+
+        e->last_seq = f->seq;
+        chunk += need;
+
+        if (chunk >= NGX_PTY_STORE_CHUNK) {
+            return NGX_AGAIN;
+        }
+    }
+
+    return NGX_OK;
 }
 
 
@@ -1214,7 +1291,9 @@ ngx_pty_store_writer_open(ngx_pty_store_writer_t *w, u_char *err)
     }
 
     if (ngx_pty_store_migrate(w->db, err) != NGX_OK
-        || ngx_pty_store_exec(w->db, "PRAGMA synchronous = NORMAL", err)
+        || ngx_pty_store_exec(w->db, "PRAGMA synchronous = NORMAL;"
+                              "PRAGMA wal_autocheckpoint = 512;"
+                              "PRAGMA journal_size_limit = 67108864", err)
            != NGX_OK)
     {
         goto failed;
@@ -1346,8 +1425,10 @@ ngx_pty_store_write_done(ngx_event_t *ev)
     }
 
     if (b->rc == NGX_OK && (b->more || ngx_pty_store_again)) {
+        ngx_add_timer(&ngx_pty_store_timer,
+                      (b->more || ngx_pty_store_again > 1)
+                      ? 1 : ngx_pty_store_conf->batch);
         ngx_pty_store_again = 0;
-        ngx_add_timer(&ngx_pty_store_timer, b->more ? 1 : ngx_pty_store_conf->batch);
 
     } else if (b->rc != NGX_OK) {
         ngx_pty_store_again = 0;
@@ -1384,6 +1465,7 @@ ngx_pty_store_commit(ngx_pty_store_batch_t *b, ngx_log_t *log)
             if (e->last_seq > sh->arch_seq) {
                 sh->arch_seq = e->last_seq;
                 sh->arch_off = e->next_off;
+                sh->ring->stored = e->next_off;
             }
 
             if (e->meta.ended) {
@@ -1428,7 +1510,6 @@ ngx_pty_store_commit(ngx_pty_store_batch_t *b, ngx_log_t *log)
 static void
 ngx_pty_store_batch_free(ngx_pty_store_batch_t *b)
 {
-    ngx_free(b->data);
     ngx_free(b);
 }
 

@@ -94,7 +94,7 @@ void ngx_pty_store_exit_master(ngx_cycle_t *cycle);
 
 ngx_uint_t ngx_pty_store_enabled(void);
 /* a session has new frames: they are stored within the batch time */
-void ngx_pty_store_note(void);
+void ngx_pty_store_note(ngx_pty_session_sh_t *sh);
 
 /* NULL: out of memory; the caller sets key, from, limit, handler */
 ngx_pty_store_read_t *ngx_pty_store_read_create(ngx_log_t *log);

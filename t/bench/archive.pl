@@ -1,0 +1,131 @@
+#!/usr/bin/perl
+
+# What the archive (pty_archive) costs, as ratios measured in one run:
+#
+#   throughput  one pty-ws/v1 client receiving BENCH_MIB MiB of plain text
+#               from an nginx with the archive, against the same from an
+#               nginx without it, A/B alternated; and whether the archive
+#               kept up (every frame stored, no gap)
+#   echo        the keystroke echo p50 with and without it
+#   zone        zone pages in use after 1,000 short sessions have ended,
+#               with and without it
+#
+# Run with `make bench-archive`; prints a table.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More;
+use Time::HiRes qw(time sleep);
+use Test::Nginx;
+use Test::Nginx::Pty;
+use Test::Nginx::PtyAPI qw(api_call);
+
+use lib $FindBin::Bin;
+use BenchStats qw(median mmm);
+
+my $root = "$FindBin::Bin/../..";
+my $wsbench = "$root/build/wsbench";
+my $runs = $ENV{BENCH_RUNS} // 3;
+my $mib = $ENV{BENCH_MIB} // 64;
+
+-x $wsbench or die "build t/bench first (make bench-archive)\n";
+
+# one port for both: each figure restarts nginx with or without it
+my $t = pty_nginx(zone => '256m',
+    extra_http => '@ARCHIVE@',
+    extra_loc => 'pty_closed_linger 1s;');
+my $dir = $t->testdir;
+mkdir("$dir/arch");
+chmod(0777, "$dir/arch");
+my $conf = $t->read_file('nginx.conf');
+
+sub nginx_with {
+    my ($arch) = @_;
+    $t->stop() if $t->is_running;
+    (my $c = $conf) =~ s{\@ARCHIVE\@}{$arch
+        ? "pty_archive $dir/arch/pty.db keep_closed=1h;" : ''}e;
+    $t->write_file('nginx.conf', $c);
+    $t->run();
+}
+
+open(my $fh, '>', "$dir/plain.txt") or die;
+my $line = join(' ', map { "word$_" } 1 .. 12) . "\n";
+print $fh $line x int(($mib << 20) / length $line);
+close $fh;
+
+my (%rate, @ratio, %last);
+for my $run (1 .. $runs) {
+    for my $arch (0, 1) {
+        nginx_with($arch);
+        my $s = start_session($t, "read x; cat $dir/plain.txt",
+            cols => 120, rows => 30);
+        my ($b, $secs) = split ' ',
+            `$wsbench throughput @{[$t->port(8080)]} $s->{attach_path}`;
+        push @{$rate{$arch}}, $b / $secs / 1e6;
+        $last{$arch} = $s;
+    }
+    push @ratio, $rate{1}[-1] / $rate{0}[-1];
+}
+
+# the last session of the archive's nginx: all of it stored, no gap?
+my ($st, $j);
+my $deadline = time + 30;
+while (time < $deadline) {
+    ($st, $j) = api_call($t->port(8080), '/pty/transcript',
+        { id => $last{1}{id}, limit => 0 });
+    last if $st == 200 && $j->{state} eq 'exited';
+    sleep 0.2;
+}
+ok($st == 200, 'the archive has the session');
+is($j->{gaps}, 0, 'the archive kept up: no gap');
+
+my (%echo, @echo_ratio, %zone);
+for my $run (1 .. $runs) {
+    for my $arch (0, 1) {
+        nginx_with($arch);
+        my $s = start_session($t, 'cat', cols => 120, rows => 30);
+        my @lat = sort { $a <=> $b } split /\n/,
+            `$wsbench echo @{[$t->port(8080)]} $s->{attach_path} 2000`;
+        push @{$echo{$arch}}, $lat[int(@lat / 2)];
+    }
+    push @echo_ratio, $echo{1}[-1] / $echo{0}[-1];
+}
+
+for my $arch (0, 1) {
+    nginx_with($arch);
+
+    # zone use after 1,000 sessions that ended
+    for (1 .. 1000) {
+        api_call($t->port(8080), '/pty/start',
+            { command => 'echo done', wait_ms => 0 });
+    }
+    my $d = time + 60;
+    my $z;
+    while (time < $d) {
+        (undef, $z) = api_call($t->port(8080), '/pty/status', {});
+        last if ($z->{sessions}{running} // 2) <= 1;
+        sleep 0.5;
+    }
+    sleep 2;     # the linger (1 s) and the archive's last batch
+    (undef, $z) = api_call($t->port(8080), '/pty/status', {});
+    $zone{$arch} = $z->{zone}{used};
+}
+
+$t->stop();
+done_testing();
+
+print "\n";
+printf "%-34s %-22s %-22s %s\n", 'figure', 'without archive',
+    'with archive', 'ratio (target)';
+printf "%-34s %-22s %-22s %s\n", 'throughput MB/s, plain text',
+    mmm($rate{0}), mmm($rate{1}),
+    mmm(\@ratio, '%.2f') . ' (>=0.90)';
+printf "%-34s %-22s %-22s %s\n", 'echo p50 (us)', mmm($echo{0}, '%.0f'),
+    mmm($echo{1}, '%.0f'), mmm(\@echo_ratio, '%.2f');
+printf "%-34s %-22s %-22s\n", 'zone used after 1,000 ended (KiB)',
+    sprintf('%.0f', $zone{0} / 1024), sprintf('%.0f', $zone{1} / 1024);
+print "\n(min/median/max over $runs runs, $mib MiB each, 120x30)\n";
