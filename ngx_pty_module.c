@@ -468,6 +468,13 @@ static ngx_command_t  ngx_pty_commands[] = {
       0,
       NULL },
 
+    { ngx_string("pty_archive_key"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_pty_store_key_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("pty_closed_linger"),
       NGX_PTY_LOC|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,

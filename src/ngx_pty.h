@@ -100,6 +100,7 @@ typedef struct {
 
     ngx_open_file_t           *audit;          /* pty_audit_log; NULL: off */
     ngx_pty_store_conf_t      *store;          /* pty_archive; NULL: off */
+    ngx_array_t               *archive_keys;   /* pty_archive_key */
 } ngx_pty_main_conf_t;
 
 

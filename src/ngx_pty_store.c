@@ -26,6 +26,8 @@
 #include <sqlite3.h>
 #include <pwd.h>
 #include <grp.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 
 
 #define NGX_PTY_STORE_SESSIONS   64           /* sessions per batch */
@@ -34,6 +36,9 @@
 #define NGX_PTY_STORE_READ_MAX   (8 * 1024 * 1024)
 #define NGX_PTY_STORE_BACKOFF    30000        /* ms, the longest retry */
 #define NGX_PTY_STORE_BUSY       5000         /* ms a writer waits a lock */
+#define NGX_PTY_STORE_NONCE      12
+#define NGX_PTY_STORE_TAG        16
+#define NGX_PTY_STORE_SEALED(n)  ((n) + NGX_PTY_STORE_NONCE + NGX_PTY_STORE_TAG)
 
 
 typedef struct {
@@ -73,6 +78,8 @@ typedef struct {
     sqlite3_stmt              *set_last;
     sqlite3_stmt              *set_end;
     sqlite3_stmt              *add_gap;
+    u_char                    *sealed;       /* a frame, encrypted */
+    size_t                     sealed_size;
 } ngx_pty_store_writer_t;
 
 
@@ -101,12 +108,22 @@ static ngx_int_t ngx_pty_store_write_entry(ngx_pty_store_writer_t *w,
 static ngx_int_t ngx_pty_store_writer_open(ngx_pty_store_writer_t *w,
     u_char *err);
 static void ngx_pty_store_writer_close(ngx_pty_store_writer_t *w);
+static ngx_int_t ngx_pty_store_bind_data(ngx_pty_store_writer_t *w,
+    u_char *id, ngx_pty_frame_t *f, u_char *err);
+static ngx_int_t ngx_pty_store_bind_command(ngx_pty_store_writer_t *w,
+    ngx_pty_store_session_t *m, u_char *err);
 static void ngx_pty_store_episode(ngx_log_t *log, u_char *err);
 static void ngx_pty_store_write_done(ngx_event_t *ev);
 static void ngx_pty_store_commit(ngx_pty_store_batch_t *b, ngx_log_t *log);
 static void ngx_pty_store_batch_free(ngx_pty_store_batch_t *b);
 static ngx_int_t ngx_pty_store_prune(sqlite3 *db, u_char *err);
 
+static ngx_int_t ngx_pty_store_seal(ngx_pty_store_key_t *k, u_char *id,
+    uint64_t seq, ngx_uint_t kind, const u_char *in, size_t len,
+    u_char *out);
+static ngx_int_t ngx_pty_store_unseal(u_char *id, uint64_t seq,
+    ngx_uint_t kind, uint32_t enc, const u_char *in, size_t len, u_char *out,
+    u_char *err);
 static void ngx_pty_store_read_thread(void *data, ngx_log_t *log);
 static ngx_int_t ngx_pty_store_read_session(sqlite3 *db,
     ngx_pty_store_read_t *rd);
@@ -114,6 +131,8 @@ static ngx_int_t ngx_pty_store_read_frames(sqlite3 *db, sqlite_int64 sid,
     ngx_pty_store_read_t *rd);
 static ngx_int_t ngx_pty_store_read_text(sqlite3 *db, sqlite_int64 sid,
     ngx_pty_store_read_t *rd);
+static ngx_int_t ngx_pty_store_feed_text(sqlite3 *db, sqlite_int64 sid,
+    ngx_pty_store_read_t *rd, ngx_pty_text_t *t);
 static void ngx_pty_store_read_done(ngx_event_t *ev);
 
 
@@ -143,7 +162,8 @@ static const char  *ngx_pty_store_schema[] = {
     " last_seq INTEGER NOT NULL DEFAULT 0,"
     " keep_frames INTEGER NOT NULL DEFAULT 0,"
     " keep_ms INTEGER NOT NULL DEFAULT 0,"
-    " gaps INTEGER NOT NULL DEFAULT 0)",
+    " gaps INTEGER NOT NULL DEFAULT 0,"
+    " cmd_enc INTEGER NOT NULL DEFAULT 0)",
     "CREATE INDEX sessions_name ON sessions (name, started)",
     "CREATE INDEX sessions_ended ON sessions (ended)",
     "CREATE TABLE frames ("
@@ -171,7 +191,7 @@ static const char  *ngx_pty_store_schema[] = {
 
 #define NGX_PTY_STORE_COLUMNS                                                 \
     "sid, id, name, command, acl, cols, rows, started, ended,"                \
-    " exit_code, reason, last_seq, gaps"
+    " exit_code, reason, last_seq, gaps, cmd_enc"
 
 
 /* pty_archive off | path [thread_pool=name] [max_size=size]
@@ -290,6 +310,222 @@ invalid:
                        "and thread_pool=, max_size=, keep_closed=, batch= "
                        "(1ms..10s), prune= (100ms at least)", &value[i]);
     return NGX_CONF_ERROR;
+}
+
+
+/*
+ * pty_archive_key file: 32 bytes, raw or as 64 hex digits.  Read here,
+ * by the master, so that the file may be readable by root alone.  Its id
+ * is the key's SHA-256 cut to 31 bits: rows name their key by it, and
+ * no two files need to be told apart by hand.
+ */
+char *
+ngx_pty_store_key_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_pty_main_conf_t  *pmcf = conf;
+
+    u_char               buf[130], digest[32];
+    ssize_t              n;
+    ngx_fd_t             fd;
+    ngx_str_t           *value;
+    ngx_uint_t           i;
+    unsigned int         dlen;
+    ngx_pty_store_key_t *k;
+
+    value = cf->args->elts;
+
+    if (pmcf->archive_keys == NULL) {
+        pmcf->archive_keys = ngx_array_create(cf->pool, 2,
+                                              sizeof(ngx_pty_store_key_t));
+        if (pmcf->archive_keys == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    k = ngx_array_push(pmcf->archive_keys);
+    if (k == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(k, sizeof(ngx_pty_store_key_t));
+    k->file = value[1];
+
+    if (ngx_conf_full_name(cf->cycle, &k->file, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    fd = ngx_open_file(k->file.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "pty_archive_key: cannot open \"%V\"", &k->file);
+        return NGX_CONF_ERROR;
+    }
+
+    n = ngx_read_fd(fd, buf, sizeof(buf));
+    (void) ngx_close_file(fd);
+
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'
+                     || buf[n - 1] == ' '))
+    {
+        n--;
+    }
+
+    if (n == 32) {
+        ngx_memcpy(k->key, buf, 32);
+
+    } else if (n == 64) {
+        for (i = 0; i < 32; i++) {
+            if (ngx_hextoi(&buf[2 * i], 2) == NGX_ERROR) {
+                goto invalid;
+            }
+
+            k->key[i] = (u_char) ngx_hextoi(&buf[2 * i], 2);
+        }
+
+    } else {
+        goto invalid;
+    }
+
+    ngx_explicit_memzero(buf, sizeof(buf));
+
+    if (EVP_Digest(k->key, 32, digest, &dlen, EVP_sha256(), NULL) != 1) {
+        return NGX_CONF_ERROR;
+    }
+
+    k->id = ((digest[0] << 24 | digest[1] << 16 | digest[2] << 8 | digest[3])
+             & 0x7fffffff) | 1;
+
+    for (i = 0; i + 1 < pmcf->archive_keys->nelts; i++) {
+        if (((ngx_pty_store_key_t *) pmcf->archive_keys->elts)[i].id
+            == k->id)
+        {
+            return "names a key given already";
+        }
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_explicit_memzero(buf, sizeof(buf));
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "pty_archive_key: \"%V\" must hold a 256-bit key: 32 "
+                       "bytes, or 64 hex digits", &k->file);
+    return NGX_CONF_ERROR;
+}
+
+
+/*
+ * A frame's data (or, as sequence 0, the session's command line) as
+ * nonce, ciphertext and tag (AES-256-GCM).  The session id, sequence and
+ * kind are authenticated with it: a row copied to another place does not
+ * open there.
+ */
+static ngx_int_t
+ngx_pty_store_seal(ngx_pty_store_key_t *k, u_char *id, uint64_t seq,
+    ngx_uint_t kind, const u_char *in, size_t len, u_char *out)
+{
+    int               n, ok;
+    u_char            aad[NGX_PTY_ID_LEN + 10];
+    uint16_t          k16;
+    EVP_CIPHER_CTX   *ctx;
+
+    k16 = (uint16_t) kind;
+    ngx_memcpy(aad, id, NGX_PTY_ID_LEN);
+    ngx_memcpy(aad + NGX_PTY_ID_LEN, &seq, 8);
+    ngx_memcpy(aad + NGX_PTY_ID_LEN + 8, &k16, 2);
+
+    if (RAND_bytes(out, NGX_PTY_STORE_NONCE) != 1) {
+        return NGX_ERROR;
+    }
+
+    ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ok = EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, k->key, out) == 1
+         && EVP_EncryptUpdate(ctx, NULL, &n, aad, sizeof(aad)) == 1
+         && EVP_EncryptUpdate(ctx, out + NGX_PTY_STORE_NONCE, &n, in, len)
+            == 1
+         && EVP_EncryptFinal_ex(ctx, out + NGX_PTY_STORE_NONCE + n, &n) == 1
+         && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, NGX_PTY_STORE_TAG,
+                                out + NGX_PTY_STORE_NONCE + len) == 1;
+
+    EVP_CIPHER_CTX_free(ctx);
+
+    return ok ? NGX_OK : NGX_ERROR;
+}
+
+
+/* a row's data in clear, len less the nonce and tag; err says why not */
+static ngx_int_t
+ngx_pty_store_unseal(u_char *id, uint64_t seq, ngx_uint_t kind,
+    uint32_t enc, const u_char *in, size_t len, u_char *out, u_char *err)
+{
+    int                   n, ok;
+    u_char                aad[NGX_PTY_ID_LEN + 10];
+    uint16_t              k16;
+    ngx_uint_t            i;
+    EVP_CIPHER_CTX       *ctx;
+    ngx_pty_store_key_t  *k, *keys;
+
+    k = NULL;
+
+    if (ngx_pty_store_conf->keys) {
+        keys = ngx_pty_store_conf->keys->elts;
+
+        for (i = 0; i < ngx_pty_store_conf->keys->nelts; i++) {
+            if (keys[i].id == enc) {
+                k = &keys[i];
+                break;
+            }
+        }
+    }
+
+    if (k == NULL) {
+        ngx_snprintf(err, 159, "frame %uL was stored with key %uD, which no "
+                     "pty_archive_key holds%Z", seq, enc);
+        return NGX_ERROR;
+    }
+
+    if (len < NGX_PTY_STORE_SEALED(0)) {
+        goto damaged;
+    }
+
+    k16 = (uint16_t) kind;
+    ngx_memcpy(aad, id, NGX_PTY_ID_LEN);
+    ngx_memcpy(aad + NGX_PTY_ID_LEN, &seq, 8);
+    ngx_memcpy(aad + NGX_PTY_ID_LEN + 8, &k16, 2);
+
+    len -= NGX_PTY_STORE_SEALED(0);
+
+    ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) {
+        ngx_snprintf(err, 159, "out of memory%Z");
+        return NGX_ERROR;
+    }
+
+    ok = EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, k->key, in) == 1
+         && EVP_DecryptUpdate(ctx, NULL, &n, aad, sizeof(aad)) == 1
+         && EVP_DecryptUpdate(ctx, out, &n, in + NGX_PTY_STORE_NONCE,
+                              len) == 1
+         && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, NGX_PTY_STORE_TAG,
+                                (void *) (in + NGX_PTY_STORE_NONCE + len))
+            == 1
+         && EVP_DecryptFinal_ex(ctx, out + n, &n) == 1;
+
+    EVP_CIPHER_CTX_free(ctx);
+
+    if (ok) {
+        return NGX_OK;
+    }
+
+damaged:
+
+    ngx_snprintf(err, 159, "frame %uL does not open with key %uD (\"%V\"): "
+                 "a damaged row%Z", seq, enc, &k->file);
+    return NGX_ERROR;
 }
 
 
@@ -637,6 +873,10 @@ ngx_pty_store_init_module(ngx_cycle_t *cycle)
 
     ngx_pty_store_conf = (pmcf && pmcf->store != NGX_CONF_UNSET_PTR)
                          ? pmcf->store : NULL;
+
+    if (ngx_pty_store_conf) {
+        ngx_pty_store_conf->keys = pmcf->archive_keys;
+    }
 
     zone = ngx_pty_shm_zone();
 
@@ -1130,8 +1370,10 @@ ngx_pty_store_write_entry(ngx_pty_store_writer_t *w, ngx_pty_store_batch_t *b,
     sqlite3_bind_text(w->add_session, 1, (char *) m->id, NGX_PTY_ID_LEN,
                       SQLITE_STATIC);
     sqlite3_bind_int64(w->add_session, 2, m->name);
-    sqlite3_bind_text(w->add_session, 3, (char *) m->command.data,
-                      m->command.len, SQLITE_STATIC);
+    if (ngx_pty_store_bind_command(w, m, b->err) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     sqlite3_bind_blob(w->add_session, 4, m->acl.data, m->acl.len,
                       SQLITE_STATIC);
     sqlite3_bind_int(w->add_session, 5, m->cols);
@@ -1167,6 +1409,10 @@ ngx_pty_store_write_entry(ngx_pty_store_writer_t *w, ngx_pty_store_batch_t *b,
     while (p < end) {
         f = (ngx_pty_frame_t *) p;
 
+        if (ngx_pty_store_bind_data(w, m->id, f, b->err) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
         sqlite3_bind_int64(w->add_frame, 1, sid);
         sqlite3_bind_int64(w->add_frame, 2, f->seq);
         sqlite3_bind_int64(w->add_frame, 3, f->ts);
@@ -1176,8 +1422,6 @@ ngx_pty_store_write_entry(ngx_pty_store_writer_t *w, ngx_pty_store_batch_t *b,
         sqlite3_bind_int(w->add_frame, 7, f->cols);
         sqlite3_bind_int(w->add_frame, 8, f->rows);
         sqlite3_bind_blob(w->add_frame, 9, f->id, 16, SQLITE_STATIC);
-        sqlite3_bind_blob(w->add_frame, 10, ngx_pty_frame_data(f), f->len,
-                          SQLITE_STATIC);
 
         if (sqlite3_step(w->add_frame) != SQLITE_DONE) {
             sqlite3_reset(w->add_frame);
@@ -1245,6 +1489,92 @@ ngx_pty_store_write_entry(ngx_pty_store_writer_t *w, ngx_pty_store_batch_t *b,
 }
 
 
+/* the command line, sealed like a frame (sequence 0) with a key */
+static ngx_int_t
+ngx_pty_store_bind_command(ngx_pty_store_writer_t *w,
+    ngx_pty_store_session_t *m, u_char *err)
+{
+    u_char               *p;
+    size_t                size;
+    ngx_pty_store_key_t  *k;
+
+    if (ngx_pty_store_conf->keys == NULL
+        || ngx_pty_store_conf->keys->nelts == 0)
+    {
+        sqlite3_bind_blob(w->add_session, 3, m->command.data, m->command.len,
+                          SQLITE_STATIC);
+        sqlite3_bind_int(w->add_session, 10, 0);
+        return NGX_OK;
+    }
+
+    k = ngx_pty_store_conf->keys->elts;
+    size = NGX_PTY_STORE_SEALED(m->command.len);
+
+    p = malloc(size);
+    if (p == NULL
+        || ngx_pty_store_seal(k, m->id, 0, 0, m->command.data,
+                              m->command.len, p)
+           != NGX_OK)
+    {
+        free(p);
+        ngx_snprintf(err, 159, "encrypting a command failed%Z");
+        return NGX_ERROR;
+    }
+
+    sqlite3_bind_blob(w->add_session, 3, p, size, free);
+    sqlite3_bind_int64(w->add_session, 10, k->id);
+
+    return NGX_OK;
+}
+
+
+/* the frame's data, sealed with the first pty_archive_key if any */
+static ngx_int_t
+ngx_pty_store_bind_data(ngx_pty_store_writer_t *w, u_char *id,
+    ngx_pty_frame_t *f, u_char *err)
+{
+    u_char               *p;
+    size_t                size;
+    ngx_pty_store_key_t  *k;
+
+    if (ngx_pty_store_conf->keys == NULL
+        || ngx_pty_store_conf->keys->nelts == 0)
+    {
+        sqlite3_bind_blob(w->add_frame, 10, ngx_pty_frame_data(f), f->len,
+                          SQLITE_STATIC);
+        sqlite3_bind_int(w->add_frame, 11, 0);
+        return NGX_OK;
+    }
+
+    k = ngx_pty_store_conf->keys->elts;
+    size = NGX_PTY_STORE_SEALED(f->len);
+
+    if (size > w->sealed_size) {
+        p = realloc(w->sealed, ngx_max(size, 65536));
+        if (p == NULL) {
+            ngx_snprintf(err, 159, "out of memory%Z");
+            return NGX_ERROR;
+        }
+
+        w->sealed = p;
+        w->sealed_size = ngx_max(size, 65536);
+    }
+
+    if (ngx_pty_store_seal(k, id, f->seq, f->kind, ngx_pty_frame_data(f),
+                           f->len, w->sealed)
+        != NGX_OK)
+    {
+        ngx_snprintf(err, 159, "encrypting a frame failed%Z");
+        return NGX_ERROR;
+    }
+
+    sqlite3_bind_blob(w->add_frame, 10, w->sealed, size, SQLITE_STATIC);
+    sqlite3_bind_int64(w->add_frame, 11, k->id);
+
+    return NGX_OK;
+}
+
+
 /*
  * SQLite makes the journal files with the file's mode, and keeps them
  * while any connection is open: a file made read-only and then writable
@@ -1301,8 +1631,8 @@ ngx_pty_store_writer_open(ngx_pty_store_writer_t *w, u_char *err)
 
     if (sqlite3_prepare_v2(w->db,
             "INSERT INTO sessions (id, name, command, acl, cols, rows,"
-            " started, keep_frames, keep_ms)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " started, keep_frames, keep_ms, cmd_enc)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (id) DO NOTHING", -1, &w->add_session, NULL)
         != SQLITE_OK
         || sqlite3_prepare_v2(w->db,
@@ -1311,8 +1641,8 @@ ngx_pty_store_writer_open(ngx_pty_store_writer_t *w, u_char *err)
            != SQLITE_OK
         || sqlite3_prepare_v2(w->db,
                "INSERT OR IGNORE INTO frames (sid, seq, ts, kind, target,"
-               " anchor, cols, rows, uuid, data)"
-               " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &w->add_frame,
+               " anchor, cols, rows, uuid, data, enc)"
+               " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &w->add_frame,
                NULL)
            != SQLITE_OK
         || sqlite3_prepare_v2(w->db,
@@ -1356,6 +1686,7 @@ ngx_pty_store_writer_close(ngx_pty_store_writer_t *w)
     sqlite3_finalize(w->set_end);
     sqlite3_finalize(w->add_gap);
     sqlite3_close(w->db);
+    free(w->sealed);
 
     ngx_memzero(w, sizeof(ngx_pty_store_writer_t));
 }
@@ -1834,7 +2165,22 @@ ngx_pty_store_read_session(sqlite3 *db, ngx_pty_store_read_t *rd)
         return NGX_ERROR;
     }
 
-    ngx_memcpy(m->command.data, sqlite3_column_text(st, 3), m->command.len);
+    if (sqlite3_column_int64(st, 13) == 0) {
+        ngx_memcpy(m->command.data, sqlite3_column_blob(st, 3),
+                   m->command.len);
+
+    } else if (ngx_pty_store_unseal(m->id, 0, 0, sqlite3_column_int64(st, 13),
+                                    sqlite3_column_blob(st, 3),
+                                    m->command.len, m->command.data, rd->err)
+               != NGX_OK)
+    {
+        sqlite3_finalize(st);
+        return NGX_ERROR;
+
+    } else {
+        m->command.len -= NGX_PTY_STORE_SEALED(0);
+    }
+
     ngx_memcpy(m->acl.data, sqlite3_column_blob(st, 4), m->acl.len);
 
     m->cols = sqlite3_column_int(st, 5);
@@ -1892,7 +2238,7 @@ ngx_pty_store_read_frames(sqlite3 *db, sqlite_int64 sid,
     }
 
     if (sqlite3_prepare_v2(db, "SELECT seq, ts, kind, target, anchor, cols,"
-                           " rows, uuid, data FROM frames"
+                           " rows, uuid, data, enc FROM frames"
                            " WHERE sid = ? AND seq >= ? ORDER BY seq"
                            " LIMIT ?", -1, &st, NULL)
         != SQLITE_OK)
@@ -1948,7 +2294,20 @@ ngx_pty_store_read_frames(sqlite3 *db, sqlite_int64 sid,
             ngx_memcpy(f->id, sqlite3_column_blob(st, 7), 16);
         }
 
-        if (len) {
+        if (sqlite3_column_int64(st, 9)) {
+            if (ngx_pty_store_unseal(rd->session.id, f->seq, f->kind,
+                                     sqlite3_column_int64(st, 9),
+                                     sqlite3_column_blob(st, 8), len,
+                                     ngx_pty_frame_data(f), rd->err)
+                != NGX_OK)
+            {
+                sqlite3_finalize(st);
+                return NGX_ERROR;
+            }
+
+            f->len = len - NGX_PTY_STORE_SEALED(0);
+
+        } else if (len) {
             ngx_memcpy(ngx_pty_frame_data(f), sqlite3_column_blob(st, 8),
                        len);
         }
@@ -1969,7 +2328,6 @@ ngx_pty_store_read_text(sqlite3 *db, sqlite_int64 sid,
     ngx_pty_store_read_t *rd)
 {
     ngx_int_t             rc;
-    sqlite3_stmt         *st;
     ngx_pty_text_t       *t;
     ngx_pty_text_view_t   v;
 
@@ -1979,24 +2337,10 @@ ngx_pty_store_read_text(sqlite3 *db, sqlite_int64 sid,
         return NGX_ERROR;
     }
 
-    if (sqlite3_prepare_v2(db, "SELECT data FROM frames WHERE sid = ?"
-                           " AND kind = ? ORDER BY seq", -1, &st, NULL)
-        != SQLITE_OK)
-    {
+    if (ngx_pty_store_feed_text(db, sid, rd, t) != NGX_OK) {
         ngx_pty_text_destroy(t);
-        ngx_pty_store_fail(db, "reading", rd->err);
         return NGX_ERROR;
     }
-
-    sqlite3_bind_int64(st, 1, sid);
-    sqlite3_bind_int(st, 2, NGX_PTY_FRAME_OUTPUT);
-
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        (void) ngx_pty_text_feed(t, sqlite3_column_blob(st, 0),
-                                 sqlite3_column_bytes(st, 0));
-    }
-
-    sqlite3_finalize(st);
 
     rc = NGX_OK;
 
@@ -2020,6 +2364,67 @@ ngx_pty_store_read_text(sqlite3 *db, sqlite_int64 sid,
     }
 
     ngx_pty_text_destroy(t);
+
+    return rc;
+}
+
+
+/* every Output row of the session into the converter, opened if sealed */
+static ngx_int_t
+ngx_pty_store_feed_text(sqlite3 *db, sqlite_int64 sid,
+    ngx_pty_store_read_t *rd, ngx_pty_text_t *t)
+{
+    u_char        *buf, *p;
+    size_t         len;
+    ngx_int_t      rc;
+    sqlite3_stmt  *st;
+
+    if (sqlite3_prepare_v2(db, "SELECT seq, data, enc FROM frames"
+                           " WHERE sid = ? AND kind = ? ORDER BY seq",
+                           -1, &st, NULL)
+        != SQLITE_OK)
+    {
+        ngx_pty_store_fail(db, "reading", rd->err);
+        return NGX_ERROR;
+    }
+
+    sqlite3_bind_int64(st, 1, sid);
+    sqlite3_bind_int(st, 2, NGX_PTY_FRAME_OUTPUT);
+
+    rc = NGX_OK;
+    buf = NULL;
+
+    while (rc == NGX_OK && sqlite3_step(st) == SQLITE_ROW) {
+        len = sqlite3_column_bytes(st, 1);
+
+        if (sqlite3_column_int64(st, 2) == 0) {
+            (void) ngx_pty_text_feed(t, sqlite3_column_blob(st, 1), len);
+            continue;
+        }
+
+        p = realloc(buf, ngx_max(len, 64));
+
+        if (p == NULL) {
+            ngx_snprintf(rd->err, 159, "out of memory%Z");
+            rc = NGX_ERROR;
+            break;
+        }
+
+        buf = p;
+
+        rc = ngx_pty_store_unseal(rd->session.id, sqlite3_column_int64(st, 0),
+                                  NGX_PTY_FRAME_OUTPUT,
+                                  sqlite3_column_int64(st, 2),
+                                  sqlite3_column_blob(st, 1), len, buf,
+                                  rd->err);
+
+        if (rc == NGX_OK) {
+            (void) ngx_pty_text_feed(t, buf, len - NGX_PTY_STORE_SEALED(0));
+        }
+    }
+
+    free(buf);
+    sqlite3_finalize(st);
 
     return rc;
 }

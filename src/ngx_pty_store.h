@@ -21,6 +21,14 @@
 #define NGX_PTY_STORE_SCHEMA  1
 
 
+/* a pty_archive_key: AES-256-GCM, named in each row by its id */
+typedef struct {
+    u_char                     key[32];
+    uint32_t                   id;           /* from its SHA-256 */
+    ngx_str_t                  file;
+} ngx_pty_store_key_t;
+
+
 struct ngx_pty_store_conf_s {
     ngx_str_t                  path;         /* full name */
     ngx_str_t                  dir;
@@ -29,6 +37,7 @@ struct ngx_pty_store_conf_s {
     time_t                     keep_closed;  /* seconds */
     ngx_msec_t                 batch;        /* a frame waits at most this */
     ngx_msec_t                 prune;        /* between prunings */
+    ngx_array_t               *keys;         /* the first one writes */
 };
 
 
@@ -85,6 +94,8 @@ struct ngx_pty_store_read_s {
 
 
 char *ngx_pty_store_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_pty_store_key_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_pty_store_init_module(ngx_cycle_t *cycle);
 ngx_int_t ngx_pty_store_init_process(ngx_cycle_t *cycle);
