@@ -27,6 +27,7 @@
 #include "ngx_pty_auth.h"
 #include "ngx_pty_audit.h"
 #include "ngx_pty_store.h"
+#include "ngx_pty_redact.h"
 
 #include <sys/prctl.h>
 
@@ -475,6 +476,41 @@ static ngx_command_t  ngx_pty_commands[] = {
       0,
       NULL },
 
+    { ngx_string("pty_redact"),
+      NGX_PTY_LOC|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_pty_loc_conf_t, redact),
+      NULL },
+
+    { ngx_string("pty_redact_pattern"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_pty_redact_pattern,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("pty_redact_secrets"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_pty_redact_secrets,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("pty_redact_wait"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_pty_redact_wait,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("pty_redact_builtin"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_FLAG,
+      ngx_pty_redact_builtin,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("pty_closed_linger"),
       NGX_PTY_LOC|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,
@@ -662,6 +698,14 @@ ngx_pty_create_main_conf(ngx_conf_t *cf)
     pmcf->audit = NGX_CONF_UNSET_PTR;
     pmcf->store = NGX_CONF_UNSET_PTR;
 
+    pmcf->redact = ngx_pcalloc(cf->pool, sizeof(ngx_pty_redact_conf_t));
+    if (pmcf->redact == NULL) {
+        return NULL;
+    }
+
+    pmcf->redact->builtin = NGX_CONF_UNSET;
+    pmcf->redact->wait = NGX_CONF_UNSET_MSEC;
+
     return pmcf;
 }
 
@@ -679,6 +723,12 @@ ngx_pty_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_uint_value(pmcf->zone_max_sessions, 0);
     ngx_conf_init_ptr_value(pmcf->audit, NULL);
     ngx_conf_init_ptr_value(pmcf->store, NULL);
+    ngx_conf_init_value(pmcf->redact->builtin, 1);
+    ngx_conf_init_msec_value(pmcf->redact->wait, 30);
+
+    if (ngx_pty_redact_init_conf(cf, pmcf->redact) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     return NGX_CONF_OK;
 }
@@ -714,6 +764,7 @@ ngx_pty_create_loc_conf(ngx_conf_t *cf)
     plcf->ring_size = NGX_CONF_UNSET_SIZE;
     plcf->ring_max_size = NGX_CONF_UNSET_SIZE;
     plcf->terminate_on_last_controller = NGX_CONF_UNSET;
+    plcf->redact = NGX_CONF_UNSET;
     plcf->answer_queries = NGX_CONF_UNSET_UINT;
     plcf->scroll_size = NGX_CONF_UNSET_SIZE;
     plcf->input_max = NGX_CONF_UNSET_SIZE;
@@ -779,6 +830,7 @@ ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_size_value(conf->ring_size, prev->ring_size, 512 * 1024);
     ngx_conf_merge_size_value(conf->ring_max_size, prev->ring_max_size,
                               16 * 1024 * 1024);
+    ngx_conf_merge_value(conf->redact, prev->redact, 0);
     ngx_conf_merge_value(conf->terminate_on_last_controller,
                          prev->terminate_on_last_controller, 0);
     ngx_conf_merge_uint_value(conf->answer_queries, prev->answer_queries,

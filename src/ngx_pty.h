@@ -84,6 +84,7 @@ typedef struct {
 
 
 typedef struct ngx_pty_store_conf_s  ngx_pty_store_conf_t;
+typedef struct ngx_pty_redact_conf_s  ngx_pty_redact_conf_t;
 
 
 typedef struct {
@@ -101,6 +102,7 @@ typedef struct {
     ngx_open_file_t           *audit;          /* pty_audit_log; NULL: off */
     ngx_pty_store_conf_t      *store;          /* pty_archive; NULL: off */
     ngx_array_t               *archive_keys;   /* pty_archive_key */
+    ngx_pty_redact_conf_t     *redact;         /* what is a secret */
 } ngx_pty_main_conf_t;
 
 
@@ -157,6 +159,7 @@ typedef struct {
     ngx_msec_t                 closed_linger;
 
     ngx_flag_t                 terminate_on_last_controller;
+    ngx_flag_t                 redact;         /* pty_redact */
     ngx_uint_t                 answer_queries;  /* NGX_PTY_ANSWER_* */
 
     /* identity and access (ngx_pty_auth.c) */

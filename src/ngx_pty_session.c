@@ -62,6 +62,10 @@ static void ngx_pty_session_ctl_handler(ngx_event_t *rev);
 static ngx_int_t ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd,
     ngx_pid_t child);
 static void ngx_pty_session_read_handler(ngx_event_t *rev);
+static ngx_int_t ngx_pty_session_redactor(ngx_pty_session_t *s);
+static void ngx_pty_session_output(ngx_pty_session_t *s, u_char *buf,
+    size_t n, ngx_uint_t full);
+static void ngx_pty_session_redact_handler(ngx_event_t *ev);
 static void ngx_pty_session_write_handler(ngx_event_t *wev);
 static ngx_int_t ngx_pty_session_input_room(ngx_pty_session_t *s, size_t len);
 static void ngx_pty_session_input_taken(ngx_pty_session_t *s, size_t n);
@@ -155,6 +159,7 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
 
     sh->params = plcf->params;
     sh->closed_linger = plcf->closed_linger;
+    sh->redact = plcf->redact;
     ngx_pty_session_own(s);
 
     req = ngx_pcalloc(s->pool, sizeof(ngx_pty_keeper_req_t));
@@ -507,6 +512,11 @@ ngx_pty_session_new(ngx_pty_session_sh_t *sh, ngx_log_t *log)
     s->batch.log = log;
     s->batch.cancelable = 1;
 
+    s->redact_ev.handler = ngx_pty_session_redact_handler;
+    s->redact_ev.data = s;
+    s->redact_ev.log = log;
+    s->redact_ev.cancelable = 1;
+
     s->node.key = (ngx_rbtree_key_t) (uintptr_t) sh;
     ngx_rbtree_insert(&ngx_pty_local, &s->node);
 
@@ -631,6 +641,15 @@ ngx_pty_session_free(ngx_pty_session_t *s)
 
     if (s->batch.timer_set) {
         ngx_del_timer(&s->batch);
+    }
+
+    if (s->redact_ev.timer_set) {
+        ngx_del_timer(&s->redact_ev);
+    }
+
+    if (s->redact) {
+        ngx_pty_redact_destroy(s->redact);
+        s->redact = NULL;
     }
 
     ngx_pty_mask_set(&s->sh->listen_mask, ngx_pty_doorbell_slot(), 0);
@@ -841,6 +860,10 @@ ngx_pty_session_ready(ngx_pty_session_t *s, ngx_fd_t fd, ngx_pid_t child)
     c->write->log = s->log;
     s->pty = c;
 
+    if (ngx_pty_session_redactor(s) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     ngx_pty_shm_lock(s->sh);
     s->sh->child = child;
     s->sh->state = NGX_PTY_STATE_RUNNING;
@@ -1021,7 +1044,7 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
         n = read(c->fd, buf, sizeof(buf));
 
         if (n > 0) {
-            ngx_pty_session_store(s, buf, n);
+            ngx_pty_session_output(s, buf, n, (size_t) n == sizeof(buf));
             got += n;
 
             if ((size_t) n < sizeof(buf) && !s->exited) {
@@ -1079,6 +1102,86 @@ ngx_pty_session_read_handler(ngx_event_t *rev)
         if (s->exited) {
             ngx_pty_session_exited(s);
         }
+    }
+}
+
+
+/* pty_redact on: the owner of the terminal masks what it reads */
+static ngx_int_t
+ngx_pty_session_redactor(ngx_pty_session_t *s)
+{
+    ngx_pty_main_conf_t  *pmcf;
+
+    if (!s->sh->redact || s->redact) {
+        return NGX_OK;
+    }
+
+    pmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_pty_module);
+
+    if (pmcf->redact->regex == NULL) {
+        return NGX_OK;          /* no pattern at all: nginx -t said so */
+    }
+
+    s->redact = ngx_pty_redact_create(pmcf->redact, s->log);
+    s->redact_wait = pmcf->redact->wait;
+
+    return s->redact ? NGX_OK : NGX_ERROR;
+}
+
+
+/* one read's output, masked first when the session redacts */
+static void
+ngx_pty_session_output(ngx_pty_session_t *s, u_char *buf, size_t n,
+    ngx_uint_t full)
+{
+    u_char  *out;
+    size_t   len;
+
+    if (s->redact == NULL) {
+        ngx_pty_session_store(s, buf, n);
+        return;
+    }
+
+    len = ngx_pty_redact_feed(s->redact, buf, n, full, &out);
+
+    if (len) {
+        ngx_pty_session_store(s, out, len);
+    }
+
+    if (ngx_pty_redact_held(s->redact)) {
+        if (!s->redact_ev.timer_set) {
+            ngx_add_timer(&s->redact_ev, s->redact_wait);
+        }
+
+    } else if (s->redact_ev.timer_set) {
+        ngx_del_timer(&s->redact_ev);
+    }
+}
+
+
+/* no more output came: what was held back is not a secret's start */
+static void
+ngx_pty_session_redact_handler(ngx_event_t *ev)
+{
+    u_char             *out;
+    size_t              len;
+    ngx_pty_session_t  *s;
+
+    s = ev->data;
+
+    if (ev->timer_set) {
+        ngx_del_timer(ev);
+    }
+
+    if (s->redact == NULL || ngx_pty_redact_held(s->redact) == 0) {
+        return;
+    }
+
+    len = ngx_pty_redact_flush(s->redact, &out);
+
+    if (len) {
+        ngx_pty_session_store(s, out, len);
+        ngx_pty_session_stored(s, len, 1);
     }
 }
 
@@ -1889,6 +1992,9 @@ static void
 ngx_pty_session_release_io(ngx_pty_session_t *s)
 {
     if (s->pty) {
+        /* what was held back goes before the terminal does */
+        ngx_pty_session_redact_handler(&s->redact_ev);
+
         if (s->pty->read->posted) {
             ngx_delete_posted_event(s->pty->read);
         }

@@ -16,6 +16,7 @@
 #include "ngx_pty_screen.h"
 #include "ngx_pty_keeper.h"
 #include "ngx_pty_limit.h"
+#include "ngx_pty_redact.h"
 
 
 typedef struct ngx_pty_listener_s  ngx_pty_listener_t;
@@ -50,6 +51,9 @@ struct ngx_pty_session_s {
     ngx_event_t                keyframe;
     ngx_event_t                limits;      /* pty_idle_timeout, pty_max_age */
     ngx_event_t                batch;       /* notifies a flood's output */
+    ngx_event_t                redact_ev;   /* lets held output go */
+    ngx_pty_redact_t          *redact;      /* pty_redact, while owned */
+    ngx_msec_t                 redact_wait;
     ngx_msec_t                 notified;    /* when output was last notified */
     size_t                     unnotified;  /* output appended since */
 

@@ -254,6 +254,7 @@ struct ngx_pty_session_sh_s {
     ngx_msec_t                 max_age;
     ngx_uint_t                 answer_queries;
     ngx_uint_t                 terminate_on_last_controller;
+    ngx_uint_t                 redact;        /* pty_redact on */
 
     size_t                     command_len;
     u_char                    *command;

@@ -1,12 +1,14 @@
 #!/usr/bin/perl
 
-# What the archive (pty_archive) costs, as ratios measured in one run:
+# What the archive (pty_archive) and redaction (pty_redact) cost, as
+# ratios measured in one run:
 #
 #   throughput  one pty-ws/v1 client receiving BENCH_MIB MiB of plain text
-#               from an nginx with the archive, against the same from an
-#               nginx without it, A/B alternated; and whether the archive
-#               kept up (every frame stored, no gap)
-#   echo        the keystroke echo p50 with and without it
+#               from an nginx with the archive, or with redaction (the
+#               built-in patterns), against the same from an nginx with
+#               neither, alternated; and whether the archive kept up
+#               (every frame stored, no gap)
+#   echo        the keystroke echo p50 with each and with neither
 #   zone        zone pages in use after 1,000 short sessions have ended,
 #               with and without it
 #
@@ -37,17 +39,19 @@ my $mib = $ENV{BENCH_MIB} // 64;
 # one port for both: each figure restarts nginx with or without it
 my $t = pty_nginx(zone => '256m',
     extra_http => '@ARCHIVE@',
-    extra_loc => 'pty_closed_linger 1s;');
+    extra_loc => 'pty_closed_linger 1s; @REDACT@');
 my $dir = $t->testdir;
 mkdir("$dir/arch");
 chmod(0777, "$dir/arch");
 my $conf = $t->read_file('nginx.conf');
 
+# 0: neither, 1: the archive, 2: redaction
 sub nginx_with {
-    my ($arch) = @_;
+    my ($mode) = @_;
     $t->stop() if $t->is_running;
-    (my $c = $conf) =~ s{\@ARCHIVE\@}{$arch
+    (my $c = $conf) =~ s{\@ARCHIVE\@}{$mode == 1
         ? "pty_archive $dir/arch/pty.db keep_closed=1h;" : ''}e;
+    $c =~ s{\@REDACT\@}{$mode == 2 ? 'pty_redact on;' : ''}ge;
     $t->write_file('nginx.conf', $c);
     $t->run();
 }
@@ -57,9 +61,9 @@ my $line = join(' ', map { "word$_" } 1 .. 12) . "\n";
 print $fh $line x int(($mib << 20) / length $line);
 close $fh;
 
-my (%rate, @ratio, %last);
+my (%rate, %ratio, %last);
 for my $run (1 .. $runs) {
-    for my $arch (0, 1) {
+    for my $arch (0, 1, 2) {
         nginx_with($arch);
         my $s = start_session($t, "read x; cat $dir/plain.txt",
             cols => 120, rows => 30);
@@ -68,10 +72,11 @@ for my $run (1 .. $runs) {
         push @{$rate{$arch}}, $b / $secs / 1e6;
         $last{$arch} = $s;
     }
-    push @ratio, $rate{1}[-1] / $rate{0}[-1];
+    push @{$ratio{$_}}, $rate{$_}[-1] / $rate{0}[-1] for 1, 2;
 }
 
 # the last session of the archive's nginx: all of it stored, no gap?
+nginx_with(1);
 my ($st, $j);
 my $deadline = time + 30;
 while (time < $deadline) {
@@ -83,16 +88,16 @@ while (time < $deadline) {
 ok($st == 200, 'the archive has the session');
 is($j->{gaps}, 0, 'the archive kept up: no gap');
 
-my (%echo, @echo_ratio, %zone);
+my (%echo, %echo_ratio, %zone);
 for my $run (1 .. $runs) {
-    for my $arch (0, 1) {
+    for my $arch (0, 1, 2) {
         nginx_with($arch);
         my $s = start_session($t, 'cat', cols => 120, rows => 30);
         my @lat = sort { $a <=> $b } split /\n/,
             `$wsbench echo @{[$t->port(8080)]} $s->{attach_path} 2000`;
         push @{$echo{$arch}}, $lat[int(@lat / 2)];
     }
-    push @echo_ratio, $echo{1}[-1] / $echo{0}[-1];
+    push @{$echo_ratio{$_}}, $echo{$_}[-1] / $echo{0}[-1] for 1, 2;
 }
 
 for my $arch (0, 1) {
@@ -119,13 +124,15 @@ $t->stop();
 done_testing();
 
 print "\n";
-printf "%-34s %-22s %-22s %s\n", 'figure', 'without archive',
-    'with archive', 'ratio (target)';
-printf "%-34s %-22s %-22s %s\n", 'throughput MB/s, plain text',
-    mmm($rate{0}), mmm($rate{1}),
-    mmm(\@ratio, '%.2f') . ' (>=0.90)';
-printf "%-34s %-22s %-22s %s\n", 'echo p50 (us)', mmm($echo{0}, '%.0f'),
-    mmm($echo{1}, '%.0f'), mmm(\@echo_ratio, '%.2f');
-printf "%-34s %-22s %-22s\n", 'zone used after 1,000 ended (KiB)',
+printf "%-34s %-16s %-16s %-16s %-18s %s\n", 'figure', 'neither',
+    'archive', 'redaction', 'archive ratio', 'redaction ratio';
+printf "%-34s %-16s %-16s %-16s %-18s %s\n", 'throughput MB/s, plain text',
+    mmm($rate{0}), mmm($rate{1}), mmm($rate{2}),
+    mmm($ratio{1}, '%.2f'), mmm($ratio{2}, '%.2f');
+printf "%-34s %-16s %-16s %-16s %-18s %s\n", 'echo p50 (us)',
+    mmm($echo{0}), mmm($echo{1}), mmm($echo{2}),
+    mmm($echo_ratio{1}, '%.2f'), mmm($echo_ratio{2}, '%.2f');
+printf "%-34s %-16s %-16s\n", 'zone used after 1,000 ended (KiB)',
     sprintf('%.0f', $zone{0} / 1024), sprintf('%.0f', $zone{1} / 1024);
+print "(targets: throughput ratios >= 0.90)\n";
 print "\n(min/median/max over $runs runs, $mib MiB each, 120x30)\n";

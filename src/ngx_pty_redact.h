@@ -1,0 +1,61 @@
+
+/*
+ * Secret redaction (the extension's section 10.3): a session's output is
+ * masked as the owner reads it, before it enters the ring, so every
+ * client, replay, the agent API, the screen model, its Keyframes and the
+ * archive see the same masked bytes.  Each byte of a secret becomes '*'
+ * (a run of ten or more starts with "[REDACTED]"): lengths, columns and
+ * offsets stay as the program wrote them.  A secret split across reads
+ * is caught: output that may be the start of one is held back until the
+ * next read tells, or pty_redact_wait passes.
+ */
+
+#ifndef _NGX_PTY_REDACT_H_INCLUDED_
+#define _NGX_PTY_REDACT_H_INCLUDED_
+
+
+#include "ngx_pty.h"
+
+
+#define NGX_PTY_REDACT_HOLD     4096        /* bytes held back at most */
+#define NGX_PTY_REDACT_CONTEXT  256         /* bytes seen, kept to match */
+
+
+typedef struct ngx_pty_redact_s  ngx_pty_redact_t;
+
+
+/* http level: what is a secret */
+struct ngx_pty_redact_conf_s {
+    ngx_flag_t                 builtin;       /* pty_redact_builtin */
+    ngx_msec_t                 wait;          /* pty_redact_wait */
+    ngx_array_t               *patterns;      /* ngx_str_t: pty_redact_pattern */
+    ngx_array_t               *files;         /* ngx_str_t: pty_redact_secrets */
+    ngx_regex_t               *regex;         /* all of them, one alternation */
+};
+
+
+char *ngx_pty_redact_pattern(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_pty_redact_secrets(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_pty_redact_builtin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_pty_redact_wait(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+/* builds the alternation at the end of the http block; NGX_CONF_ERROR */
+char *ngx_pty_redact_init_conf(ngx_conf_t *cf, ngx_pty_redact_conf_t *rc);
+
+/* NULL: out of memory, or nothing to redact with */
+ngx_pty_redact_t *ngx_pty_redact_create(ngx_pty_redact_conf_t *rc,
+    ngx_log_t *log);
+void ngx_pty_redact_destroy(ngx_pty_redact_t *r);
+
+/*
+ * Takes a read of n bytes (full: the read filled its buffer, more comes
+ * at once) and returns in *out the masked bytes ready to store, which may
+ * be fewer (some held back) or more (held bytes let go).
+ */
+size_t ngx_pty_redact_feed(ngx_pty_redact_t *r, u_char *in, size_t n,
+    ngx_uint_t full, u_char **out);
+/* everything held, masked where it is a whole secret */
+size_t ngx_pty_redact_flush(ngx_pty_redact_t *r, u_char **out);
+size_t ngx_pty_redact_held(ngx_pty_redact_t *r);
+
+
+#endif /* _NGX_PTY_REDACT_H_INCLUDED_ */
