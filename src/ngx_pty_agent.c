@@ -23,6 +23,7 @@
 #include "ngx_pty_auth.h"
 #include "ngx_pty_audit.h"
 #include "ngx_pty_transcript.h"
+#include "ngx_pty_store.h"
 
 
 #define NGX_PTY_AGENT_QUIET        150   /* ms of quiet that settles start */
@@ -174,7 +175,8 @@ static ngx_pty_agent_tool_t  ngx_pty_agent_tools[] = {
 
     { "kill", ngx_pty_agent_kill, "id", "" },
 
-    { "list", ngx_pty_agent_list, "running command limit full", "" },
+    { "list", ngx_pty_agent_list, "running command limit full archived",
+      "" },
 
     { "status", ngx_pty_agent_stat, "", "" },
 
@@ -925,7 +927,7 @@ ngx_pty_agent_list(ngx_pty_agent_call_t *call, json_t *args)
     json_t                *list;
     ngx_int_t              rc;
     ngx_str_t              command;
-    ngx_uint_t             running, full, limit, total;
+    ngx_uint_t             running, full, limit, total, archived;
     ngx_queue_t           *q;
     ngx_pty_zone_t        *zone;
     ngx_pty_ident_t       *id;
@@ -942,6 +944,7 @@ ngx_pty_agent_list(ngx_pty_agent_call_t *call, json_t *args)
     }
 
     if (ngx_pty_agent_bool(args, "running", &running) != NGX_OK
+        || ngx_pty_agent_bool(args, "archived", &archived) != NGX_OK
         || ngx_pty_agent_bool(args, "full", &full) != NGX_OK
         || ngx_pty_agent_string(args, "command", &command) != NGX_OK
         || ngx_pty_agent_uint(args, "limit", 1, 100000, NGX_PTY_AGENT_LIST,
@@ -995,6 +998,13 @@ ngx_pty_agent_list(ngx_pty_agent_call_t *call, json_t *args)
     call->answer = json_pack("{s:o, s:I, s:b}", "sessions", list,
                              "total", (json_int_t) total,
                              "more", total > limit);
+
+    if (archived && !running && call->answer && ngx_pty_store_enabled()) {
+        /* and the ended sessions only the archive knows, after these */
+        list = call->answer;
+        call->answer = NULL;
+        return ngx_pty_transcript_list(call, list, limit, &command);
+    }
 
     return NGX_OK;
 }

@@ -129,6 +129,10 @@ static ngx_int_t ngx_pty_store_read_session(sqlite3 *db,
     ngx_pty_store_read_t *rd);
 static ngx_int_t ngx_pty_store_read_frames(sqlite3 *db, sqlite_int64 sid,
     ngx_pty_store_read_t *rd);
+static ngx_int_t ngx_pty_store_row(sqlite3_stmt *st,
+    ngx_pty_store_session_t *m, ngx_pty_store_read_t *rd);
+static ngx_int_t ngx_pty_store_read_list(sqlite3 *db,
+    ngx_pty_store_read_t *rd);
 static ngx_int_t ngx_pty_store_read_text(sqlite3 *db, sqlite_int64 sid,
     ngx_pty_store_read_t *rd);
 static ngx_int_t ngx_pty_store_feed_text(sqlite3 *db, sqlite_int64 sid,
@@ -2007,6 +2011,14 @@ ngx_pty_store_read_create(ngx_log_t *log)
 void
 ngx_pty_store_read_free(ngx_pty_store_read_t *rd)
 {
+    ngx_uint_t  i;
+
+    for (i = 0; i < rd->nsessions; i++) {
+        ngx_free(rd->sessions[i].command.data);
+        ngx_free(rd->sessions[i].acl.data);
+    }
+
+    ngx_free(rd->sessions);
     ngx_free(rd->key.data);
     ngx_free(rd->session.command.data);
     ngx_free(rd->session.acl.data);
@@ -2091,7 +2103,8 @@ ngx_pty_store_read_thread(void *data, ngx_log_t *log)
         rd->rc = NGX_ERROR;
 
     } else {
-        rd->rc = ngx_pty_store_read_session(db, rd);
+        rd->rc = rd->list ? ngx_pty_store_read_list(db, rd)
+                          : ngx_pty_store_read_session(db, rd);
         (void) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     }
 
@@ -2103,7 +2116,6 @@ static ngx_int_t
 ngx_pty_store_read_session(sqlite3 *db, ngx_pty_store_read_t *rd)
 {
     int                       rc;
-    size_t                    len;
     ngx_int_t                 n;
     sqlite3_stmt             *st;
     sqlite_int64              sid;
@@ -2149,6 +2161,32 @@ ngx_pty_store_read_session(sqlite3 *db, ngx_pty_store_read_t *rd)
 
     sid = sqlite3_column_int64(st, 0);
 
+    if (ngx_pty_store_row(st, m, rd) != NGX_OK) {
+        sqlite3_finalize(st);
+        return NGX_ERROR;
+    }
+
+    sqlite3_finalize(st);
+
+    if (ngx_pty_store_read_frames(db, sid, rd) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (rd->text && ngx_pty_store_read_text(db, sid, rd) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* a row of sessions (NGX_PTY_STORE_COLUMNS) as the archive's session */
+static ngx_int_t
+ngx_pty_store_row(sqlite3_stmt *st, ngx_pty_store_session_t *m,
+    ngx_pty_store_read_t *rd)
+{
+    size_t  len;
+
     len = ngx_min((size_t) sqlite3_column_bytes(st, 1), NGX_PTY_ID_LEN);
     ngx_memcpy(m->id, sqlite3_column_text(st, 1), len);
 
@@ -2160,7 +2198,6 @@ ngx_pty_store_read_session(sqlite3 *db, ngx_pty_store_read_t *rd)
     m->acl.data = ngx_alloc(m->acl.len + 1, rd->log);
 
     if (m->command.data == NULL || m->acl.data == NULL) {
-        sqlite3_finalize(st);
         ngx_snprintf(rd->err, 159, "out of memory%Z");
         return NGX_ERROR;
     }
@@ -2174,7 +2211,6 @@ ngx_pty_store_read_session(sqlite3 *db, ngx_pty_store_read_t *rd)
                                     m->command.len, m->command.data, rd->err)
                != NGX_OK)
     {
-        sqlite3_finalize(st);
         return NGX_ERROR;
 
     } else {
@@ -2193,15 +2229,44 @@ ngx_pty_store_read_session(sqlite3 *db, ngx_pty_store_read_t *rd)
     m->last_seq = sqlite3_column_int64(st, 11);
     m->gaps = sqlite3_column_int(st, 12);
 
+    return NGX_OK;
+}
+
+
+/* the ended sessions, newest first, for the list call */
+static ngx_int_t
+ngx_pty_store_read_list(sqlite3 *db, ngx_pty_store_read_t *rd)
+{
+    sqlite3_stmt  *st;
+
+    rd->sessions = ngx_calloc(rd->list * sizeof(ngx_pty_store_session_t),
+                              rd->log);
+    if (rd->sessions == NULL) {
+        ngx_snprintf(rd->err, 159, "out of memory%Z");
+        return NGX_ERROR;
+    }
+
+    if (sqlite3_prepare_v2(db, "SELECT " NGX_PTY_STORE_COLUMNS
+                           " FROM sessions WHERE ended IS NOT NULL"
+                           " ORDER BY started DESC LIMIT ?", -1, &st, NULL)
+        != SQLITE_OK)
+    {
+        ngx_pty_store_fail(db, "reading", rd->err);
+        return NGX_ERROR;
+    }
+
+    sqlite3_bind_int64(st, 1, rd->list);
+
+    while (rd->nsessions < rd->list && sqlite3_step(st) == SQLITE_ROW) {
+        if (ngx_pty_store_row(st, &rd->sessions[rd->nsessions++], rd)
+            != NGX_OK)
+        {
+            sqlite3_finalize(st);
+            return NGX_ERROR;
+        }
+    }
+
     sqlite3_finalize(st);
-
-    if (ngx_pty_store_read_frames(db, sid, rd) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    if (rd->text && ngx_pty_store_read_text(db, sid, rd) != NGX_OK) {
-        return NGX_ERROR;
-    }
 
     return NGX_OK;
 }

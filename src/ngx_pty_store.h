@@ -75,6 +75,8 @@ struct ngx_pty_store_read_s {
     uint64_t                   from;
     ngx_uint_t                 limit;
     ngx_uint_t                 text;
+    ngx_uint_t                 list;         /* not one session: this many
+                                                ended ones, newest first */
 
     ngx_int_t                  rc;           /* NGX_OK, NGX_DECLINED: no
                                                 such session, NGX_ERROR */
@@ -85,6 +87,8 @@ struct ngx_pty_store_read_s {
     ngx_uint_t                 nframes;
     uint64_t                   next;         /* 0: no frame after these */
     ngx_str_t                  settled;
+    ngx_pty_store_session_t   *sessions;     /* of a list */
+    ngx_uint_t                 nsessions;
 
     ngx_pty_store_read_pt      handler;
     void                      *data;

@@ -22,10 +22,16 @@
 typedef struct {
     ngx_pty_agent_call_t      *call;
     ngx_pty_store_read_t      *rd;        /* NULL once it answered */
+    json_t                    *answer;    /* list: the zone's part */
+    ngx_str_t                  command;   /* list: its filter */
+    ngx_uint_t                 limit;
 } ngx_pty_transcript_ctx_t;
 
 
 static void ngx_pty_transcript_cleanup(void *data);
+static void ngx_pty_transcript_list_done(ngx_pty_store_read_t *rd);
+static json_t *ngx_pty_transcript_listed(ngx_pty_agent_call_t *call,
+    ngx_pty_store_session_t *m, ngx_str_t *command);
 static void ngx_pty_transcript_done(ngx_pty_store_read_t *rd);
 static ngx_int_t ngx_pty_transcript_access(ngx_pty_agent_call_t *call,
     ngx_pty_store_read_t *rd, ngx_pty_session_sh_t **live);
@@ -130,6 +136,191 @@ ngx_pty_transcript_cleanup(void *data)
         ctx->rd->cancelled = 1;
         ctx->rd = NULL;
     }
+
+    if (ctx->answer) {
+        json_decref(ctx->answer);
+        ctx->answer = NULL;
+    }
+}
+
+
+/*
+ * list with "archived": the zone's sessions (answer, made by the list
+ * tool) and then the ended sessions only the archive knows, those of an
+ * earlier nginx run among them, newest first.
+ */
+ngx_int_t
+ngx_pty_transcript_list(ngx_pty_agent_call_t *call, json_t *answer,
+    ngx_uint_t limit, ngx_str_t *command)
+{
+    ngx_pool_cleanup_t        *cln;
+    ngx_pty_store_read_t      *rd;
+    ngx_pty_transcript_ctx_t  *ctx;
+
+    ctx = ngx_pcalloc(call->pool, sizeof(ngx_pty_transcript_ctx_t));
+    cln = ngx_pool_cleanup_add(call->pool, 0);
+    rd = ngx_pty_store_read_create(call->log);
+
+    if (ctx == NULL || cln == NULL || rd == NULL) {
+        if (rd) {
+            ngx_free(rd);
+        }
+
+        json_decref(answer);
+        return NGX_ERROR;
+    }
+
+    ctx->call = call;
+    ctx->rd = rd;
+    ctx->answer = answer;
+    ctx->limit = limit;
+
+    /* the arguments are gone by the time the archive answers */
+    ctx->command.len = command->len;
+    ctx->command.data = ngx_pstrdup(call->pool, command);
+
+    if (command->len && ctx->command.data == NULL) {
+        ngx_free(rd);
+        json_decref(answer);
+        return NGX_ERROR;
+    }
+
+    rd->list = ngx_min(limit, 1000);
+    rd->handler = ngx_pty_transcript_list_done;
+    rd->data = ctx;
+
+    cln->handler = ngx_pty_transcript_cleanup;
+    cln->data = ctx;
+
+    if (ngx_pty_store_read_post(rd) != NGX_OK) {
+        ctx->rd = NULL;
+        ngx_pty_store_read_free(rd);
+        return ngx_pty_agent_error(call, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                   "archive_unavailable",
+                                   "the archive's thread pool takes no more "
+                                   "reads now");
+    }
+
+    return NGX_AGAIN;
+}
+
+
+static void
+ngx_pty_transcript_list_done(ngx_pty_store_read_t *rd)
+{
+    ngx_pty_transcript_ctx_t  *ctx = rd->data;
+
+    json_t                *list, *o;
+    ngx_str_t              key;
+    ngx_uint_t             i, total;
+    ngx_pty_agent_call_t  *call;
+    ngx_pty_session_sh_t  *sh;
+
+    call = ctx->call;
+    ctx->rd = NULL;
+
+    if (rd->rc != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, call->log, 0,
+                      "pty: list: archive: %s", rd->err);
+        (void) ngx_pty_agent_error(call, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                   "archive_unavailable", (char *) rd->err);
+        call->done(call);
+        return;
+    }
+
+    list = json_object_get(ctx->answer, "sessions");
+    total = json_integer_value(json_object_get(ctx->answer, "total"));
+
+    for (i = 0; i < rd->nsessions; i++) {
+        key.data = rd->sessions[i].id;
+        key.len = NGX_PTY_ID_LEN;
+
+        sh = ngx_pty_shm_session_find(&key);
+
+        if (sh) {
+            /* listed from the zone already */
+            ngx_pty_shm_session_release(sh);
+            continue;
+        }
+
+        o = ngx_pty_transcript_listed(call, &rd->sessions[i], &ctx->command);
+
+        if (o && total++ < ctx->limit) {
+            json_array_append_new(list, o);
+
+        } else if (o) {
+            json_decref(o);
+        }
+    }
+
+    json_object_set_new(ctx->answer, "total", json_integer(total));
+    json_object_set_new(ctx->answer, "more", json_boolean(total > ctx->limit));
+
+    call->status = NGX_HTTP_OK;
+    call->answer = ctx->answer;
+    ctx->answer = NULL;
+
+    call->done(call);
+}
+
+
+/* an archived session as list shows it, if the caller may see it */
+static json_t *
+ngx_pty_transcript_listed(ngx_pty_agent_call_t *call,
+    ngx_pty_store_session_t *m, ngx_str_t *command)
+{
+    u_char                *last;
+    json_t                *o;
+    ngx_pty_ident_t       *id;
+    ngx_pty_session_sh_t   archived;
+
+    id = ngx_pty_auth_ident(call->request);
+
+    ngx_memzero(&archived, sizeof(ngx_pty_session_sh_t));
+    ngx_memcpy(archived.id, m->id, NGX_PTY_ID_LEN);
+    archived.name = m->name;
+    archived.acl = m->acl.data;
+    archived.acl_len = m->acl.len;
+    archived.state = NGX_PTY_STATE_CLOSED;
+
+    last = m->command.data + m->command.len;
+
+    if (id == NULL
+        || ngx_pty_auth_right(id, &archived) == NGX_PTY_RIGHT_NONE
+        || (command->len
+            && (command->len > m->command.len
+                || ngx_strlcasestrn(m->command.data, last, command->data,
+                                    command->len - 1)
+                   == NULL)))
+    {
+        return NULL;
+    }
+
+    o = json_object();
+    if (o == NULL) {
+        return NULL;
+    }
+
+    json_object_set_new(o, "id", json_sprintf("pty-%u", (unsigned) m->name));
+    json_object_set_new(o, "session_id",
+                        json_stringn((char *) m->id, NGX_PTY_ID_LEN));
+    json_object_set_new(o, "command",
+                        json_stringn((char *) m->command.data,
+                                     m->command.len));
+    json_object_set_new(o, "state", json_string("exited"));
+    json_object_set_new(o, "running", json_false());
+    json_object_set_new(o, "exit_code", m->exit_code >= 0
+                                        ? json_integer(m->exit_code)
+                                        : json_null());
+    json_object_set_new(o, "reason",
+                        json_string(ngx_pty_closed_reasons[
+                                        ngx_min(m->reason,
+                                                NGX_PTY_CLOSED_ERROR)]));
+    json_object_set_new(o, "started", ngx_pty_transcript_ts(m->started));
+    json_object_set_new(o, "ended", ngx_pty_transcript_ts(m->ended));
+    json_object_set_new(o, "archived", json_true());
+
+    return o;
 }
 
 

@@ -17,6 +17,9 @@
 
 
 ngx_int_t ngx_pty_transcript_tool(ngx_pty_agent_call_t *call, json_t *args);
+/* list's "archived": answer (taken) gets the archive's ended sessions */
+ngx_int_t ngx_pty_transcript_list(ngx_pty_agent_call_t *call, json_t *answer,
+    ngx_uint_t limit, ngx_str_t *command);
 
 
 #endif /* _NGX_PTY_TRANSCRIPT_H_INCLUDED_ */

@@ -13,6 +13,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 
 use Test::More;
+use JSON::PP ();
 use Test::Nginx;
 use Test::Nginx::Pty;
 use Test::Nginx::PtyAPI qw(api_call);
@@ -25,7 +26,7 @@ my $t = pty_nginx(workers => 2,
     extra_loc => 'pty_input_rate off;');
 mkdir($t->testdir . '/arch') or die "mkdir: $!\n";
 chmod(0777, $t->testdir . '/arch');
-$t->plan(16)->run();
+$t->plan(19)->run();
 
 my $port = $t->port(8080);
 
@@ -124,6 +125,18 @@ is($q->{reason}, 'instance_terminated', 'by instance_terminated');
 
 my ($st3, $none) = api_call($port, '/pty/transcript', { id => 'pty-1000000' });
 is($st3, 404, 'an unknown session is not found');
+
+# list: the zone has forgotten them, the archive lists them
+my ($st4, $l) = api_call($port, '/pty/list', { archived => JSON::PP::true() });
+my %listed = map { $_->{session_id} => $_ } @{$l->{sessions}};
+my $mine = $listed{$s->{session_id}};
+ok($mine && $mine->{archived} && $mine->{state} eq 'exited'
+    && $mine->{exit_code} == 0, 'the earlier run\'s sessions are listed');
+is(($listed{$quiet->{session_id}} // {})->{reason}, 'instance_terminated',
+    'the one nginx went away under, as such');
+my ($st5, $l2) = api_call($port, '/pty/list', {});
+ok(!(grep { $_->{session_id} eq $s->{session_id} } @{$l2->{sessions}}),
+    'without "archived", only the zone\'s');
 
 sub frame_eq {
     my ($x, $y) = @_;
