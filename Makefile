@@ -195,7 +195,7 @@ FUZZ_NGX_CC := -g -O1 -fno-omit-frame-pointer \
                -fsanitize=fuzzer-no-link,address,undefined \
                -fno-sanitize-recover=all -DNGX_PTY_FUZZ=1 -Wno-error
 FUZZ_PURE   := escape text screen
-FUZZ_NGX    := ws binding api
+FUZZ_NGX    := ws binding api redact
 FUZZ_BINS   := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_PURE) $(FUZZ_NGX))
 comma       := ,
 # the stand-ins each harness gives (t/fuzz/fuzz_env.h and the harness)
@@ -248,7 +248,7 @@ $(FUZZ_DIR)/fuzz_%: t/fuzz/fuzz_%.c t/fuzz/fuzz.h t/fuzz/fuzz_env.h \
 	clang $(FUZZ_CFLAGS) -Wno-unused-parameter -DNGX_PTY_FUZZ=1 $(FUZZ_INCS) \
 	    -o $@ $< \
 	    $(FUZZ_WRAP) $(FUZZ_WRAP_$*) $(FUZZ_DIR)/libngx.a \
-	    -lvterm -ljansson -lsqlite3 -lutil -lpcre2-8 -lcrypt
+	    -lvterm -ljansson -lsqlite3 -lutil -lpcre2-8 -lcrypt -lcrypto
 
 fuzz-build: $(FUZZ_BINS)
 

@@ -396,7 +396,8 @@ ngx_pty_store_key_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    k->id = ((digest[0] << 24 | digest[1] << 16 | digest[2] << 8 | digest[3])
+    k->id = (((uint32_t) digest[0] << 24 | (uint32_t) digest[1] << 16
+              | (uint32_t) digest[2] << 8 | digest[3])
              & 0x7fffffff) | 1;
 
     for (i = 0; i + 1 < pmcf->archive_keys->nelts; i++) {
@@ -2044,7 +2045,10 @@ ngx_pty_store_read_post(ngx_pty_store_read_t *rd)
         return NGX_ERROR;
     }
 
-    ngx_memcpy(key, rd->key.data, rd->key.len);
+    if (rd->key.len) {
+        ngx_memcpy(key, rd->key.data, rd->key.len);
+    }
+
     key[rd->key.len] = '\0';
     rd->key.data = key;
 
@@ -2202,7 +2206,10 @@ ngx_pty_store_row(sqlite3_stmt *st, ngx_pty_store_session_t *m,
         return NGX_ERROR;
     }
 
-    if (sqlite3_column_int64(st, 13) == 0) {
+    if (m->command.len == 0) {
+        /* void */
+
+    } else if (sqlite3_column_int64(st, 13) == 0) {
         ngx_memcpy(m->command.data, sqlite3_column_blob(st, 3),
                    m->command.len);
 
@@ -2217,7 +2224,9 @@ ngx_pty_store_row(sqlite3_stmt *st, ngx_pty_store_session_t *m,
         m->command.len -= NGX_PTY_STORE_SEALED(0);
     }
 
-    ngx_memcpy(m->acl.data, sqlite3_column_blob(st, 4), m->acl.len);
+    if (m->acl.len) {
+        ngx_memcpy(m->acl.data, sqlite3_column_blob(st, 4), m->acl.len);
+    }
 
     m->cols = sqlite3_column_int(st, 5);
     m->rows = sqlite3_column_int(st, 6);

@@ -34,8 +34,8 @@ chmod(0555, "$dir/ro");
 my $conf = $t->read_file('nginx.conf');
 (my $bad = $conf) =~ s{/arch/pty\.db}{/ro/pty.db} or die "no line\n";
 $t->write_file('bad.conf', $bad);
-my $out = `'${\ $t->binary}' -p '$dir/' -c '$dir/bad.conf' -t 2>&1`;
-isnt($?, 0, 'nginx -t fails');
+my ($rc, $out) = $t->test_config('bad.conf');
+isnt($rc, 0, 'nginx -t fails');
 like($out, qr/pty_archive: directory "\Q$dir\E\/ro" is not writable/,
     'naming the directory');
 

@@ -117,7 +117,7 @@ like($j->{error}{message}, qr/stored with key \d+, which no pty_archive_key/,
 for my $bad ('missing.key', 'short.key') {
     (my $c = $conf) =~ s{\@KEYS\@}{pty_archive_key $dir/$bad;};
     $t->write_file('bad.conf', $c);
-    my $out = `'${\ $t->binary}' -p '$dir/' -c '$dir/bad.conf' -t 2>&1`;
+    my (undef, $out) = $t->test_config('bad.conf');
     like($out, qr/pty_archive_key: .*"\Q$dir\/$bad\E"/,
         "nginx -t names $bad");
 }

@@ -636,6 +636,16 @@ sub all_pids {
 
 # reload(%opts): re-render templates, HUP, wait for a full new worker set and
 # (unless wait_old => 0) the old ones to exit.  Returns true on success.
+# nginx -t on a config file of the test directory: (exit status, output)
+sub test_config {
+    my ($self, $name) = @_;
+    my $dir = $self->{_testdir};
+    my $pre = asan()
+        ? 'LD_PRELOAD=' . asan() . ' ASAN_OPTIONS=detect_leaks=0 ' : '';
+    my $out = `$pre'$NGINX' -t -p '$dir/' -c '$dir/$name' -e '$dir/t.log' 2>&1`;
+    return ($?, $out);
+}
+
 sub reload {
     my ($self, %opts) = @_;
     my $timeout = ($opts{timeout} // 10) * timeout_scale();
