@@ -157,9 +157,22 @@ sub run_in {
 }
 
 # the programs of sessions: the keepers' children running as range uids
+# the programs of this nginx's sessions: another suite on the machine
+# runs its own with users from the same range.  This test is the
+# subreaper of its nginx (the spawner outlives the process that forked it)
 sub child_of {
     return grep { my $u = uid_of($_); $u >= 3000000 && $u <= 3009999
-        && ppid_is_keeper($_) } map { m{(\d+)$} } glob '/proc/[0-9]*';
+        && ppid_is_keeper($_) && descends($_, $$) }
+        map { m{(\d+)$} } glob '/proc/[0-9]*';
+}
+
+sub descends {
+    my ($pid, $root) = @_;
+    for (1 .. 64) {
+        $pid = ppid_of($pid) or return 0;
+        return 1 if $pid == $root;
+    }
+    return 0;
 }
 
 sub ppid_is_keeper {
