@@ -52,13 +52,16 @@ sub transcript {
 sub ended {
     my ($id) = @_;
     my $deadline = time + 10 * Test::Nginx::timeout_scale();
+    my ($st, $j);
     while (time < $deadline) {
-        my ($st, $j) = transcript($id);
+        ($st, $j) = transcript($id);
         return $j if $st == 200 && $j->{state} eq 'exited'
             && grep { ($_->{payload}{kind} // '') eq 'Closed' }
                 @{$j->{frames}};
         sleep 0.1;
     }
+    diag "transcript of $id: " . ($st // 'none') . ' '
+        . JSON::PP->new->canonical->encode($j // {});
     return;
 }
 
