@@ -29,6 +29,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#if (NGX_THREADS)
 
 #define NGX_PTY_STORE_SESSIONS   64           /* sessions per batch */
 #define NGX_PTY_STORE_BYTES      (4 * 1024 * 1024) /* bytes per batch */
@@ -2502,3 +2503,87 @@ ngx_pty_store_feed_text(sqlite3 *db, sqlite_int64 sid,
 
     return rc;
 }
+
+
+#else /* !NGX_THREADS */
+
+/*
+ * Without thread pools nginx has nowhere to run SQLite off its event
+ * loops: the archive is refused at configuration, and the rest of the
+ * module runs without it.
+ */
+
+char *
+ngx_pty_store_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return "needs nginx built with --with-threads";
+}
+
+
+char *
+ngx_pty_store_key_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return "needs nginx built with --with-threads";
+}
+
+
+ngx_int_t
+ngx_pty_store_init_module(ngx_cycle_t *cycle)
+{
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_pty_store_init_process(ngx_cycle_t *cycle)
+{
+    return NGX_OK;
+}
+
+
+void
+ngx_pty_store_exit_process(ngx_cycle_t *cycle)
+{
+}
+
+
+void
+ngx_pty_store_exit_master(ngx_cycle_t *cycle)
+{
+}
+
+
+ngx_uint_t
+ngx_pty_store_enabled(void)
+{
+    return 0;
+}
+
+
+void
+ngx_pty_store_note(ngx_pty_session_sh_t *sh)
+{
+}
+
+
+ngx_pty_store_read_t *
+ngx_pty_store_read_create(ngx_log_t *log)
+{
+    return ngx_calloc(sizeof(ngx_pty_store_read_t), log);
+}
+
+
+ngx_int_t
+ngx_pty_store_read_post(ngx_pty_store_read_t *rd)
+{
+    return NGX_ERROR;
+}
+
+
+void
+ngx_pty_store_read_free(ngx_pty_store_read_t *rd)
+{
+    ngx_free(rd);
+}
+
+#endif

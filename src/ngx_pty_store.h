@@ -32,7 +32,9 @@ typedef struct {
 struct ngx_pty_store_conf_s {
     ngx_str_t                  path;         /* full name */
     ngx_str_t                  dir;
+#if (NGX_THREADS)
     ngx_thread_pool_t         *pool;
+#endif
     off_t                      max_size;     /* 0: no bound */
     time_t                     keep_closed;  /* seconds */
     ngx_msec_t                 batch;        /* a frame waits at most this */
