@@ -79,6 +79,8 @@ struct ngx_pty_agent_wait_s {
     unsigned                   based:1;
     unsigned                   start:1;    /* start's answer */
     unsigned                   highlights:1;
+    unsigned                   refilling:1; /* lost output comes from the
+                                               archive: no answer yet */
 };
 
 
@@ -133,6 +135,7 @@ static ngx_pty_agent_wait_t *ngx_pty_agent_wait_create(
     ngx_pty_agent_answer_pt answer);
 static ngx_int_t ngx_pty_agent_wait(ngx_pty_agent_wait_t *w);
 static void ngx_pty_agent_wait_notify(ngx_pty_listener_t *l);
+static void ngx_pty_agent_wait_refilled(void *data);
 static void ngx_pty_agent_wait_shutdown(ngx_pty_listener_t *l);
 static void ngx_pty_agent_wait_wake(ngx_event_t *ev);
 static void ngx_pty_agent_wait_timer(ngx_event_t *ev);
@@ -1386,7 +1389,13 @@ ngx_pty_agent_wait(ngx_pty_agent_wait_t *w)
     call = w->call;
     w->deadline = ngx_current_msec + w->timeout;
 
-    if (w->check(w) == NGX_OK || w->timeout == 0) {
+    w->refilling = (w->reader && w->claimed
+                    && ngx_pty_reader_refill(w->reader, w->session->sh,
+                                             call->log,
+                                             ngx_pty_agent_wait_refilled, w)
+                       == NGX_AGAIN);
+
+    if (!w->refilling && (w->check(w) == NGX_OK || w->timeout == 0)) {
         w->answer(w);
 
         if (w->claimed) {
@@ -1429,6 +1438,18 @@ ngx_pty_agent_wait(ngx_pty_agent_wait_t *w)
 }
 
 
+/* the output the zone lost is here from the archive (or is not there) */
+static void
+ngx_pty_agent_wait_refilled(void *data)
+{
+    ngx_pty_agent_wait_t  *w = data;
+
+    w->refilling = 0;
+
+    ngx_pty_agent_wait_wake(&w->wake);
+}
+
+
 static void
 ngx_pty_agent_wait_notify(ngx_pty_listener_t *l)
 {
@@ -1448,6 +1469,11 @@ ngx_pty_agent_wait_wake(ngx_event_t *ev)
     ngx_pty_agent_wait_t  *w;
 
     w = ev->data;
+
+    if (w->refilling) {
+        return;
+    }
+
     head = w->session->sh->scroll->head;
 
     if (head != w->seen) {
@@ -1472,6 +1498,12 @@ ngx_pty_agent_wait_timer(ngx_event_t *ev)
     ngx_pty_agent_wait_t  *w;
 
     w = ev->data;
+
+    if (w->refilling) {
+        /* the archive's read takes milliseconds: the answer waits for it */
+        ngx_add_timer(&w->timer, 5);
+        return;
+    }
 
     if ((ngx_msec_int_t) (w->deadline - ngx_current_msec) <= 0) {
         /* one last look: output may have come with the deadline */
@@ -1589,6 +1621,11 @@ ngx_pty_agent_wait_release(ngx_pty_agent_wait_t *w)
 
     w->attached = 0;
     w->call->wait = NULL;
+
+    if (w->reader && w->refilling) {
+        ngx_pty_reader_refill_cancel(w->reader);
+        w->refilling = 0;
+    }
 
     if (w->reader && w->reader->busy == w) {
         w->reader->busy = NULL;

@@ -7,6 +7,7 @@
 #include "ngx_pty.h"
 #include "ngx_pty_session.h"
 #include "ngx_pty_reader.h"
+#include "ngx_pty_store.h"
 
 
 #define NGX_PTY_READER_CHUNK  16384   /* raw bytes fed per step */
@@ -22,6 +23,13 @@ static ngx_int_t ngx_pty_reader_keep(ngx_pty_session_sh_t *sh,
     const u_char *data, size_t len);
 static void ngx_pty_reader_lost(ngx_pty_reader_t *rd,
     ngx_pty_session_sh_t *sh, size_t len);
+static void ngx_pty_reader_refilled(ngx_pty_store_read_t *r);
+static size_t ngx_pty_reader_arch_read(ngx_pty_reader_t *rd,
+    ngx_pty_session_sh_t *sh, u_char *buf, size_t max);
+
+/* the oldest scrollback offset the zone still holds */
+#define ngx_pty_reader_tail(sc)                                               \
+    ((sc)->head > (sc)->size ? (sc)->head - (sc)->size : 0)
 
 
 ngx_pty_reader_t *
@@ -65,7 +73,125 @@ ngx_pty_reader_cleanup(void *data)
 {
     ngx_pty_reader_t  *rd = data;
 
+    ngx_pty_reader_refill_cancel(rd);
+    ngx_free(rd->arch);
     ngx_pty_text_destroy(rd->text);
+}
+
+
+#define NGX_PTY_READER_REFILL  (4 * 1024 * 1024)
+
+
+ngx_int_t
+ngx_pty_reader_refill(ngx_pty_reader_t *rd, ngx_pty_session_sh_t *sh,
+    ngx_log_t *log, ngx_pty_reader_refilled_pt refilled, void *data)
+{
+    uint64_t               tail, from;
+    ngx_pty_store_read_t  *r;
+
+    if (!ngx_pty_store_enabled() || rd->fetch) {
+        return NGX_DECLINED;
+    }
+
+    ngx_pty_shm_lock(sh);
+    tail = ngx_pty_reader_tail(sh->scroll);
+    from = sh->api_cursor;
+    ngx_pty_shm_unlock(sh);
+
+    if (from >= tail
+        || (from >= rd->arch_off && from < rd->arch_off + rd->arch_len))
+    {
+        return NGX_DECLINED;
+    }
+
+    r = ngx_pty_store_read_create(log);
+    if (r == NULL) {
+        return NGX_DECLINED;
+    }
+
+    r->key.data = sh->id;
+    r->key.len = NGX_PTY_ID_LEN;
+    r->from = from;
+    r->scroll = ngx_min(tail - from, NGX_PTY_READER_REFILL);
+    r->handler = ngx_pty_reader_refilled;
+    r->data = rd;
+
+    if (ngx_pty_store_read_post(r) != NGX_OK) {
+        ngx_pty_store_read_free(r);
+        return NGX_DECLINED;
+    }
+
+    rd->fetch = r;
+    rd->refilled = refilled;
+    rd->refilled_data = data;
+
+    return NGX_AGAIN;
+}
+
+
+static void
+ngx_pty_reader_refilled(ngx_pty_store_read_t *r)
+{
+    ngx_pty_reader_t  *rd = r->data;
+
+    rd->fetch = NULL;
+
+    if (r->rc == NGX_OK && r->frames_len) {
+        ngx_free(rd->arch);
+        rd->arch = r->frames;
+        rd->arch_len = r->frames_len;
+        rd->arch_off = r->next;
+        r->frames = NULL;
+    }
+
+    rd->refilled(rd->refilled_data);
+}
+
+
+void
+ngx_pty_reader_refill_cancel(ngx_pty_reader_t *rd)
+{
+    ngx_pty_store_read_t  *r;
+
+    r = rd->fetch;
+
+    if (r) {
+        r->cancelled = 1;
+        rd->fetch = NULL;
+    }
+}
+
+
+/* the archive's copy of what the zone lost at sh->api_cursor; locked */
+static size_t
+ngx_pty_reader_arch_read(ngx_pty_reader_t *rd, ngx_pty_session_sh_t *sh,
+    u_char *buf, size_t max)
+{
+    size_t    n;
+    uint64_t  tail, cursor;
+
+    tail = ngx_pty_reader_tail(sh->scroll);
+    cursor = sh->api_cursor;
+
+    if (cursor >= tail || cursor < rd->arch_off
+        || cursor >= rd->arch_off + rd->arch_len)
+    {
+        return 0;
+    }
+
+    n = ngx_min(max, rd->arch_off + rd->arch_len - cursor);
+    n = ngx_min(n, tail - cursor);
+
+    ngx_memcpy(buf, rd->arch + (cursor - rd->arch_off), n);
+    sh->api_cursor += n;
+
+    if (sh->api_cursor >= rd->arch_off + rd->arch_len) {
+        ngx_free(rd->arch);
+        rd->arch = NULL;
+        rd->arch_len = 0;
+    }
+
+    return n;
 }
 
 
@@ -186,8 +312,13 @@ ngx_pty_reader_pull(ngx_pty_reader_t *rd, ngx_pty_session_sh_t *sh,
         max = limit ? ngx_min(sizeof(buf), limit - sh->api_cursor)
                     : sizeof(buf);
 
-        n = ngx_pty_scroll_read(sh->scroll, &sh->api_cursor, buf, max,
-                                &missed);
+        missed = 0;
+        n = ngx_pty_reader_arch_read(rd, sh, buf, max);
+
+        if (n == 0) {
+            n = ngx_pty_scroll_read(sh->scroll, &sh->api_cursor, buf, max,
+                                    &missed);
+        }
 
         brk = (missed && !sh->api_resync);
 

@@ -925,10 +925,13 @@ ngx_pty_session_append_output(ngx_pty_session_sh_t *sh, u_char *buf,
     size_t n)
 {
     size_t            k;
-    uint64_t          seq;
+    uint64_t          seq, off;
     ngx_pty_frame_t  *f;
 
-    for (seq = 0; n; buf += k, n -= k) {
+    /* an Output's anchor is where its bytes start in the scrollback */
+    off = sh->scroll->head;
+
+    for (seq = 0; n; buf += k, n -= k, off += k) {
         k = n;
 
         while ((f = ngx_pty_ring_append(sh, NGX_PTY_FRAME_OUTPUT, 0, buf, k))
@@ -937,7 +940,10 @@ ngx_pty_session_append_output(ngx_pty_session_sh_t *sh, u_char *buf,
             k /= 2;
         }
 
-        seq = f ? f->seq : seq;
+        if (f) {
+            f->anchor = off;
+            seq = f->seq;
+        }
     }
 
     return seq;

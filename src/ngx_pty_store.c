@@ -134,6 +134,8 @@ static ngx_int_t ngx_pty_store_row(sqlite3_stmt *st,
     ngx_pty_store_session_t *m, ngx_pty_store_read_t *rd);
 static ngx_int_t ngx_pty_store_read_list(sqlite3 *db,
     ngx_pty_store_read_t *rd);
+static ngx_int_t ngx_pty_store_read_scroll(sqlite3 *db,
+    ngx_pty_store_read_t *rd);
 static ngx_int_t ngx_pty_store_read_text(sqlite3 *db, sqlite_int64 sid,
     ngx_pty_store_read_t *rd);
 static ngx_int_t ngx_pty_store_feed_text(sqlite3 *db, sqlite_int64 sid,
@@ -2109,7 +2111,8 @@ ngx_pty_store_read_thread(void *data, ngx_log_t *log)
 
     } else {
         rd->rc = rd->list ? ngx_pty_store_read_list(db, rd)
-                          : ngx_pty_store_read_session(db, rd);
+                 : rd->scroll ? ngx_pty_store_read_scroll(db, rd)
+                 : ngx_pty_store_read_session(db, rd);
         (void) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     }
 
@@ -2277,6 +2280,99 @@ ngx_pty_store_read_list(sqlite3 *db, ngx_pty_store_read_t *rd)
     }
 
     sqlite3_finalize(st);
+
+    return NGX_OK;
+}
+
+
+/*
+ * A session's raw output from scrollback offset rd->from on, rd->scroll
+ * bytes at most, for the agent reader that lost it from the zone: the
+ * Output frames from the one holding that offset, as long as they follow
+ * each other without a gap.  rd->next is the offset of the first byte.
+ */
+static ngx_int_t
+ngx_pty_store_read_scroll(sqlite3 *db, ngx_pty_store_read_t *rd)
+{
+    u_char        *p, *data;
+    size_t         len, skip;
+    uint64_t       anchor, end;
+    sqlite3_stmt  *st;
+
+    rd->frames = ngx_alloc(rd->scroll, rd->log);
+    data = ngx_alloc(NGX_PTY_STORE_SEALED(65536), rd->log);
+
+    if (rd->frames == NULL || data == NULL) {
+        ngx_free(data);
+        ngx_snprintf(rd->err, 159, "out of memory%Z");
+        return NGX_ERROR;
+    }
+
+    if (sqlite3_prepare_v2(db, "SELECT f.seq, f.anchor, f.data, f.enc"
+                           " FROM sessions s JOIN frames f ON f.sid = s.sid"
+                           " WHERE s.id = ?1 AND f.kind = ?2 AND f.seq >="
+                           " (SELECT max(g.seq) FROM frames g"
+                           " WHERE g.sid = s.sid AND g.kind = ?2"
+                           " AND g.anchor <= ?3)"
+                           " ORDER BY f.seq", -1, &st, NULL)
+        != SQLITE_OK)
+    {
+        ngx_free(data);
+        ngx_pty_store_fail(db, "reading", rd->err);
+        return NGX_ERROR;
+    }
+
+    sqlite3_bind_text(st, 1, (char *) rd->key.data, rd->key.len,
+                      SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, NGX_PTY_FRAME_OUTPUT);
+    sqlite3_bind_int64(st, 3, rd->from);
+
+    end = 0;
+
+    while (rd->frames_len < rd->scroll && sqlite3_step(st) == SQLITE_ROW) {
+        anchor = sqlite3_column_int64(st, 1);
+        len = sqlite3_column_bytes(st, 2);
+        p = (u_char *) sqlite3_column_blob(st, 2);
+
+        if (end && anchor != end) {
+            break;          /* a gap the archive recorded */
+        }
+
+        if (sqlite3_column_int64(st, 3)) {
+            if (len > NGX_PTY_STORE_SEALED(65536)
+                || ngx_pty_store_unseal(rd->key.data,
+                                        sqlite3_column_int64(st, 0),
+                                        NGX_PTY_FRAME_OUTPUT,
+                                        sqlite3_column_int64(st, 3), p, len,
+                                        data, rd->err)
+                   != NGX_OK)
+            {
+                break;
+            }
+
+            p = data;
+            len -= NGX_PTY_STORE_SEALED(0);
+        }
+
+        end = anchor + len;
+
+        if (end <= rd->from) {
+            continue;
+        }
+
+        skip = (anchor < rd->from) ? rd->from - anchor : 0;
+
+        if (rd->frames_len == 0) {
+            rd->next = anchor + skip;
+        }
+
+        len = ngx_min(len - skip, rd->scroll - rd->frames_len);
+        ngx_memcpy(rd->frames + rd->frames_len, p + skip, len);
+        rd->frames_len += len;
+    }
+
+    sqlite3_finalize(st);
+    ngx_free(data);
 
     return NGX_OK;
 }

@@ -79,6 +79,9 @@ struct ngx_pty_store_read_s {
     ngx_uint_t                 text;
     ngx_uint_t                 list;         /* not one session: this many
                                                 ended ones, newest first */
+    size_t                     scroll;       /* not frames: this many bytes
+                                                of its output from the
+                                                scrollback offset from */
 
     ngx_int_t                  rc;           /* NGX_OK, NGX_DECLINED: no
                                                 such session, NGX_ERROR */
@@ -87,7 +90,9 @@ struct ngx_pty_store_read_s {
     u_char                    *frames;
     size_t                     frames_len;
     ngx_uint_t                 nframes;
-    uint64_t                   next;         /* 0: no frame after these */
+    uint64_t                   next;         /* 0: no frame after these;
+                                                scroll: the offset of the
+                                                output's first byte */
     ngx_str_t                  settled;
     ngx_pty_store_session_t   *sessions;     /* of a list */
     ngx_uint_t                 nsessions;
