@@ -6,7 +6,14 @@ nginx_bin=$1 port=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 prefix=$root/demo
 
-mkdir -p "$prefix/logs" "$prefix/tmp" "$prefix/conf"
+mkdir -p "$prefix/logs" "$prefix/tmp" "$prefix/conf" "$prefix/archive"
+
+# the archive's directory: the workers' user (nobody, when started as
+# root) makes the file's journal beside it
+if [ "$(id -u)" = 0 ]; then
+    chown nobody "$prefix/archive"
+fi
+chmod 0700 "$prefix/archive"
 
 # the page imports the client library and xterm.js from src/web (make web)
 if [ ! -f "$root/src/web/node_modules/@xterm/xterm/lib/xterm.mjs" ]; then

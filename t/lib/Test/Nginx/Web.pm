@@ -37,7 +37,9 @@ sub demo_nginx {
     $t->master_process('on');
     my $root = $Test::Nginx::REPO_ROOT;
     my $dir = $t->testdir;
-    mkdir "$dir/$_" for qw(logs tmp);
+    mkdir "$dir/$_" for qw(logs tmp archive);
+    # the archive's directory, the workers' (nobody when root runs this)
+    chmod 0777, "$dir/archive";
     open my $fh, '<', "$root/conf/demo.conf" or die "conf/demo.conf: $!\n";
     my $conf = do { local $/; <$fh> };
     close $fh;
