@@ -118,6 +118,8 @@ static void ngx_pty_store_write_done(ngx_event_t *ev);
 static void ngx_pty_store_commit(ngx_pty_store_batch_t *b, ngx_log_t *log);
 static void ngx_pty_store_batch_free(ngx_pty_store_batch_t *b);
 static ngx_int_t ngx_pty_store_prune(sqlite3 *db, u_char *err);
+static ngx_int_t ngx_pty_store_prune_running(sqlite3 *db, uint64_t now,
+    u_char *err);
 
 static ngx_int_t ngx_pty_store_seal(ngx_pty_store_key_t *k, u_char *id,
     uint64_t seq, ngx_uint_t kind, const u_char *in, size_t len,
@@ -1121,7 +1123,13 @@ ngx_pty_store_collect(void)
         return NULL;
     }
 
-    if (zone->sh->arch_prune <= (ngx_atomic_uint_t) ngx_time()) {
+    if (zone->sh->arch_prune == 0) {
+        /* a new zone: the first pruning waits its interval */
+        (void) ngx_atomic_cmp_set(&zone->sh->arch_prune, 0,
+                                  ngx_time()
+                                  + ngx_pty_store_conf->prune / 1000);
+
+    } else if (zone->sh->arch_prune <= (ngx_atomic_uint_t) ngx_time()) {
         /* one worker prunes each time: whoever moves the time on */
         b->prune = ngx_atomic_cmp_set(&zone->sh->arch_prune,
                                       zone->sh->arch_prune,
@@ -1631,6 +1639,7 @@ ngx_pty_store_writer_open(ngx_pty_store_writer_t *w, u_char *err)
     if (ngx_pty_store_migrate(w->db, err) != NGX_OK
         || ngx_pty_store_exec(w->db, "PRAGMA synchronous = NORMAL;"
                               "PRAGMA wal_autocheckpoint = 512;"
+                              "PRAGMA cache_size = -16384;"
                               "PRAGMA journal_size_limit = 67108864", err)
            != NGX_OK)
     {
@@ -1887,14 +1896,7 @@ ngx_pty_store_prune(sqlite3 *db, u_char *err)
         goto failed;
     }
 
-    ngx_snprintf(sql, sizeof(sql),
-                 "DELETE FROM frames WHERE rowid IN (SELECT f.rowid"
-                 " FROM sessions s JOIN frames f ON f.sid = s.sid"
-                 " WHERE s.ended IS NULL"
-                 " AND f.seq <= s.last_seq - s.keep_frames"
-                 " AND f.ts < %uL - s.keep_ms)%Z", now);
-
-    if (ngx_pty_store_exec(db, (char *) sql, err) != NGX_OK) {
+    if (ngx_pty_store_prune_running(db, now, err) != NGX_OK) {
         goto failed;
     }
 
@@ -1949,6 +1951,63 @@ failed:
     (void) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 
     return NGX_ERROR;
+}
+
+
+/*
+ * A running session's frames older than both its count and its time, one
+ * session at a time: each delete walks only the key range it deletes.
+ */
+static ngx_int_t
+ngx_pty_store_prune_running(sqlite3 *db, uint64_t now, u_char *err)
+{
+    int            rc;
+    sqlite3_stmt  *sel, *del;
+    sqlite_int64   last, keep;
+
+    sel = NULL;
+    del = NULL;
+
+    if (sqlite3_prepare_v2(db, "SELECT sid, last_seq, keep_frames, keep_ms"
+                           " FROM sessions WHERE ended IS NULL", -1, &sel,
+                           NULL)
+        != SQLITE_OK
+        || sqlite3_prepare_v2(db, "DELETE FROM frames WHERE sid = ?"
+                              " AND seq <= ? AND ts < ?", -1, &del, NULL)
+           != SQLITE_OK)
+    {
+        ngx_pty_store_fail(db, "pruning", err);
+        sqlite3_finalize(sel);
+        return NGX_ERROR;
+    }
+
+    rc = SQLITE_DONE;
+
+    while (sqlite3_step(sel) == SQLITE_ROW) {
+        last = sqlite3_column_int64(sel, 1);
+        keep = sqlite3_column_int64(sel, 2);
+
+        if (last <= keep) {
+            continue;
+        }
+
+        sqlite3_bind_int64(del, 1, sqlite3_column_int64(sel, 0));
+        sqlite3_bind_int64(del, 2, last - keep);
+        sqlite3_bind_int64(del, 3, now - sqlite3_column_int64(sel, 3));
+
+        rc = sqlite3_step(del);
+        sqlite3_reset(del);
+
+        if (rc != SQLITE_DONE) {
+            ngx_pty_store_fail(db, "pruning", err);
+            break;
+        }
+    }
+
+    sqlite3_finalize(sel);
+    sqlite3_finalize(del);
+
+    return (rc == SQLITE_DONE) ? NGX_OK : NGX_ERROR;
 }
 
 
