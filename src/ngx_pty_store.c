@@ -35,7 +35,7 @@
 #define NGX_PTY_STORE_BYTES      (4 * 1024 * 1024) /* bytes per batch */
 #define NGX_PTY_STORE_CHUNK      (256 * 1024)  /* copied per lock */
 #define NGX_PTY_STORE_READ_MAX   (8 * 1024 * 1024)
-#define NGX_PTY_STORE_BACKOFF    30000        /* ms, the longest retry */
+#define NGX_PTY_STORE_BACKOFF    10000        /* ms, the longest retry */
 #define NGX_PTY_STORE_BUSY       5000         /* ms a writer waits a lock */
 #define NGX_PTY_STORE_NONCE      12
 #define NGX_PTY_STORE_TAG        16
