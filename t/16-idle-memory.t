@@ -78,7 +78,12 @@ is($grown->{buffers}{scrollback} - $idle->{buffers}{scrollback},
 cmp_ok($grown->{buffers}{ring} - $idle->{buffers}{ring}, '>', 64 * 1024,
     'its frame ring grew');
 
-# what the scrollback could not keep is counted, the rest is read
+# what the scrollback could not keep is counted, the rest is read: once
+# all of it is printed (read shows the screen and takes nothing), or a
+# reader keeping up with a slow machine's seq would miss nothing
+ok(wait_until(sub {
+    my (undef, $sc) = api_call($t->port(8080), '/pty/read', { id => $ids[0] });
+    ($sc->{screen} // '') =~ /^END$/m }), 'the program printed it all');
 my ($missed, $out) = (0, '');
 for (1 .. 40) {
     ($st, $r) = api_call($t->port(8080), '/pty/write', { id => $ids[0],
