@@ -77,9 +77,13 @@ $(TREE)/objs/Makefile: config
 	@scripts/configure-nginx.sh "$(NGINX_SRC)" "$(TREE)" "$(CURDIR)" \
 	    "$(CC_OPT)" "$(LD_OPT)"
 
+# a new file renamed over the old one, never written into it: an nginx
+# running the old module (a test, the demo) keeps its mapping, where a
+# copy in place would change the code under its workers (SIGSEGV)
 $(MODULE): $(TREE)/objs/Makefile $(SRCS)
 	$(MAKE) -C $(TREE) -f objs/Makefile modules
-	cp $(TREE)/objs/ngx_pty_module.so $@
+	cp $(TREE)/objs/ngx_pty_module.so $@.new
+	mv -f $@.new $@
 
 $(BUILD)/%_test: t/unit/%_test.c src/ngx_pty_%.c src/ngx_pty_%.h
 	@mkdir -p $(BUILD)
@@ -176,7 +180,8 @@ $(ASAN_TREE)/objs/Makefile: config
 
 $(ASAN_MODULE): $(ASAN_TREE)/objs/Makefile $(SRCS)
 	$(MAKE) -C $(ASAN_TREE) -f objs/Makefile modules
-	cp $(ASAN_TREE)/objs/ngx_pty_module.so $@
+	cp $(ASAN_TREE)/objs/ngx_pty_module.so $@.new
+	mv -f $@.new $@
 
 test-asan: all test-deps web $(ASAN_MODULE) $(XTERM_MODULES)
 	TEST_NGINX_MODULE=$(CURDIR)/$(ASAN_MODULE) \

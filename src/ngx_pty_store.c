@@ -106,6 +106,12 @@ static void ngx_pty_store_write_thread(void *data, ngx_log_t *log);
 static ngx_int_t ngx_pty_store_write(ngx_pty_store_batch_t *b);
 static ngx_int_t ngx_pty_store_write_entry(ngx_pty_store_writer_t *w,
     ngx_pty_store_batch_t *b, ngx_pty_store_entry_t *e);
+static ngx_int_t ngx_pty_store_step(sqlite3 *db, sqlite3_stmt *st,
+    const char *what, u_char *err);
+static ngx_int_t ngx_pty_store_write_session(ngx_pty_store_writer_t *w,
+    ngx_pty_store_batch_t *b, ngx_pty_store_entry_t *e, sqlite_int64 *sid);
+static ngx_int_t ngx_pty_store_write_frames(ngx_pty_store_writer_t *w,
+    ngx_pty_store_batch_t *b, ngx_pty_store_entry_t *e, sqlite_int64 sid);
 static ngx_int_t ngx_pty_store_writer_open(ngx_pty_store_writer_t *w,
     u_char *err);
 static void ngx_pty_store_writer_close(ngx_pty_store_writer_t *w);
@@ -138,6 +144,8 @@ static ngx_int_t ngx_pty_store_read_list(sqlite3 *db,
     ngx_pty_store_read_t *rd);
 static ngx_int_t ngx_pty_store_read_scroll(sqlite3 *db,
     ngx_pty_store_read_t *rd);
+static ngx_int_t ngx_pty_store_frame_row(sqlite3_stmt *st,
+    ngx_pty_store_read_t *rd, ngx_pty_frame_t *f);
 static ngx_int_t ngx_pty_store_read_text(sqlite3 *db, sqlite_int64 sid,
     ngx_pty_store_read_t *rd);
 static ngx_int_t ngx_pty_store_feed_text(sqlite3 *db, sqlite_int64 sid,
@@ -1372,9 +1380,7 @@ static ngx_int_t
 ngx_pty_store_write_entry(ngx_pty_store_writer_t *w, ngx_pty_store_batch_t *b,
     ngx_pty_store_entry_t *e)
 {
-    u_char                   *p, *end;
     sqlite_int64              sid;
-    ngx_pty_frame_t          *f;
     ngx_pty_store_session_t  *m;
 
     m = &e->meta;
@@ -1383,71 +1389,10 @@ ngx_pty_store_write_entry(ngx_pty_store_writer_t *w, ngx_pty_store_batch_t *b,
         return NGX_OK;
     }
 
-    sqlite3_bind_text(w->add_session, 1, (char *) m->id, NGX_PTY_ID_LEN,
-                      SQLITE_STATIC);
-    sqlite3_bind_int64(w->add_session, 2, m->name);
-    if (ngx_pty_store_bind_command(w, m, b->err) != NGX_OK) {
+    if (ngx_pty_store_write_session(w, b, e, &sid) != NGX_OK
+        || ngx_pty_store_write_frames(w, b, e, sid) != NGX_OK)
+    {
         return NGX_ERROR;
-    }
-
-    sqlite3_bind_blob(w->add_session, 4, m->acl.data, m->acl.len,
-                      SQLITE_STATIC);
-    sqlite3_bind_int(w->add_session, 5, m->cols);
-    sqlite3_bind_int(w->add_session, 6, m->rows);
-    sqlite3_bind_int64(w->add_session, 7, m->started);
-    sqlite3_bind_int64(w->add_session, 8, e->keep_frames);
-    sqlite3_bind_int64(w->add_session, 9, e->keep_ms);
-
-    if (sqlite3_step(w->add_session) != SQLITE_DONE) {
-        sqlite3_reset(w->add_session);
-        ngx_pty_store_fail(w->db, "storing a session", b->err);
-        return NGX_ERROR;
-    }
-
-    sqlite3_reset(w->add_session);
-
-    sqlite3_bind_text(w->find_sid, 1, (char *) m->id, NGX_PTY_ID_LEN,
-                      SQLITE_STATIC);
-
-    if (sqlite3_step(w->find_sid) != SQLITE_ROW) {
-        sqlite3_reset(w->find_sid);
-        ngx_snprintf(b->err, 159, "session %*s is not in the archive%Z",
-                     (size_t) NGX_PTY_ID_LEN, m->id);
-        return NGX_ERROR;
-    }
-
-    sid = sqlite3_column_int64(w->find_sid, 0);
-    sqlite3_reset(w->find_sid);
-
-    p = b->data + e->start;
-    end = b->data + e->end;
-
-    while (p < end) {
-        f = (ngx_pty_frame_t *) p;
-
-        if (ngx_pty_store_bind_data(w, m->id, f, b->err) != NGX_OK) {
-            return NGX_ERROR;
-        }
-
-        sqlite3_bind_int64(w->add_frame, 1, sid);
-        sqlite3_bind_int64(w->add_frame, 2, f->seq);
-        sqlite3_bind_int64(w->add_frame, 3, f->ts);
-        sqlite3_bind_int(w->add_frame, 4, f->kind);
-        sqlite3_bind_int64(w->add_frame, 5, f->target);
-        sqlite3_bind_int64(w->add_frame, 6, f->anchor);
-        sqlite3_bind_int(w->add_frame, 7, f->cols);
-        sqlite3_bind_int(w->add_frame, 8, f->rows);
-        sqlite3_bind_blob(w->add_frame, 9, f->id, 16, SQLITE_STATIC);
-
-        if (sqlite3_step(w->add_frame) != SQLITE_DONE) {
-            sqlite3_reset(w->add_frame);
-            ngx_pty_store_fail(w->db, "storing a frame", b->err);
-            return NGX_ERROR;
-        }
-
-        sqlite3_reset(w->add_frame);
-
-        p += ngx_pty_ring_need(f->len);
     }
 
     if (e->gap_first) {
@@ -1456,26 +1401,22 @@ ngx_pty_store_write_entry(ngx_pty_store_writer_t *w, ngx_pty_store_batch_t *b,
         sqlite3_bind_int64(w->add_gap, 3, e->gap_last);
         sqlite3_bind_int64(w->add_gap, 4, ngx_pty_now_ms());
 
-        if (sqlite3_step(w->add_gap) != SQLITE_DONE) {
-            sqlite3_reset(w->add_gap);
-            ngx_pty_store_fail(w->db, "storing a gap", b->err);
+        if (ngx_pty_store_step(w->db, w->add_gap, "storing a gap", b->err)
+            != NGX_OK)
+        {
             return NGX_ERROR;
         }
-
-        sqlite3_reset(w->add_gap);
     }
 
     sqlite3_bind_int64(w->set_last, 1, e->last_seq);
     sqlite3_bind_int(w->set_last, 2, e->gap_first != 0);
     sqlite3_bind_int64(w->set_last, 3, sid);
 
-    if (sqlite3_step(w->set_last) != SQLITE_DONE) {
-        sqlite3_reset(w->set_last);
-        ngx_pty_store_fail(w->db, "storing a session", b->err);
+    if (ngx_pty_store_step(w->db, w->set_last, "storing a session", b->err)
+        != NGX_OK)
+    {
         return NGX_ERROR;
     }
-
-    sqlite3_reset(w->set_last);
 
     if (m->ended == 0) {
         return NGX_OK;
@@ -1493,13 +1434,113 @@ ngx_pty_store_write_entry(ngx_pty_store_writer_t *w, ngx_pty_store_batch_t *b,
     sqlite3_bind_int(w->set_end, 3, m->reason);
     sqlite3_bind_int64(w->set_end, 4, sid);
 
-    if (sqlite3_step(w->set_end) != SQLITE_DONE) {
-        sqlite3_reset(w->set_end);
-        ngx_pty_store_fail(w->db, "storing a session's end", b->err);
+    return ngx_pty_store_step(w->db, w->set_end, "storing a session's end",
+                              b->err);
+}
+
+
+/* one statement run to its end, and made ready for the next */
+static ngx_int_t
+ngx_pty_store_step(sqlite3 *db, sqlite3_stmt *st, const char *what,
+    u_char *err)
+{
+    int  rc;
+
+    rc = sqlite3_step(st);
+
+    if (rc != SQLITE_DONE) {
+        ngx_pty_store_fail(db, what, err);
+    }
+
+    sqlite3_reset(st);
+
+    return (rc == SQLITE_DONE) ? NGX_OK : NGX_ERROR;
+}
+
+
+/* the session's row, made by its first batch; its key in *sid */
+static ngx_int_t
+ngx_pty_store_write_session(ngx_pty_store_writer_t *w,
+    ngx_pty_store_batch_t *b, ngx_pty_store_entry_t *e, sqlite_int64 *sid)
+{
+    ngx_pty_store_session_t  *m;
+
+    m = &e->meta;
+
+    sqlite3_bind_text(w->add_session, 1, (char *) m->id, NGX_PTY_ID_LEN,
+                      SQLITE_STATIC);
+    sqlite3_bind_int64(w->add_session, 2, m->name);
+
+    if (ngx_pty_store_bind_command(w, m, b->err) != NGX_OK) {
         return NGX_ERROR;
     }
 
-    sqlite3_reset(w->set_end);
+    sqlite3_bind_blob(w->add_session, 4, m->acl.data, m->acl.len,
+                      SQLITE_STATIC);
+    sqlite3_bind_int(w->add_session, 5, m->cols);
+    sqlite3_bind_int(w->add_session, 6, m->rows);
+    sqlite3_bind_int64(w->add_session, 7, m->started);
+    sqlite3_bind_int64(w->add_session, 8, e->keep_frames);
+    sqlite3_bind_int64(w->add_session, 9, e->keep_ms);
+
+    if (ngx_pty_store_step(w->db, w->add_session, "storing a session",
+                           b->err)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    sqlite3_bind_text(w->find_sid, 1, (char *) m->id, NGX_PTY_ID_LEN,
+                      SQLITE_STATIC);
+
+    if (sqlite3_step(w->find_sid) != SQLITE_ROW) {
+        sqlite3_reset(w->find_sid);
+        ngx_snprintf(b->err, 159, "session %*s is not in the archive%Z",
+                     (size_t) NGX_PTY_ID_LEN, m->id);
+        return NGX_ERROR;
+    }
+
+    *sid = sqlite3_column_int64(w->find_sid, 0);
+    sqlite3_reset(w->find_sid);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_pty_store_write_frames(ngx_pty_store_writer_t *w,
+    ngx_pty_store_batch_t *b, ngx_pty_store_entry_t *e, sqlite_int64 sid)
+{
+    u_char           *p, *end;
+    ngx_pty_frame_t  *f;
+
+    p = b->data + e->start;
+    end = b->data + e->end;
+
+    for ( /* void */ ; p < end; p += ngx_pty_ring_need(f->len)) {
+        f = (ngx_pty_frame_t *) p;
+
+        if (ngx_pty_store_bind_data(w, e->meta.id, f, b->err) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        sqlite3_bind_int64(w->add_frame, 1, sid);
+        sqlite3_bind_int64(w->add_frame, 2, f->seq);
+        sqlite3_bind_int64(w->add_frame, 3, f->ts);
+        sqlite3_bind_int(w->add_frame, 4, f->kind);
+        sqlite3_bind_int64(w->add_frame, 5, f->target);
+        sqlite3_bind_int64(w->add_frame, 6, f->anchor);
+        sqlite3_bind_int(w->add_frame, 7, f->cols);
+        sqlite3_bind_int(w->add_frame, 8, f->rows);
+        sqlite3_bind_blob(w->add_frame, 9, f->id, 16, SQLITE_STATIC);
+
+        if (ngx_pty_store_step(w->db, w->add_frame, "storing a frame",
+                               b->err)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
 
     return NGX_OK;
 }
@@ -2509,44 +2550,66 @@ ngx_pty_store_read_frames(sqlite3 *db, sqlite_int64 sid,
         }
 
         f = (ngx_pty_frame_t *) (rd->frames + rd->frames_len);
-        ngx_memzero(f, sizeof(ngx_pty_frame_t));
 
-        f->seq = sqlite3_column_int64(st, 0);
-        f->ts = sqlite3_column_int64(st, 1);
-        f->kind = sqlite3_column_int(st, 2);
-        f->target = sqlite3_column_int64(st, 3);
-        f->anchor = sqlite3_column_int64(st, 4);
-        f->cols = sqlite3_column_int(st, 5);
-        f->rows = sqlite3_column_int(st, 6);
-        f->len = len;
-
-        if (sqlite3_column_bytes(st, 7) == 16) {
-            ngx_memcpy(f->id, sqlite3_column_blob(st, 7), 16);
+        if (ngx_pty_store_frame_row(st, rd, f) != NGX_OK) {
+            sqlite3_finalize(st);
+            return NGX_ERROR;
         }
 
-        if (sqlite3_column_int64(st, 9)) {
-            if (ngx_pty_store_unseal(rd->session.id, f->seq, f->kind,
-                                     sqlite3_column_int64(st, 9),
-                                     sqlite3_column_blob(st, 8), len,
-                                     ngx_pty_frame_data(f), rd->err)
-                != NGX_OK)
-            {
-                sqlite3_finalize(st);
-                return NGX_ERROR;
-            }
-
-            f->len = len - NGX_PTY_STORE_SEALED(0);
-
-        } else if (len) {
-            ngx_memcpy(ngx_pty_frame_data(f), sqlite3_column_blob(st, 8),
-                       len);
-        }
-
-        rd->frames_len += need;
+        /* a sealed row's record is its clear data's size */
+        rd->frames_len += ngx_pty_ring_need(f->len);
         rd->nframes++;
     }
 
     sqlite3_finalize(st);
+
+    return NGX_OK;
+}
+
+
+/* a row of frames (seq .. enc) as a ring record at f, opened if sealed */
+static ngx_int_t
+ngx_pty_store_frame_row(sqlite3_stmt *st, ngx_pty_store_read_t *rd,
+    ngx_pty_frame_t *f)
+{
+    size_t  len;
+
+    len = sqlite3_column_bytes(st, 8);
+
+    ngx_memzero(f, sizeof(ngx_pty_frame_t));
+
+    f->seq = sqlite3_column_int64(st, 0);
+    f->ts = sqlite3_column_int64(st, 1);
+    f->kind = sqlite3_column_int(st, 2);
+    f->target = sqlite3_column_int64(st, 3);
+    f->anchor = sqlite3_column_int64(st, 4);
+    f->cols = sqlite3_column_int(st, 5);
+    f->rows = sqlite3_column_int(st, 6);
+    f->len = len;
+
+    if (sqlite3_column_bytes(st, 7) == 16) {
+        ngx_memcpy(f->id, sqlite3_column_blob(st, 7), 16);
+    }
+
+    if (sqlite3_column_int64(st, 9) == 0) {
+        if (len) {
+            ngx_memcpy(ngx_pty_frame_data(f), sqlite3_column_blob(st, 8),
+                       len);
+        }
+
+        return NGX_OK;
+    }
+
+    if (ngx_pty_store_unseal(rd->session.id, f->seq, f->kind,
+                             sqlite3_column_int64(st, 9),
+                             sqlite3_column_blob(st, 8), len,
+                             ngx_pty_frame_data(f), rd->err)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    f->len = len - NGX_PTY_STORE_SEALED(0);
 
     return NGX_OK;
 }

@@ -37,6 +37,8 @@ static ngx_int_t ngx_pty_transcript_access(ngx_pty_agent_call_t *call,
     ngx_pty_store_read_t *rd, ngx_pty_session_sh_t **live);
 static ngx_int_t ngx_pty_transcript_answer(ngx_pty_agent_call_t *call,
     ngx_pty_store_read_t *rd, ngx_pty_session_sh_t *live);
+static json_t *ngx_pty_transcript_head(ngx_pty_store_read_t *rd,
+    ngx_pty_session_sh_t *live);
 static ngx_int_t ngx_pty_transcript_add(ngx_pty_agent_call_t *call,
     json_t *frames, ngx_pty_frame_t *f);
 static uint64_t ngx_pty_transcript_ring(ngx_pty_agent_call_t *call,
@@ -427,8 +429,7 @@ ngx_pty_transcript_answer(ngx_pty_agent_call_t *call,
     u_char                   *p, *end;
     json_t                   *o, *frames;
     uint64_t                  last, next, first;
-    ngx_int_t                 exit_code;
-    ngx_uint_t                n, reason, ended;
+    ngx_uint_t                n;
     ngx_pty_frame_t          *f;
     ngx_pty_store_session_t  *m;
 
@@ -475,10 +476,45 @@ ngx_pty_transcript_answer(ngx_pty_agent_call_t *call,
         return ngx_pty_agent_refuse(call, NGX_HTTP_NOT_FOUND);
     }
 
-    o = json_object();
+    o = ngx_pty_transcript_head(rd, live);
     if (o == NULL) {
         json_decref(frames);
         return NGX_ERROR;
+    }
+
+    json_object_set_new(o, "first_sequence", first ? json_integer(first)
+                                                   : json_null());
+    json_object_set_new(o, "gaps", json_integer(m->gaps));
+    json_object_set_new(o, "frames", frames);
+    json_object_set_new(o, "next", next ? json_integer(next) : json_null());
+
+    if (rd->text) {
+        json_object_set_new(o, "text",
+                            json_stringn((char *) rd->settled.data,
+                                         rd->settled.len));
+    }
+
+    call->status = NGX_HTTP_OK;
+    call->answer = o;
+
+    return NGX_OK;
+}
+
+
+/* what the session is: from the zone while it is there, else the archive */
+static json_t *
+ngx_pty_transcript_head(ngx_pty_store_read_t *rd, ngx_pty_session_sh_t *live)
+{
+    json_t                   *o;
+    ngx_int_t                 exit_code;
+    ngx_uint_t                reason, ended;
+    ngx_pty_store_session_t  *m;
+
+    m = &rd->session;
+
+    o = json_object();
+    if (o == NULL) {
+        return NULL;
     }
 
     if (live) {
@@ -529,22 +565,8 @@ ngx_pty_transcript_answer(ngx_pty_agent_call_t *call,
                                           ngx_min(reason,
                                                   NGX_PTY_CLOSED_ERROR)])
                         : json_null());
-    json_object_set_new(o, "first_sequence", first ? json_integer(first)
-                                                   : json_null());
-    json_object_set_new(o, "gaps", json_integer(m->gaps));
-    json_object_set_new(o, "frames", frames);
-    json_object_set_new(o, "next", next ? json_integer(next) : json_null());
 
-    if (rd->text) {
-        json_object_set_new(o, "text",
-                            json_stringn((char *) rd->settled.data,
-                                         rd->settled.len));
-    }
-
-    call->status = NGX_HTTP_OK;
-    call->answer = o;
-
-    return NGX_OK;
+    return o;
 }
 
 

@@ -15,6 +15,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use JSON::PP ();
+use MIME::Base64 ();
 use Test::Nginx;
 use Test::Nginx::Pty;
 use Test::Nginx::PtyAPI qw(api_call);
@@ -39,7 +40,7 @@ sub with_keys {
 
 with_keys('a.key');
 $t->allow_log(qr/no pty_archive_key holds/);
-$t->plan(13)->run();
+$t->plan(14)->run();
 
 my $port = $t->port(8080);
 
@@ -94,6 +95,24 @@ is_deeply($after->{frames}, $before->{frames},
     'read back with the key: the same frames');
 is($after->{text}, $before->{text}, 'and the same text');
 
+# many sealed frames of every size, read back in pages: each exactly
+my $s3 = start_session($t, 'seq 1 20000');
+ended($s3->{id});
+my ($from, $bytes, $frames) = (1, '', 0);
+while (defined $from) {
+    my ($st3, $j3) = api_call($port, '/pty/transcript',
+        { id => $s3->{id}, from => $from, limit => 700 });
+    last unless $st3 == 200;
+    for (@{$j3->{frames}}) {
+        next unless ($_->{payload}{kind} // '') eq 'Output';
+        $bytes .= MIME::Base64::decode_base64($_->{payload}{data});
+        $frames++;
+    }
+    $from = $j3->{next};
+}
+is($bytes, join('', map { "$_\r\n" } 1 .. 20000),
+    "$frames sealed Output frames of many sizes read back exactly");
+
 # a new key first: new rows sealed with it, old ones still open
 $t->stop();
 with_keys('b.key', 'a.key');
@@ -105,7 +124,8 @@ is_deeply(ended($s1->{id})->{frames}, $before->{frames},
     'the old one still opens with the old key');
 $t->stop();
 my %keys = map { $_->[0] => $_->[1] } grep { $_->[1] } rows();
-ok($keys{1} && $keys{2} && $keys{1} != $keys{2},
+# sids: 1 and 2 sealed with the first key, 3 (the new session) the new one
+ok($keys{1} && $keys{1} == $keys{2} && $keys{3} && $keys{3} != $keys{1},
     'each session\'s rows name their own key');
 
 # the old key gone: its rows are an error, not garbage
