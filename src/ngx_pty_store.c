@@ -994,6 +994,11 @@ ngx_pty_store_note(ngx_pty_session_sh_t *sh)
         return;
     }
 
+    if (ngx_pty_store_backoff) {
+        /* the file is failing: its retry timer is set, a flood waits too */
+        return;
+    }
+
     /* unlocked: a hint; typing and prompts wait for the batch */
     urgent = (sh->ring->head - sh->arch_off
               > ngx_min(sh->ring->max_size / 4, 256 * 1024));

@@ -58,7 +58,11 @@ sub wait_log_count {
     my ($re, $n, $secs) = @_;
     my $deadline = time + $secs * Test::Nginx::timeout_scale();
     sleep 0.05 while count_log($re) < $n && time < $deadline;
-    return count_log($re);
+    my $got = count_log($re);
+    # what the archive said, when it was not what was awaited
+    diag(join "\n", grep { /archive/ } split /\n/,
+        $t->read_file('error.log')) if $got != $n;
+    return $got;
 }
 
 sub frames_stored {
@@ -105,9 +109,11 @@ my $lock = "$dir/arch/pty.db";
 my $holder = open(my $py, '|-', 'python3', '-c',
     'import sqlite3, sys; c = sqlite3.connect(sys.argv[1], '
     . 'isolation_level=None); c.execute("BEGIN EXCLUSIVE"); '
-    . 'print("locked", flush=True); sys.stdin.read()', $lock);
-ok($holder, 'another process locks the file');
-sleep 0.5;
+    . 'open(sys.argv[2], "w").close(); sys.stdin.read()', $lock,
+    "$dir/locked");
+my $deadline = time + 10 * Test::Nginx::timeout_scale();
+sleep 0.05 while !-e "$dir/locked" && time < $deadline;
+ok($holder && -e "$dir/locked", 'another process locks the file');
 $before = count_log(qr/cannot be written: .*locked/);
 ($s, $ok) = echoes('locked');
 ok($ok, 'a locked file: terminals work');
