@@ -16,7 +16,7 @@
 #include "ngx_pty_redact.h"
 
 
-#define NGX_PTY_REDACT_READ  (64 * 1024)    /* the largest read fed */
+#define NGX_PTY_REDACT_READ  NGX_PTY_READ_CHUNK  /* the largest read fed */
 #define NGX_PTY_REDACT_MIN   4              /* a small read's shortest hold */
 #define NGX_PTY_REDACT_MARK  "[REDACTED]"
 

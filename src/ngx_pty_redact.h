@@ -47,9 +47,10 @@ ngx_pty_redact_t *ngx_pty_redact_create(ngx_pty_redact_conf_t *rc,
 void ngx_pty_redact_destroy(ngx_pty_redact_t *r);
 
 /*
- * Takes a read of n bytes (full: the read filled its buffer, more comes
- * at once) and returns in *out the masked bytes ready to store, which may
- * be fewer (some held back) or more (held bytes let go).
+ * Takes a read of n bytes, NGX_PTY_READ_CHUNK at most (full: the read
+ * filled its buffer, more comes at once), and returns in *out the masked
+ * bytes ready to store, which may be fewer (some held back) or more
+ * (held bytes let go).
  */
 size_t ngx_pty_redact_feed(ngx_pty_redact_t *r, u_char *in, size_t n,
     ngx_uint_t full, u_char **out);
