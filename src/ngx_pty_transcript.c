@@ -489,8 +489,10 @@ ngx_pty_transcript_answer(ngx_pty_agent_call_t *call,
     json_object_set_new(o, "next", next ? json_integer(next) : json_null());
 
     if (rd->text) {
+        /* what the archive has stored: it follows live output by a batch */
         json_object_set_new(o, "text",
-                            json_stringn((char *) rd->settled.data,
+                            json_stringn(rd->settled.data
+                                         ? (char *) rd->settled.data : "",
                                          rd->settled.len));
     }
 

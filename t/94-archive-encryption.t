@@ -56,7 +56,9 @@ sub ended {
     my ($st, $j);
     while (time < $deadline) {
         ($st, $j) = transcript($id);
+        # stored whole: the text is the archive's, which follows a batch
         return $j if $st == 200 && $j->{state} eq 'exited'
+            && ($j->{text} // '') ne ''
             && grep { ($_->{payload}{kind} // '') eq 'Closed' }
                 @{$j->{frames}};
         sleep 0.1;
