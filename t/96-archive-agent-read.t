@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 
 # The agent API reads what the scrollback lost from the archive: a
-# program prints 1.3 MB (five times the 256 KiB scrollback) before the
+# program prints 1.5 MB (six times the 256 KiB scrollback) before the
 # agent reads any of it, and paging through write's output gives every
 # line, in order, with nothing missed.  Without the archive the same
 # reads say what was missed.
@@ -36,7 +36,7 @@ with_archive(1);
 $t->plan(5)->run();
 
 my $port = $t->port(8080);
-my $N = 200000;
+my $N = 230000;    # 1.5 MB
 
 # everything printed, and stored, before the agent reads
 sub flood {
