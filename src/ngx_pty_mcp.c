@@ -20,6 +20,7 @@
 #include "ngx_pty.h"
 #include "ngx_pty_mcp.h"
 #include "ngx_pty_mcp_tools.h"
+#include "ngx_pty_store.h"
 #include "ngx_pty_shm.h"
 #include "ngx_pty_agent.h"
 #include "ngx_pty_api.h"
@@ -90,7 +91,7 @@ static const char  *ngx_pty_mcp_versions[] = {
 
 /* the tools offered, each an engine tool under the name "pty_" + its own */
 static const char  *ngx_pty_mcp_tools[] = {
-    "start", "write", "read", "kill", "list", NULL
+    "start", "write", "read", "kill", "list", "transcript", NULL
 };
 
 static json_t  *ngx_pty_mcp_tools_cache;
@@ -352,6 +353,7 @@ ngx_pty_mcp_tools_list(ngx_http_request_t *r, json_t *id)
 {
     size_t               i;
     json_t              *tools, *tool;
+    const char          *name;
     json_error_t         err;
     ngx_pty_loc_conf_t  *plcf;
 
@@ -368,20 +370,30 @@ ngx_pty_mcp_tools_list(ngx_http_request_t *r, json_t *id)
         }
     }
 
-    if (plcf->command.len == 0) {
+    if (plcf->command.len == 0 && ngx_pty_store_enabled()) {
         tools = json_incref(ngx_pty_mcp_tools_cache);
 
     } else {
-        /* pty_command: start takes no command; the others still need "id" */
+        /*
+         * pty_command: start takes no command (the others still need
+         * "id"); no archive: no transcripts
+         */
         tools = json_deep_copy(ngx_pty_mcp_tools_cache);
 
-        json_array_foreach(tools, i, tool) {
-            if (ngx_strcmp(json_string_value(json_object_get(tool, "name")),
-                           "pty_start")
-                == 0)
-            {
+        for (i = json_array_size(tools); i-- > 0; /* void */) {
+            name = json_string_value(json_object_get(json_array_get(tools, i),
+                                                     "name"));
+
+            if (plcf->command.len && ngx_strcmp(name, "pty_start") == 0) {
+                tool = json_array_get(tools, i);
                 json_object_del(json_object_get(tool, "inputSchema"),
                                 "required");
+            }
+
+            if (!ngx_pty_store_enabled()
+                && ngx_strcmp(name, "pty_transcript") == 0)
+            {
+                json_array_remove(tools, i);
             }
         }
     }
