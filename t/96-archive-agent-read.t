@@ -20,17 +20,8 @@ use Test::Nginx::PtyAPI qw(api_call);
 
 my $t = pty_nginx(workers => 2,
     extra_http => '@ARCHIVE@');
-my $dir = $t->testdir;
-mkdir("$dir/arch") or die "mkdir: $!\n";
-chmod(0777, "$dir/arch");
 my $conf = $t->read_file('nginx.conf');
-
-sub with_archive {
-    my ($on) = @_;
-    (my $c = $conf) =~ s{\@ARCHIVE\@}{$on
-        ? "pty_archive $dir/arch/pty.db batch=20ms;" : ''}e;
-    $t->write_file('nginx.conf', $c);
-}
+sub with_archive { archive_conf($t, $conf, $_[0]) }
 
 with_archive(1);
 $t->plan(5)->run();

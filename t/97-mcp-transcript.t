@@ -26,17 +26,8 @@ my $t = pty_nginx(extra_http => '@ARCHIVE@
             pty_mcp;
         }
     }');
-my $dir = $t->testdir;
-mkdir("$dir/arch") or die "mkdir: $!\n";
-chmod(0777, "$dir/arch");
 my $conf = $t->read_file('nginx.conf');
-
-sub with_archive {
-    my ($on) = @_;
-    (my $c = $conf) =~ s{\@ARCHIVE\@}{$on
-        ? "pty_archive $dir/arch/pty.db batch=20ms;" : ''}e;
-    $t->write_file('nginx.conf', $c);
-}
+sub with_archive { archive_conf($t, $conf, $_[0]) }
 
 with_archive(1);
 $t->plan(6)->run();

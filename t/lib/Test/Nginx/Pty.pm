@@ -23,6 +23,7 @@ use Test::Nginx::PtyAPI qw(api_call);
 
 our @EXPORT = qw(procs_running pty_nginx start_session attach attach_join send_input
     read_output kinds wait_kind EXT_URI attach_workers join_session
+    archive_dir archive_conf
     worker_of start_ticker);
 
 use constant EXT_URI =>
@@ -224,6 +225,26 @@ sub wait_kind {
     my @f = $ws->recv_until(sub {
         (session_frame_kind($_[0]) // '') eq $kind }, $timeout // 10);
     return wantarray ? @f : $f[-1];
+}
+
+# A directory for pty_archive's file that the workers' user may write;
+# returns its path.
+sub archive_dir {
+    my ($t) = @_;
+    my $dir = $t->testdir . '/arch';
+    mkdir $dir;
+    chmod 0777, $dir;
+    return $dir;
+}
+
+# nginx.conf from $template with @ARCHIVE@ as pty_archive (batches of
+# 20 ms) when $on, as nothing otherwise
+sub archive_conf {
+    my ($t, $template, $on) = @_;
+    my $dir = archive_dir($t);
+    (my $c = $template) =~ s{\@ARCHIVE\@}{$on
+        ? "pty_archive $dir/pty.db batch=20ms;" : ''}e;
+    $t->write_file('nginx.conf', $c);
 }
 
 # pids of the live processes whose command line is exactly $cmd
