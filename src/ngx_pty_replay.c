@@ -26,11 +26,14 @@ struct ngx_pty_replay_s {
     json_t                    *id;        /* of the join, for its Error */
     uint64_t                   next;      /* the next sequence to send */
     ngx_uint_t                 started;   /* a page came */
+    ngx_uint_t                 lost;      /* the archive has a gap here */
 };
 
 
 static void ngx_pty_replay_page(ngx_pty_store_read_t *rd);
 static ngx_uint_t ngx_pty_replay_send(ngx_pty_replay_t *r,
+    ngx_pty_store_read_t *rd);
+static ngx_uint_t ngx_pty_replay_behind(ngx_pty_replay_t *r,
     ngx_pty_store_read_t *rd);
 static void ngx_pty_replay_seam(ngx_pty_replay_t *r);
 static void ngx_pty_replay_out_of_range(ngx_pty_replay_t *r,
@@ -144,12 +147,40 @@ ngx_pty_replay_page(ngx_pty_store_read_t *rd)
 
     r->started = 1;
 
-    if (rd->rc != NGX_OK || ngx_pty_replay_send(r, rd) || rd->next == 0) {
+    if (rd->rc != NGX_OK || ngx_pty_replay_send(r, rd)
+        || (rd->next == 0 && !ngx_pty_replay_behind(r, rd)))
+    {
         ngx_pty_replay_seam(r);
         return;
     }
 
     ngx_pty_binding_pull(cl);
+}
+
+
+/*
+ * The archive had nothing after this page when it was read, but the ring
+ * no longer holds the next frame either: the archive follows the ring by
+ * a batch, so it is read again while that gives frames; only when it
+ * gives none is the rest a loss.
+ */
+static ngx_uint_t
+ngx_pty_replay_behind(ngx_pty_replay_t *r, ngx_pty_store_read_t *rd)
+{
+    uint64_t               first;
+    ngx_pty_session_sh_t  *sh;
+
+    if (rd->nframes == 0) {
+        return 0;
+    }
+
+    sh = r->cl->session->sh;
+
+    ngx_pty_shm_lock(sh);
+    first = ngx_pty_ring_first_seq(sh->ring);
+    ngx_pty_shm_unlock(sh);
+
+    return first > r->next;
 }
 
 
@@ -177,6 +208,12 @@ ngx_pty_replay_send(ngx_pty_replay_t *r, ngx_pty_store_read_t *rd)
         f = (ngx_pty_frame_t *) p;
 
         if (first && f->seq >= first) {
+            return 1;
+        }
+
+        if (f->seq != r->next) {
+            /* a gap the archive recorded: crossed as a lag is */
+            r->lost = 1;
             return 1;
         }
 
@@ -210,8 +247,9 @@ ngx_pty_replay_seam(ngx_pty_replay_t *r)
 
     ngx_pty_shm_lock(sh);
 
-    if (r->next < ngx_pty_ring_first_seq(sh->ring)) {
-        /* the ring has dropped it too: a lag, told as every lag is */
+    if (r->lost || r->next < ngx_pty_ring_first_seq(sh->ring)) {
+        /* lost to the archive, and the ring has dropped it too: a lag,
+         * told as every lag is */
         cl->cursor = 0;
 
     } else {
