@@ -27,10 +27,6 @@ static void ngx_pty_reader_refilled(ngx_pty_store_read_t *r);
 static size_t ngx_pty_reader_arch_read(ngx_pty_reader_t *rd,
     ngx_pty_session_sh_t *sh, u_char *buf, size_t max);
 
-/* the oldest scrollback offset the zone still holds */
-#define ngx_pty_reader_tail(sc)                                               \
-    ((sc)->head > (sc)->size ? (sc)->head - (sc)->size : 0)
-
 
 ngx_pty_reader_t *
 ngx_pty_reader_get(ngx_pty_session_t *s)
@@ -94,7 +90,7 @@ ngx_pty_reader_refill(ngx_pty_reader_t *rd, ngx_pty_session_sh_t *sh,
     }
 
     ngx_pty_shm_lock(sh);
-    tail = ngx_pty_reader_tail(sh->scroll);
+    tail = ngx_pty_scroll_tail(sh->scroll);
     from = sh->api_cursor;
     ngx_pty_shm_unlock(sh);
 
@@ -170,7 +166,7 @@ ngx_pty_reader_arch_read(ngx_pty_reader_t *rd, ngx_pty_session_sh_t *sh,
     size_t    n;
     uint64_t  tail, cursor;
 
-    tail = ngx_pty_reader_tail(sh->scroll);
+    tail = ngx_pty_scroll_tail(sh->scroll);
     cursor = sh->api_cursor;
 
     if (cursor >= tail || cursor < rd->arch_off

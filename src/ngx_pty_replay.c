@@ -121,7 +121,8 @@ ngx_pty_replay_page(ngx_pty_store_read_t *rd)
     cl = r->cl;
 
     if (rd->rc != NGX_OK) {
-        ngx_log_error(NGX_LOG_ERR, cl->ws.connection->log, 0,
+        /* the writer logs the file's fault, once: this is per join */
+        ngx_log_error(NGX_LOG_INFO, cl->ws.connection->log, 0,
                       "pty: replay from the archive: %s",
                       rd->rc == NGX_DECLINED ? (u_char *) "not stored yet"
                                              : rd->err);

@@ -231,7 +231,6 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
     s->command = p;
     s->command_len = len;
     s->inbox_max = inbox_max;
-    s->arch_on = sh->archive;
     s->ring_hdr.archive = sh->archive;
     ngx_queue_init(&s->members);
 
@@ -1428,9 +1427,9 @@ ngx_pty_scroll_read(ngx_pty_scroll_t *sc, uint64_t *off, u_char *buf,
 
     *missed = 0;
 
-    if (sc->head > sc->size && *off < sc->head - sc->size) {
-        *missed = sc->head - sc->size - *off;
-        *off = sc->head - sc->size;
+    if (*off < ngx_pty_scroll_tail(sc)) {
+        *missed = ngx_pty_scroll_tail(sc) - *off;
+        *off = ngx_pty_scroll_tail(sc);
     }
 
     total = 0;
@@ -1512,7 +1511,7 @@ ngx_pty_ring_compact(ngx_pty_session_sh_t *s)
 
     ngx_pty_shm_lock(s);
 
-    if (s->arch_on && ngx_pty_zone.sh->archive && s->arch_seq < s->seq) {
+    if (ring->archive && ngx_pty_zone.sh->archive && s->arch_seq < s->seq) {
         /* the archive has not stored it all: it compacts when it has */
         ngx_pty_shm_unlock(s);
         return;

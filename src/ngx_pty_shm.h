@@ -232,13 +232,11 @@ struct ngx_pty_session_sh_s {
 
     /*
      * The archive's cursor (ngx_pty_store.c): every frame up to arch_seq
-     * is stored, and arch_off is the ring offset after it.  One worker at
-     * a time stores a session (arch_claim, a pid; a dead one's claim is
-     * taken over), so the cursor moves only after a commit.
+     * is stored, and ring->stored is the ring offset after it.  One
+     * worker at a time stores a session (arch_claim, a pid; a dead one's
+     * claim is taken over), so the cursor moves only after a commit.
      */
-    ngx_uint_t                 arch_on;
     uint64_t                   arch_seq;
-    uint64_t                   arch_off;
     ngx_atomic_t               arch_claim;
     ngx_uint_t                 arch_ended;    /* its end is stored */
 
@@ -337,6 +335,7 @@ struct ngx_pty_shm_s {
     ngx_uint_t                 archive;       /* pty_archive is on */
     ngx_atomic_t               arch_prune;    /* unix s of the next pruning */
     ngx_atomic_t               arch_failing;  /* hash of the fault, 0: none */
+    ngx_atomic_t               arch_lagging;  /* a gap said, none since */
     ngx_atomic_t               revoked_next;  /* entries complete */
     ngx_pty_revoked_t          revoked[NGX_PTY_REVOKED_MAX];
 };
@@ -453,6 +452,9 @@ uint64_t ngx_pty_ring_find(ngx_pty_ring_t *ring, uint64_t after_seq);
 uint64_t ngx_pty_ring_first_seq(ngx_pty_ring_t *ring);
 
 void ngx_pty_scroll_append(ngx_pty_scroll_t *sc, u_char *p, size_t len);
+/* the oldest offset the scrollback still holds */
+#define ngx_pty_scroll_tail(sc)                                               \
+    ((sc)->head > (sc)->size ? (sc)->head - (sc)->size : 0)
 size_t ngx_pty_scroll_read(ngx_pty_scroll_t *sc, uint64_t *off, u_char *buf,
     size_t max, uint64_t *missed);
 

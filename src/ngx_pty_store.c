@@ -158,7 +158,6 @@ static ngx_pty_store_writer_t  ngx_pty_store_writer;
 static ngx_event_t             ngx_pty_store_timer;
 static ngx_uint_t              ngx_pty_store_busy;
 static ngx_uint_t              ngx_pty_store_again;
-static ngx_uint_t              ngx_pty_store_lagging;
 static ngx_msec_t              ngx_pty_store_backoff;
 static u_char                 *ngx_pty_store_buf;
 
@@ -879,6 +878,7 @@ ngx_int_t
 ngx_pty_store_init_module(ngx_cycle_t *cycle)
 {
     u_char                name[NGX_MAX_PATH + 8], err[160];
+    mode_t                mask;
     sqlite3              *db;
     ngx_uint_t            i;
     ngx_core_conf_t      *ccf;
@@ -910,8 +910,15 @@ ngx_pty_store_init_module(ngx_cycle_t *cycle)
 
     err[0] = '\0';
 
+    /*
+     * a new file is the workers' user's alone: it holds every session's
+     * output, and programs run as other users (SQLite gives the journal
+     * files the file's mode)
+     */
+    mask = umask(077);
     db = ngx_pty_store_open(&ngx_pty_store_conf->path,
                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err);
+    (void) umask(mask);
 
     if (db == NULL
         || ngx_pty_store_migrate(db, err) != NGX_OK
@@ -1000,7 +1007,7 @@ ngx_pty_store_note(ngx_pty_session_sh_t *sh)
     }
 
     /* unlocked: a hint; typing and prompts wait for the batch */
-    urgent = (sh->ring->head - sh->arch_off
+    urgent = (sh->ring->head - sh->ring->stored
               > ngx_min(sh->ring->max_size / 4, 256 * 1024));
 
     if (ngx_pty_store_busy) {
@@ -1165,7 +1172,12 @@ ngx_pty_store_claim(ngx_pty_session_sh_t *sh)
         return 0;                /* in this worker's batch in flight */
     }
 
-    if (holder && ngx_pty_pid_alive((ngx_pid_t) holder)) {
+    /*
+     * under the zone's mutex: a signal 0, not a read of /proc (a killed
+     * worker's claim waits for the master to reap it, a moment)
+     */
+    if (holder && (kill((ngx_pid_t) holder, 0) == 0 || ngx_errno == NGX_EPERM))
+    {
         return 0;
     }
 
@@ -1192,7 +1204,7 @@ ngx_pty_store_copy(ngx_pty_store_batch_t *b, ngx_pty_store_entry_t *e)
     ngx_pty_shm_lock(sh);
 
     e->last_seq = sh->arch_seq;
-    e->next_off = sh->arch_off;
+    e->next_off = sh->ring->stored;
     e->start = b->len;
     e->end = b->len;
 
@@ -1203,7 +1215,7 @@ ngx_pty_store_copy(ngx_pty_store_batch_t *b, ngx_pty_store_entry_t *e)
         return;
     }
 
-    off = sh->arch_off;
+    off = sh->ring->stored;
 
     if (off < ring->tail) {
         first = ngx_pty_ring_first_seq(ring);
@@ -1842,11 +1854,12 @@ ngx_pty_store_write_done(ngx_event_t *ev)
 static void
 ngx_pty_store_commit(ngx_pty_store_batch_t *b, ngx_log_t *log)
 {
-    ngx_uint_t              i, compact, lagged;
+    ngx_uint_t              i, compact;
+    ngx_pty_zone_t         *zone;
     ngx_pty_session_sh_t   *sh;
-    ngx_pty_store_entry_t  *e;
+    ngx_pty_store_entry_t  *e, *lagged;
 
-    lagged = 0;
+    lagged = NULL;
 
     for (i = 0; i < b->n; i++) {
         e = &b->entries[i];
@@ -1858,7 +1871,6 @@ ngx_pty_store_commit(ngx_pty_store_batch_t *b, ngx_log_t *log)
         if (log) {
             if (e->last_seq > sh->arch_seq) {
                 sh->arch_seq = e->last_seq;
-                sh->arch_off = e->next_off;
                 sh->ring->stored = e->next_off;
             }
 
@@ -1870,16 +1882,8 @@ ngx_pty_store_commit(ngx_pty_store_batch_t *b, ngx_log_t *log)
                        && sh->arch_seq == sh->seq
                        && ngx_queue_empty(&sh->members));
 
-            if (e->gap_first) {
-                lagged = 1;
-
-                if (!ngx_pty_store_lagging) {
-                    ngx_log_error(NGX_LOG_WARN, log, 0,
-                                  "pty: archive fell behind the ring of "
-                                  "session pty-%ui: frames %uL to %uL were "
-                                  "not stored (recorded as a gap)",
-                                  sh->name, e->gap_first, e->gap_last);
-                }
+            if (e->gap_first && lagged == NULL) {
+                lagged = e;
             }
         }
 
@@ -1895,8 +1899,21 @@ ngx_pty_store_commit(ngx_pty_store_batch_t *b, ngx_log_t *log)
         ngx_pty_shm_session_release(sh);
     }
 
-    if (log) {
-        ngx_pty_store_lagging = lagged;
+    if (log == NULL) {
+        return;
+    }
+
+    /* falling behind is said once for all workers, until a batch has no gap */
+    zone = ngx_pty_shm_zone();
+
+    if (lagged == NULL) {
+        zone->sh->arch_lagging = 0;
+
+    } else if (ngx_atomic_cmp_set(&zone->sh->arch_lagging, 0, 1)) {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "pty: archive fell behind the ring of session pty-%ui: "
+                      "frames %uL to %uL were not stored (recorded as a gap)",
+                      lagged->meta.name, lagged->gap_first, lagged->gap_last);
     }
 }
 

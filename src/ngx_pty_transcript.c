@@ -29,6 +29,8 @@ typedef struct {
 
 
 static void ngx_pty_transcript_cleanup(void *data);
+static void ngx_pty_transcript_record(ngx_pty_session_sh_t *sh,
+    ngx_pty_store_session_t *m);
 static void ngx_pty_transcript_list_done(ngx_pty_store_read_t *rd);
 static json_t *ngx_pty_transcript_listed(ngx_pty_agent_call_t *call,
     ngx_pty_store_session_t *m, ngx_str_t *command);
@@ -222,7 +224,7 @@ ngx_pty_transcript_list_done(ngx_pty_store_read_t *rd)
     ctx->rd = NULL;
 
     if (rd->rc != NGX_OK) {
-        ngx_log_error(NGX_LOG_ERR, call->log, 0,
+        ngx_log_error(NGX_LOG_INFO, call->log, 0,
                       "pty: list: archive: %s", rd->err);
         (void) ngx_pty_agent_error(call, NGX_HTTP_SERVICE_UNAVAILABLE,
                                    "archive_unavailable", (char *) rd->err);
@@ -266,6 +268,23 @@ ngx_pty_transcript_list_done(ngx_pty_store_read_t *rd)
 }
 
 
+/*
+ * An ended session's record as the access checks read it (id, name,
+ * access list), for one only the archive still knows.
+ */
+static void
+ngx_pty_transcript_record(ngx_pty_session_sh_t *sh,
+    ngx_pty_store_session_t *m)
+{
+    ngx_memzero(sh, sizeof(ngx_pty_session_sh_t));
+    ngx_memcpy(sh->id, m->id, NGX_PTY_ID_LEN);
+    sh->name = m->name;
+    sh->acl = m->acl.data;
+    sh->acl_len = m->acl.len;
+    sh->state = NGX_PTY_STATE_CLOSED;
+}
+
+
 /* an archived session as list shows it, if the caller may see it */
 static json_t *
 ngx_pty_transcript_listed(ngx_pty_agent_call_t *call,
@@ -278,12 +297,7 @@ ngx_pty_transcript_listed(ngx_pty_agent_call_t *call,
 
     id = ngx_pty_auth_ident(call->request);
 
-    ngx_memzero(&archived, sizeof(ngx_pty_session_sh_t));
-    ngx_memcpy(archived.id, m->id, NGX_PTY_ID_LEN);
-    archived.name = m->name;
-    archived.acl = m->acl.data;
-    archived.acl_len = m->acl.len;
-    archived.state = NGX_PTY_STATE_CLOSED;
+    ngx_pty_transcript_record(&archived, m);
 
     last = m->command.data + m->command.len;
 
@@ -340,7 +354,7 @@ ngx_pty_transcript_done(ngx_pty_store_read_t *rd)
     live = NULL;
 
     if (rd->rc == NGX_ERROR) {
-        ngx_log_error(NGX_LOG_ERR, call->log, 0,
+        ngx_log_error(NGX_LOG_INFO, call->log, 0,
                       "pty: transcript: archive: %s", rd->err);
 
         rc = ngx_pty_agent_error(call, NGX_HTTP_SERVICE_UNAVAILABLE,
@@ -394,12 +408,7 @@ ngx_pty_transcript_access(ngx_pty_agent_call_t *call,
     }
 
     if (sh == NULL) {
-        ngx_memzero(&archived, sizeof(ngx_pty_session_sh_t));
-        ngx_memcpy(archived.id, rd->session.id, NGX_PTY_ID_LEN);
-        archived.name = rd->session.name;
-        archived.acl = rd->session.acl.data;
-        archived.acl_len = rd->session.acl.len;
-        archived.state = NGX_PTY_STATE_CLOSED;
+        ngx_pty_transcript_record(&archived, &rd->session);
 
         status = ngx_pty_auth_check(call->request, &archived,
                                     NGX_PTY_SCOPE_OBSERVE);

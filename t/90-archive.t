@@ -26,7 +26,7 @@ my $t = pty_nginx(workers => 2,
     extra_loc => 'pty_input_rate off;');
 mkdir($t->testdir . '/arch') or die "mkdir: $!\n";
 chmod(0777, $t->testdir . '/arch');
-$t->plan(19)->run();
+$t->plan(20)->run();
 
 my $port = $t->port(8080);
 
@@ -75,6 +75,9 @@ my @live = map { $seen{$_} } sort { $a <=> $b } grep { $_ > $joined }
 
 $t->stop();
 ok(-s $t->testdir . '/arch/pty.db', 'the archive file is there');
+# programs run as other users: the file is the workers' user's alone
+is(sprintf('%o', (stat($t->testdir . '/arch/pty.db'))[2] & 0777), '600',
+    'mode 0600');
 $t->run();
 
 sub transcript {
