@@ -100,8 +100,18 @@ ngx_pty_replay_pull(ngx_pty_client_t *cl)
 
     if (ngx_pty_store_read_post(rd) != NGX_OK) {
         ngx_pty_store_read_free(rd);
-        ngx_pty_replay_out_of_range(r, "the archive cannot be read now");
-        return 0;
+
+        if (r->started) {
+            /* the ring goes on from here, or it is a lag */
+            ngx_pty_replay_seam(r);
+
+        } else {
+            ngx_pty_replay_out_of_range(r, "the archive cannot be read "
+                                        "now; a keyframe follows");
+        }
+
+        /* both walked the ring already */
+        return 1;
     }
 
     r->rd = rd;
