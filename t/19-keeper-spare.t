@@ -63,9 +63,13 @@ is(getsid_of($spare), $spare, 'it leads a session of its own');
 # the spare's descriptors: stdio, its control socket, a signalfd, a pidfd,
 # the terminal and the two lines to the child it forked ahead.  It has
 # its title before it has made them: a loaded machine shows it between
+# and its child closes what it inherited only after the fork
 $t->wait_until(sub {
     my %u = unix_inodes();
-    (grep { kind($_->[1], \%u) eq 'ptmx' } fds($spare)) && children($spare);
+    my ($c) = children($spare);
+    (grep { kind($_->[1], \%u) eq 'ptmx' } fds($spare)) && $c
+        && join(' ', sort map { kind($_->[1], \%u) } fds($c))
+           eq 'pipe pts pts pts unix';
 }, 10);
 my @fds = fds($spare);
 my %unix = unix_inodes();
