@@ -5686,8 +5686,11 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
     s->saved_pos[1] = saved[1];
 
     for (k = 0; k < 2; k++) {
-        /* a reflow moves xterm.js's saved row even if nothing was saved */
-        if (!s->saved_valid[k] && saved[k].row > 0) {
+        /*
+         * a reflow moves xterm.js's saved row even if nothing was saved
+         * (into the scrollback too: a Keyframe saves it there)
+         */
+        if (!s->saved_valid[k] && saved[k].row != 0) {
             s->saved_valid[k] = 1;
             s->saved_pen[k] = s->default_pen;
         }
@@ -5919,8 +5922,10 @@ typedef struct {
     int             failed;
     int             row;        /* -1: unknown (e.g. a pending wrap) */
     int             col;
+    int             shift;      /* lines scrolled away: row is row - shift */
     unsigned        visible:1;
     unsigned        protect:1;
+    unsigned        saved_main:1;   /* main buffer's DECSC already sent */
     ngx_pty_pen_t   pen;
 } ngx_pty_emit_t;
 
@@ -6002,14 +6007,14 @@ ngx_pty_emit_move(ngx_pty_emit_t *e, int row, int col)
         }
 
     } else if (col == 0) {
-        if (row == 0) {
+        if (row == e->shift) {
             ngx_pty_emit(e, "\x1b[H", 3);
         } else {
-            ngx_pty_emit_csi(e, row + 1, -1, 'H');
+            ngx_pty_emit_csi(e, row - e->shift + 1, -1, 'H');
         }
 
     } else {
-        ngx_pty_emit_csi(e, row + 1, col + 1, 'H');
+        ngx_pty_emit_csi(e, row - e->shift + 1, col + 1, 'H');
     }
 
     e->row = row;
@@ -6442,6 +6447,10 @@ ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
         from = 0;
     }
 
+    if (r - e->shift >= (int) s->rows) {
+        e->shift++;             /* the wrap scrolled a line away */
+    }
+
     e->row = r;
     e->col = 1;
 
@@ -6465,31 +6474,69 @@ ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
 
 
 /*
- * Row 0 soft-wrapped (from a line scrolled away): a wrap at the bottom
- * row, scrolled up to the top, the placeholder it took erased
+ * Row 0 soft-wrapped (from a line scrolled away): a wrap into row 1, which
+ * DL then moves up with its mark (a scroll would put a line into the
+ * terminal's scrollback that the clients that watched do not have), the
+ * placeholder it took erased
  */
 static void
 ngx_pty_paint_top_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
-    unsigned  r;
-
-    ngx_pty_emit_move(e, s->rows - 1, s->cols - 1);
+    ngx_pty_emit_move(e, 0, s->cols - 1);
     ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
     ngx_pty_emit_protect(e, 0);
     ngx_pty_emit(e, " x", 2);
 
-    for (r = 1; r < s->rows; r++) {
-        ngx_pty_emit(e, "\n", 1);
+    if (s->rows > 1) {
+        ngx_pty_emit(e, "\x1b[H\x1b[M\x1b[X", 9);
+
+    } else {
+        ngx_pty_emit(e, "\x1b[H\x1b[X", 6);
     }
 
-    ngx_pty_emit(e, "\x1b[H\x1b[X", 6);
     e->row = 0;
     e->col = 0;
 }
 
 
+static void ngx_pty_emit_saved_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    int r);
+
+
+/* line feeds at the bottom row until line r of a tall paint is on screen */
 static void
-ngx_pty_paint_grid(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g)
+ngx_pty_paint_scroll_to(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
+{
+    int  n;
+
+    n = r - e->shift - ((int) s->rows - 1);
+
+    if (n <= 0) {
+        return;
+    }
+
+    /* the default pen: xterm.js fills a scrolled-in line with its colour */
+    ngx_pty_emit_move(e, e->shift + s->rows - 1, 0);
+    ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
+
+    e->shift += n;
+    e->row += n;
+
+    while (n--) {
+        ngx_pty_emit(e, "\n", 1);
+    }
+}
+
+
+/*
+ * The lines of g from its first in "rows" (its scrollback ring's, then
+ * the screen's), painted as one tall screen: each line below the bottom
+ * row scrolls the ones above it into the terminal's scrollback, so that a
+ * resize there pulls back what it pulls back in the clients that watched
+ */
+static void
+ngx_pty_paint_lines(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
+    unsigned lines, int saved)
 {
     unsigned  r, from;
 
@@ -6497,14 +6544,140 @@ ngx_pty_paint_grid(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g)
         ngx_pty_paint_top_wrap(e, s);
     }
 
-    for (r = 0; r < s->rows; r++) {
+    for (r = 0; r < lines; r++) {
         from = 0;
 
         if (r > 0 && g->rows[r]->wrapped) {
+            /*
+             * room made first, in the default pen: a wrap that scrolls
+             * fills the new line with the glyph's background
+             */
+            ngx_pty_paint_scroll_to(e, s, s->rows > 1 ? r : r - 1);
             from = ngx_pty_paint_wrap(e, s, g, r);
+
+        } else {
+            ngx_pty_paint_scroll_to(e, s, r);
         }
 
         ngx_pty_paint_row(e, s, g, r, from);
+
+        if ((int) r == saved) {
+            /* xterm.js saves a line of its buffer: save while it shows */
+            ngx_pty_emit_saved_row(e, s, r);
+        }
+    }
+
+    ngx_pty_paint_scroll_to(e, s, lines - 1);
+
+    e->row = (e->row >= 0) ? e->row - e->shift : -1;
+    e->shift = 0;
+}
+
+
+/*
+ * The line of a tall paint with "above" lines over the screen that the
+ * main buffer's saved cursor is on when it went up into the scrollback
+ * (the oldest line painted if older); -1 when it is on the screen, or none
+ */
+static int
+ngx_pty_saved_line(ngx_pty_screen_t *s, unsigned above)
+{
+    int  row;
+
+    if (!s->saved_valid[0] || s->saved_pos[0].row >= 0 || above == 0) {
+        return -1;
+    }
+
+    row = (int) above + s->saved_pos[0].row;
+
+    return row > 0 ? row : 0;
+}
+
+
+/*
+ * The lines a skip jumped over that xterm.js keeps above the ring's
+ * (ngx_pty_sb_raw_lines() does the same for a resize): a model of their
+ * own, which the caller destroys; *from and *n say which of its lines
+ */
+static ngx_pty_screen_t *
+ngx_pty_sb_raw_model(ngx_pty_screen_t *s, unsigned *from, unsigned *n)
+{
+    unsigned           all;
+    VTermPos           cur;
+    ngx_pty_screen_t  *t;
+
+    *n = 0;
+
+    if (s->sb_raw == NULL || s->sb_lost == 0) {
+        return NULL;
+    }
+
+    t = ngx_pty_screen_create(s->cols, s->rows);
+    if (t == NULL) {
+        return NULL;
+    }
+
+    t->no_skip = 1;
+    ngx_pty_screen_feed(t, s->sb_raw, s->sb_raw_len);
+
+    cur = ngx_pty_cursor(t);
+    all = t->grid[0].sb_len + cur.row;
+    *n = all < s->sb_lost ? all : s->sb_lost;
+    *from = all - *n;
+
+    return t;
+}
+
+
+/*
+ * The main buffer with the lines above its screen that the model holds
+ * (the skipped ones kept as bytes, then the ring's), painted as one tall
+ * screen; the saved cursor goes with its line
+ */
+static void
+ngx_pty_paint_main(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    unsigned           i, lines, raw, from;
+    ngx_pty_grid_t    *g, tall;
+    ngx_pty_row_t    **rows;
+    ngx_pty_screen_t  *t;
+
+    g = &s->grid[0];
+    t = ngx_pty_sb_raw_model(s, &from, &raw);
+
+    if (g->sb_len == 0 && raw == 0) {
+        ngx_pty_paint_lines(e, s, g, s->rows, -1);
+        goto done;
+    }
+
+    lines = raw + g->sb_len + s->rows;
+    rows = malloc(lines * sizeof(ngx_pty_row_t *));
+
+    if (rows == NULL) {
+        e->failed = 1;
+        goto done;
+    }
+
+    for (i = 0; i < raw; i++) {
+        rows[i] = ngx_pty_grid_line(&t->grid[0], from + i);
+    }
+
+    for (i = raw; i < lines; i++) {
+        rows[i] = ngx_pty_grid_line(g, i - raw);
+    }
+
+    tall = *g;
+    tall.rows = rows;
+
+    ngx_pty_paint_lines(e, s, &tall, lines,
+                        ngx_pty_saved_line(s, raw + g->sb_len));
+
+    free(rows);
+
+done:
+
+    if (t != NULL) {
+        ngx_pty_screen_destroy(t);
     }
 }
 
@@ -6623,14 +6796,28 @@ ngx_pty_emit_saved(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
 {
     VTermPos  pos;
 
-    if (!s->saved_valid[b]) {
-        return;
+    if (!s->saved_valid[b] || (b == 0 && e->saved_main)) {
+        return;     /* none, or saved in the scrollback's paint */
     }
 
     pos = ngx_pty_saved_at(s, b);
     ngx_pty_emit_move(e, pos.row, pos.col);
     ngx_pty_emit_sgr(e, &s->saved_pen[b], &s->default_pen);
     ngx_pty_emit(e, "\x1b" "7", 2);
+}
+
+
+/* the main buffer's saved cursor on line r of a tall paint */
+static void
+ngx_pty_emit_saved_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
+{
+    VTermPos  pos;
+
+    pos = ngx_pty_saved_at(s, 0);
+    ngx_pty_emit_move(e, r, pos.col);
+    ngx_pty_emit_sgr(e, &s->saved_pen[0], &s->default_pen);
+    ngx_pty_emit(e, "\x1b" "7", 2);
+    e->saved_main = 1;
 }
 
 
@@ -6880,7 +7067,7 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
         ngx_pty_emit_title(&e, s);
     }
 
-    ngx_pty_paint_grid(&e, s, &s->grid[0]);
+    ngx_pty_paint_main(&e, s);
     ngx_pty_emit_tabs(&e, s, 0);
 
     ngx_pty_emit_saved(&e, s, 0);
@@ -6896,7 +7083,7 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
         ngx_pty_emit(&e, "\x1b[2J", 4);
 
         if (s->alt) {
-            ngx_pty_paint_grid(&e, s, &s->grid[1]);
+            ngx_pty_paint_lines(&e, s, &s->grid[1], s->rows, -1);
             ngx_pty_emit_tabs(&e, s, 1);
         }
 

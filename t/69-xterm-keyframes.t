@@ -203,11 +203,14 @@ my $seed = $ENV{XTERM_SEED} // int(time / 86400);
 ok($fail == 0 && $pass == $streams, "$streams random streams of text and "
     . "wide glyphs (seed $seed)") or diag($log);
 
-# resizes before the Keyframe: reflow, rows from and into the scrollback
+# resizes before and after the Keyframe: reflow, rows from and into the
+# scrollback (the late joiner's comes with its Keyframe)
 my $resizes = int($streams / 4) || 1;
 ($pass, $fail, $log) = difftest('--quiet', '--random', $resizes,
-    '--seed', $seed, '--classes', 'text,wide,wrap,resize', '--max-fail', 3);
+    '--seed', $seed, '--classes', 'text,wide,wrap,resize,late-resize',
+    '--max-fail', 3);
 ok($fail == 0 && $pass == $resizes, "$resizes random streams of text and "
-    . "wide glyphs with resizes (seed $seed)") or diag($log);
+    . "wide glyphs with resizes before and after the Keyframe "
+    . "(seed $seed)") or diag($log);
 
 $t->done_testing();
