@@ -3660,7 +3660,8 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
         break;
 
     case 59:
-        pen->ul = s->default_pen.ul;
+        /* xterm.js stores -1: it reads back, and draws, as RGB white */
+        vterm_color_rgb(&pen->ul, 255, 255, 255);
         break;
 
     default:
@@ -6039,6 +6040,14 @@ ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
         return;
     }
 
+    if (ngx_pty_color_eq(&want->ul, &def->ul)
+        && !ngx_pty_color_eq(&e->pen.ul, &def->ul))
+    {
+        /* only SGR 0 gives xterm.js its default underline colour back */
+        ngx_pty_emit(e, "\x1b[m", 3);
+        e->pen = *def;
+    }
+
     p = ngx_pty_sgr_diff(buf, &e->pen, want, NGX_PTY_A_SGR, 1);
     ngx_pty_emit(e, buf, p - buf);
 
@@ -6447,10 +6456,6 @@ ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
         from = 0;
     }
 
-    if (r - e->shift >= (int) s->rows) {
-        e->shift++;             /* the wrap scrolled a line away */
-    }
-
     e->row = r;
     e->col = 1;
 
@@ -6552,7 +6557,7 @@ ngx_pty_paint_lines(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
              * room made first, in the default pen: a wrap that scrolls
              * fills the new line with the glyph's background
              */
-            ngx_pty_paint_scroll_to(e, s, s->rows > 1 ? r : r - 1);
+            ngx_pty_paint_scroll_to(e, s, r);
             from = ngx_pty_paint_wrap(e, s, g, r);
 
         } else {
@@ -6643,6 +6648,16 @@ ngx_pty_paint_main(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     ngx_pty_screen_t  *t;
 
     g = &s->grid[0];
+    t = NULL;
+    raw = 0;
+    from = 0;
+
+    if (s->rows < 2 || s->cols < 2) {
+        /* no room to wrap into a row below one that stays: none kept */
+        ngx_pty_paint_lines(e, s, g, s->rows, -1);
+        return;
+    }
+
     t = ngx_pty_sb_raw_model(s, &from, &raw);
 
     if (g->sb_len == 0 && raw == 0) {

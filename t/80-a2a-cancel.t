@@ -34,7 +34,7 @@ is(task_state($r->{payload}{task}), "completed", "the shell is ready") or diag e
 
 # a SendMessage that would wait 30 s
 my $id = $a->send_op('SendMessage', { message => a2a_message(
-    "$sleep; echo SLEPT", submit => 1, wait_for => 'SLEPT',
+    "$sleep; echo SL''EPT", submit => 1, wait_for => 'SLEPT',
     wait_ms => 25000) });
 $t->wait_until(sub { procs_running($sleep) }, 10);
 ok(scalar procs_running($sleep), "$sleep runs") or diag explain [$a->recv_until(sub {0}, 2)];
@@ -73,7 +73,7 @@ unlike(task_output($r->{payload}{task}), qr/^SLEPT/m, 'SLEPT never printed');
 
 # streaming: the last update is the canceled one
 $id = $a->send_op('SendStreamingMessage', { message => a2a_message(
-    "$sleep; echo SLEPT", submit => 1, wait_for => 'SLEPT',
+    "$sleep; echo SL''EPT", submit => 1, wait_for => 'SLEPT',
     wait_ms => 25000) });
 my $acc = $a->recv_match(sub { ($_[0]{id} // '') eq $id }, 5);
 is($acc->{op}, 'SendStreamingMessage.Accepted', 'streaming: Accepted');

@@ -104,7 +104,7 @@ $r = $ws->recv_op('ListTasks.Response', 5);
 is(scalar @{$r->{payload}{tasks}}, 0, 'filter by state');
 
 # a wait that times out: input-required, the program still runs
-$r = send_message($ws, 'import time; time.sleep(2); print("SLEPT")',
+$r = send_message($ws, 'import time; time.sleep(2); print("SL" "EPT")',
     submit => 1, wait_for => 'SLEPT', wait_ms => 300);
 is(task_state($r->{payload}{task}), 'input-required',
     'timed out: input-required');

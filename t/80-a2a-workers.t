@@ -72,7 +72,7 @@ is(task_state($a->recv_op('GetTask.Response', 5)->{payload}{task}),
 # canceled through the other worker: the interrupt reaches python, the
 # running worker ends its wait, one terminal update
 $id = $a->send_op('SendStreamingMessage', { message => a2a_message(
-    'import time; time.sleep(30); print("SLEPT")', submit => 1,
+    'import time; time.sleep(30); print("SL" "EPT")', submit => 1,
     wait_for => 'SLEPT', wait_ms => 25000) });
 $acc = $a->recv_match(sub { ($_[0]{id} // '') eq $id }, 5);
 $tid = $acc->{payload}{task_id};
@@ -82,7 +82,7 @@ my $started = time;
 # python takes the next input as the line's end)
 my @up = $a->recv_until(sub { $_[0]{op} eq 'TaskStatusUpdate'
     && join('', map { $_->{text} // '' }
-        @{$_[0]{payload}{delta}{parts} // []}) =~ /SLEPT"\)\n/ }, 10,
+        @{$_[0]{payload}{delta}{parts} // []}) =~ /"EPT"\)\n/ }, 10,
     'python read the line');
 $b->send_op('CancelTask', { task_id => $tid });
 is(task_state($b->recv_op('CancelTask.Response', 5)->{payload}{task}),
