@@ -1235,13 +1235,12 @@ ngx_pty_edge_cut(ngx_pty_screen_t *s, ngx_pty_row_t *row,
 
 /*
  * A wide glyph that did not fit in the last column wrapped: xterm.js
- * clears that column (and the wide glyph it was the right half of),
- * libvterm leaves what was there.  xterm.js clears in the whole pen; a
- * blank keeps its background only here, as erased cells do, since no
- * sequence writes a blank with attributes (only an underline shows)
+ * clears that column (and the wide glyph it was the right half of) in
+ * the whole pen, the glyph's; libvterm leaves what was there.  Only this
+ * makes a blank with attributes (a snapshot makes it the same way)
  */
 static void
-ngx_pty_wide_wrapped(ngx_pty_screen_t *s, int r)
+ngx_pty_wide_wrapped(ngx_pty_screen_t *s, int r, unsigned protect)
 {
     unsigned         col;
     ngx_pty_row_t   *row;
@@ -1261,7 +1260,9 @@ ngx_pty_wide_wrapped(ngx_pty_screen_t *s, int r)
         c->ch = 0;
         c->ncomb = 0;
         c->width = 1;
-        c->pen = ngx_pty_erase_pen(s);
+        c->pen = s->pen;
+        c->pen.attr &= ~NGX_PTY_A_PROTECT;
+        c->pen.attr |= protect ? NGX_PTY_A_PROTECT : 0;
     }
 
     s->diverged++;
@@ -1302,7 +1303,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
         row->wrapped = 1;
 
         if (w == 2 && !s->phantom && pos.row > 0) {
-            ngx_pty_wide_wrapped(s, pos.row - 1);
+            ngx_pty_wide_wrapped(s, pos.row - 1, info->protected_cell);
         }
     }
 
@@ -6400,6 +6401,35 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
 
 
 /*
+ * A wide glyph that wrapped into row r, which leaves the last column of
+ * row r - 1 blank in the pen it was written in: written there again
+ * (in the blank's pen, then in its own if that differs).  Returns the
+ * column row r is to be painted from.
+ */
+static unsigned
+ngx_pty_paint_wide_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r,
+    const ngx_pty_cell_t *blank, const ngx_pty_cell_t *glyph)
+{
+    ngx_pty_emit_move(e, r - 1, s->cols - 1);
+    ngx_pty_emit_sgr(e, &blank->pen, &s->default_pen);
+    ngx_pty_emit_protect(e, (blank->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+    ngx_pty_emit_chars(e, row, 0, glyph);
+
+    e->row = r;
+    e->col = 2;
+
+    if (!ngx_pty_pen_eq(&glyph->pen, &blank->pen,
+                        NGX_PTY_A_SGR | NGX_PTY_A_PROTECT))
+    {
+        ngx_pty_emit_glyph(e, s, row, r, 0, glyph);
+    }
+
+    return 2;
+}
+
+
+/*
  * A soft wrap into row r (xterm.js marks the row, copy and paste and
  * reflow join it to the one above): the last cell of row r - 1, then the
  * first of row r, written so that the terminal wraps between them;
@@ -6412,7 +6442,7 @@ ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
 {
     unsigned               w, from, ph, cut;
     ngx_pty_row_t         *prev, *row;
-    ngx_pty_cell_t         tmp, tmp2;
+    ngx_pty_cell_t         tmp, tmp2, tmp3;
     const ngx_pty_cell_t  *c, *h;
 
     prev = g->rows[r - 1];
@@ -6421,6 +6451,16 @@ ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     ph = 0;
 
     c = ngx_pty_row_cell(prev, w - 1, &tmp);
+    h = ngx_pty_row_cell(row, 0, &tmp2);
+
+    if (c->ch == 0 && h->ch != 0 && h->ch != NGX_PTY_CONT && h->width == 2
+        && w > 2 && ngx_pty_row_cell(row, 1, &tmp3)->ch == NGX_PTY_CONT
+        && ngx_pty_row_cell(row, 2, &tmp3)->ch != NGX_PTY_CONT)
+    {
+        /* (a whole glyph: remnants of overlapping ones are rebuilt below) */
+        return ngx_pty_paint_wide_wrap(e, s, row, r, c, h);
+    }
+
     h = (w >= 2) ? ngx_pty_row_cell(prev, w - 2, &tmp2) : NULL;
     cut = (c->ch && c->ch != NGX_PTY_CONT && c->width == 2);
 
