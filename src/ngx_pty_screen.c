@@ -1269,6 +1269,10 @@ ngx_pty_wide_wrapped(ngx_pty_screen_t *s, int r, unsigned protect)
 }
 
 
+static int ngx_pty_cb_scrollrect(VTermRect rect, int down, int right,
+    void *user);
+
+
 static int
 ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 {
@@ -1276,6 +1280,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 
     unsigned         n, i, w, end;
     uint32_t        *comb;
+    VTermRect        ins;
     ngx_pty_pen_t    pen;
     ngx_pty_row_t   *row;
     ngx_pty_cell_t  *c;
@@ -1307,9 +1312,23 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
         }
     }
 
+    if (s->insert && w == 2 && pos.col + 2 < (int) s->cols) {
+        /* libvterm 0.1.4 makes room for one column only; xterm.js two */
+        ins.start_row = pos.row;
+        ins.end_row = pos.row + 1;
+        ins.start_col = pos.col;
+        ins.end_col = s->cols;
+        ngx_pty_cb_scrollrect(ins, 0, -1, s);
+        s->diverged++;
+    }
+
+    if (pos.row != s->vt_next.row || pos.col >= s->vt_next.col) {
+        /* (not a combining mark put on the glyph before the cursor) */
+        s->put = 1;
+    }
+
     s->vt_next.row = pos.row;
     s->vt_next.col = end;
-    s->put = 1;
 
     ngx_pty_row_materialize(row, end < s->cols ? end : s->cols);
 
@@ -7017,7 +7036,23 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         return;
     }
 
-    ngx_pty_emit(e, w == 2 ? "\x1b[2D" : "\x1b[D", w == 2 ? 4 : 3);
+    if (s->origin) {
+        /*
+         * xterm.js adds the margin's top to the row of every relative
+         * move in origin mode (CUB too): the glyph's cell, absolutely
+         */
+        if (pos.row < s->top
+            || pos.row >= (s->bottom == -1 ? (int) s->rows : s->bottom))
+        {
+            return;
+        }
+
+        ngx_pty_emitf(e, "\x1b[%d;%dH", pos.row - s->top + 1, col + 1);
+
+    } else {
+        ngx_pty_emit(e, w == 2 ? "\x1b[2D" : "\x1b[D", w == 2 ? 4 : 3);
+    }
+
     ngx_pty_emit_chars(e, row, col, c);
 }
 
