@@ -769,6 +769,22 @@ ngx_pty_erase_pen(ngx_pty_screen_t *s)
 }
 
 
+/*
+ * What an erase can give a blank in pen: its background alone (a blank in
+ * the whole pen comes only from a wide glyph's wrap, written otherwise)
+ */
+static ngx_pty_pen_t
+ngx_pty_pen_erased(ngx_pty_screen_t *s, const ngx_pty_pen_t *pen)
+{
+    ngx_pty_pen_t  erased;
+
+    erased = s->default_pen;
+    erased.bg = pen->bg;
+
+    return erased;
+}
+
+
 static void
 ngx_pty_row_free_own(ngx_pty_row_t *row)
 {
@@ -6184,6 +6200,7 @@ static void
 ngx_pty_repaint(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_row_t *row, int r, unsigned col, unsigned depth)
 {
+    ngx_pty_pen_t          pen;
     ngx_pty_cell_t         tmp;
     const ngx_pty_cell_t  *c, *h;
 
@@ -6211,8 +6228,9 @@ ngx_pty_repaint(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
         return;
     }
 
+    pen = ngx_pty_pen_erased(s, &c->pen);
     ngx_pty_emit_move(e, r, col);
-    ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
+    ngx_pty_emit_sgr(e, &pen, &s->default_pen);
     ngx_pty_emit(e, "\x1b[X", 3);
 }
 
@@ -6310,6 +6328,7 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
 {
     int                    last, force, covered;
     unsigned               w, col, end;
+    ngx_pty_pen_t          ep;
     ngx_pty_row_t         *row;
     ngx_pty_cell_t         tmp, tmp2;
     const ngx_pty_cell_t  *c, *d;
@@ -6348,7 +6367,11 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
         }
 
         if (c->ch == 0) {
-            if ((int) col != force && ngx_pty_cell_default(s, c)) {
+            ep = ngx_pty_pen_erased(s, &c->pen);
+
+            if ((int) col != force
+                && ngx_pty_pen_eq(&ep, &s->default_pen, NGX_PTY_A_SGR))
+            {
                 continue;
             }
 
@@ -6357,14 +6380,14 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
                 d = ngx_pty_row_cell(row, end, &tmp2);
 
                 if (d->ch != 0
-                    || !ngx_pty_pen_eq(&d->pen, &c->pen, NGX_PTY_A_SGR))
+                    || !ngx_pty_color_eq(&d->pen.bg, &ep.bg))
                 {
                     break;
                 }
             }
 
             ngx_pty_emit_move(e, r, col);
-            ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
+            ngx_pty_emit_sgr(e, &ep, &s->default_pen);
 
             if (end >= w && (col != 0 || !row->wrapped)) {
                 /* (EL from the first column clears a soft wrap) */
@@ -6473,8 +6496,8 @@ ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     h = ngx_pty_row_cell(row, 0, &tmp2);
 
     if (c->ch == 0 && h->ch != 0 && h->ch != NGX_PTY_CONT && h->width == 2
-        && w > 2 && ngx_pty_row_cell(row, 1, &tmp3)->ch == NGX_PTY_CONT
-        && ngx_pty_row_cell(row, 2, &tmp3)->ch != NGX_PTY_CONT)
+        && w >= 2 && ngx_pty_row_cell(row, 1, &tmp3)->ch == NGX_PTY_CONT
+        && (w == 2 || ngx_pty_row_cell(row, 2, &tmp3)->ch != NGX_PTY_CONT))
     {
         /* (a whole glyph: remnants of overlapping ones are rebuilt below) */
         return ngx_pty_paint_wide_wrap(e, s, row, r, c, h);

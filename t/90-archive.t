@@ -51,12 +51,14 @@ while ($last < $joined + $FRAMES) {
     $ws->send_op('pty.session_resize',
         { cols => 80 + $i % 2, rows => 24 });
     send_input($ws, "l$i\r");
+    # the echo, then cat's copy: the next line waits for both, or the
+    # echo of one and cat's copy of the one before interleave
     my $out = '';
     my @f = $ws->recv_until(sub {
         $record->($_[0]);
         $out .= decode_output($_[0]);
-        $out =~ /l$i\r\n/ }, 10);
-    last unless $out =~ /l$i\r\n/;
+        (() = $out =~ /l$i\r\n/g) >= 2 }, 10);
+    last unless (() = $out =~ /l$i\r\n/g) >= 2;
     $last = (grep { defined } map { $_->{sequence} } @f)[-1] // $last;
 }
 ok($last >= $joined + $FRAMES, "$FRAMES frames made ($i lines)");
