@@ -15,8 +15,10 @@
 #    module's own snapshot code, with the Keyframe between the parts.
 # 3. The classes known to differ still (t/xterm/known): TODO, one each.
 # 4. Random streams of the classes that pass (gen.js): XTERM_STREAMS of
-#    them (default 2000; 300 under CI), and a quarter as many with
-#    resizes before the Keyframe, seed XTERM_SEED (default: the day).
+#    them (default 2000; 300 under CI), a quarter as many with resizes
+#    before and after the Keyframe, and a quarter as many of SGR, tabs,
+#    cursor moves, erases, line edits, long lines and character sets,
+#    seed XTERM_SEED (default: the day).
 #    The full run: node t/xterm/difftest.js --random 100000.
 
 use strict;
@@ -211,6 +213,16 @@ my $resizes = int($streams / 4) || 1;
     '--max-fail', 3);
 ok($fail == 0 && $pass == $resizes, "$resizes random streams of text and "
     . "wide glyphs with resizes before and after the Keyframe "
+    . "(seed $seed)") or diag($log);
+
+# SGR, tab stops, cursor moves, erases, line edits, long lines and
+# character sets, with text
+my $mixed = int($streams / 4) || 1;
+($pass, $fail, $log) = difftest('--quiet', '--random', $mixed,
+    '--seed', $seed, '--classes',
+    'text,sgr,tabs,cursor,erase,lines,wrap,charsets', '--max-fail', 3);
+ok($fail == 0 && $pass == $mixed, "$mixed random streams "
+    . "of SGR, tabs, cursor moves, erases, line edits and character sets "
     . "(seed $seed)") or diag($log);
 
 $t->done_testing();

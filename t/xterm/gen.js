@@ -104,6 +104,25 @@ const ALL = Object.keys(CLASSES);
 // "resize" before the Keyframe only, "late-resize" after it too (the late
 // joiner has no scrollback to pull rows back from: docs/SNAPSHOT.md)
 function randomCase(r, classes) {
+    // the model keeps five marks on a glyph (docs/SNAPSHOT.md): streams
+    // that put more on one are drawn again
+    for (;;) {
+        const c = drawCase(r, classes);
+        if (!tooManyMarks(c)) {
+            return c;
+        }
+    }
+}
+
+const MARKS = /[\u0301\u0303\u0308\u0323\u3099]{6,}/u;
+
+function tooManyMarks(c) {
+    const bytes = c.ops.filter((op) => op.x !== undefined)
+        .map((op) => Buffer.from(op.x, 'hex'));
+    return MARKS.test(Buffer.concat(bytes).toString('utf8'));
+}
+
+function drawCase(r, classes) {
     classes = classes || ALL;
     const pieces = classes.filter((k) => CLASSES[k]);
     const cols = 10 + r.int(70), rows = 3 + r.int(20);
