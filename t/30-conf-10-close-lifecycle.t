@@ -85,4 +85,9 @@ $obs->recv_json(5);
 join_flush($obs, role => 'observer');
 $ctl->send_op('pty.leave_session', {});
 $c = ending($obs, 'last controller left');
-is($c->{reason}, 'killed', 'terminate_on_last_controller: killed');
+is($c->{reason}, 'killed', 'terminate_on_last_controller: killed')
+    or diag explain [
+        # (seen twice on a loaded machine: what the server then holds)
+        (api_call($t->port(8080), '/pty/list', {}))[1],
+        [$t->error_log_lines()],
+    ];
