@@ -80,7 +80,9 @@ is(scalar(@dup), 0, 'in order, none twice')
 my %b = map { $_->{sequence} => $_ } @fb;
 my @missing = grep { !$mine{$_} && !$b{$_} && $_ != $ra } 1 .. $got;
 is(scalar(@missing), 0, 'no frame missing across the seam')
-    or diag explain [@missing[0 .. 9]];
+    or diag explain [@missing[0 .. 9],
+        # (1 run in 6 to 12 beside a second suite: what the writer said)
+        grep { /archive|pty_archive|gap|behind/ } $t->error_log_lines()];
 my @differ = grep { $seen{$_->{sequence}} && !frame_eq($seen{$_->{sequence}}, $_) }
     @fb;
 is(scalar(@differ), 0, 'each frame as the other client saw it')
