@@ -195,7 +195,12 @@ ngx_pty_replay_behind(ngx_pty_replay_t *r, ngx_pty_store_read_t *rd)
 }
 
 
-/* sends the page's frames before the ring's first; 1: the seam is here */
+/*
+ * Sends the page's frames up to the middle of what the ring holds; 1: the
+ * seam is here.  Not at the ring's oldest frame: the client has just been
+ * given a page and reads the ring only once it has sent it, and the ring
+ * drops its oldest frames meanwhile (a lag the archive had no need of).
+ */
 static ngx_uint_t
 ngx_pty_replay_send(ngx_pty_replay_t *r, ngx_pty_store_read_t *rd)
 {
@@ -210,6 +215,11 @@ ngx_pty_replay_send(ngx_pty_replay_t *r, ngx_pty_store_read_t *rd)
 
     ngx_pty_shm_lock(sh);
     first = ngx_pty_ring_first_seq(sh->ring);
+
+    if (first && sh->seq > first) {
+        first += (sh->seq - first) / 2;
+    }
+
     ngx_pty_shm_unlock(sh);
 
     p = rd->frames;
