@@ -6634,16 +6634,15 @@ ngx_pty_paint_lines(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     for (r = 0; r < lines; r++) {
         from = 0;
 
-        if (r > 0 && g->rows[r]->wrapped) {
-            /*
-             * room made first, in the default pen: a wrap that scrolls
-             * fills the new line with the glyph's background
-             */
-            ngx_pty_paint_scroll_to(e, s, r);
-            from = ngx_pty_paint_wrap(e, s, g, r);
+        /*
+         * room made first, in the default pen, also for a wrap into the
+         * row: a wrap that scrolls fills the new line with the glyph's
+         * background
+         */
+        ngx_pty_paint_scroll_to(e, s, r);
 
-        } else {
-            ngx_pty_paint_scroll_to(e, s, r);
+        if (r > 0 && g->rows[r]->wrapped) {
+            from = ngx_pty_paint_wrap(e, s, g, r);
         }
 
         ngx_pty_paint_row(e, s, g, r, from);
