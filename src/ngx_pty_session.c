@@ -2847,8 +2847,9 @@ ngx_pty_sessions_wake(ngx_int_t slot)
 /*
  * The zone is too full for a live session, or for one that ended after
  * ended_before: the ended session that ended first is forgotten
- * (ngx_pty_shm_forget_oldest), its rings given back at once, and the view that holds its record, the owner's, dropped: here,
- * or by the owner when its doorbell rings.  1: something was given back.
+ * (ngx_pty_shm_forget_oldest), its rings given back at once, and the
+ * view that holds its record, the owner's, dropped: here, or by the owner
+ * when its doorbell rings.  1: something was given back.
  */
 static ngx_uint_t
 ngx_pty_sessions_reclaim(uint64_t ended_before)
