@@ -27,12 +27,15 @@
 #include "ngx_pty_auth.h"
 #include "ngx_pty_audit.h"
 #include "ngx_pty_store.h"
+#include "ngx_pty_restore.h"
 #include "ngx_pty_redact.h"
 
 #include <sys/prctl.h>
 
 
 static ngx_int_t ngx_pty_attach_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_pty_attach_session(ngx_http_request_t *r,
+    ngx_pty_session_sh_t *sh);
 static ngx_int_t ngx_pty_parse_attach_uri(ngx_http_request_t *r,
     ngx_str_t *instance, ngx_str_t *session);
 static void *ngx_pty_create_main_conf(ngx_conf_t *cf);
@@ -594,9 +597,28 @@ ngx_pty_attach_handler(ngx_http_request_t *r)
 
     sh = ngx_pty_shm_session_find(&id);
     if (sh == NULL) {
+        /* an ended session the archive still has comes back for this */
+        rc = ngx_pty_restore_attach(r, &id, ngx_pty_attach_session);
+        if (rc != NGX_DECLINED) {
+            return rc;
+        }
+
         return ngx_pty_auth_refuse(r, NGX_PTY_REFUSE_NOT_FOUND,
                                    plcf->close_codes);
     }
+
+    return ngx_pty_attach_session(r, sh);
+}
+
+
+/* the WebSocket for a session found (and retained), if the caller may */
+static ngx_int_t
+ngx_pty_attach_session(ngx_http_request_t *r, ngx_pty_session_sh_t *sh)
+{
+    ngx_int_t            rc;
+    ngx_pty_loc_conf_t  *plcf;
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_pty_module);
 
     rc = ngx_pty_auth_check(r, sh, NGX_PTY_SCOPE_OBSERVE);
     if (rc != NGX_OK) {

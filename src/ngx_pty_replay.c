@@ -3,7 +3,7 @@
  * Replay from the archive (ngx_pty_replay.h).  The client's ring walk is
  * held while pages of frames come from the store; each page is sent as
  * the ring's frames are (one serialization per frame, targeted frames
- * left out), and the walk takes over at the seam: the first sequence the
+ * left out), and the walk takes over at the seam: the middle of what the
  * ring holds when a page reaches it, or, when the archive has nothing
  * newer (its last batch is still being written), the frame after the
  * last one sent.  A ring that has already dropped that frame too is a

@@ -4,7 +4,7 @@
  * than the session's ring gets the frames from the archive (pty_archive),
  * read in the thread pool a page at a time as the client's send queue
  * drains, and then continues into the ring and the live frames at the
- * first sequence the ring still holds: no gap, no frame twice, the same
+ * middle of what the ring holds: no gap, no frame twice, the same
  * ids and sequences as every other client saw.
  */
 

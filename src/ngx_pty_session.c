@@ -526,6 +526,32 @@ ngx_pty_session_new(ngx_pty_session_sh_t *sh, ngx_log_t *log)
 }
 
 
+/*
+ * A session brought back from the archive (ngx_pty_shm_session_restore):
+ * this worker owns it as an ended one, forgotten after the closed linger
+ * time.  The view holds the caller's reference.
+ */
+ngx_int_t
+ngx_pty_session_restored(ngx_pty_session_sh_t *sh, ngx_log_t *log)
+{
+    ngx_pty_session_t  *s;
+
+    s = ngx_pty_session_new(sh, log);
+    if (s == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_pty_shm_session_release(sh);
+
+    ngx_pty_session_own(s);
+    s->closed = 1;
+
+    ngx_add_timer(&s->linger, s->closed_linger);
+
+    return NGX_OK;
+}
+
+
 /* this worker's view of a shared session, if it has one */
 static ngx_pty_session_t *
 ngx_pty_session_lookup(ngx_pty_session_sh_t *sh)
@@ -1682,10 +1708,11 @@ ngx_pty_session_request_keyframe(ngx_pty_session_t *s, uint32_t target)
 {
     ngx_pty_inbox_t  rec;
 
-    if (s->owner) {
+    if (s->owner && (s->screen || s->sh->state < NGX_PTY_STATE_CLOSED)) {
         return ngx_pty_session_keyframe(s, target) ? NGX_OK : NGX_ERROR;
     }
 
+    /* ended, and no model here (another's, or one from the archive) */
     if (s->sh->state >= NGX_PTY_STATE_CLOSED) {
         return ngx_pty_session_keyframe_replayed(s, target);
     }

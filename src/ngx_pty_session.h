@@ -115,6 +115,8 @@ typedef struct {
 
 ngx_pty_session_t *ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log);
 ngx_pty_session_t *ngx_pty_session_get(ngx_pty_session_sh_t *sh);
+/* an ended session of the archive: this worker keeps it for the linger */
+ngx_int_t ngx_pty_session_restored(ngx_pty_session_sh_t *sh, ngx_log_t *log);
 void ngx_pty_session_put(ngx_pty_session_t *s);
 
 void ngx_pty_session_listen(ngx_pty_session_t *s, ngx_pty_listener_t *l);

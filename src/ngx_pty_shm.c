@@ -22,6 +22,14 @@ static ngx_pty_shm_reclaim_pt  ngx_pty_shm_reclaimer;
 static void ngx_pty_scroll_reserve(ngx_pty_session_sh_t *s, size_t scroll);
 static ngx_uint_t ngx_pty_shm_pressed(void);
 static ngx_pty_session_sh_t *ngx_pty_shm_find_by_name(ngx_uint_t name);
+static ngx_pty_session_sh_t *ngx_pty_shm_find_by_id(u_char *id);
+static ngx_pty_session_sh_t *ngx_pty_shm_session_alloc(ngx_log_t *log,
+    ngx_str_t *command, ngx_str_t *acl, ngx_uint_t cols, ngx_uint_t rows,
+    size_t scroll_size, size_t inbox_max);
+static void ngx_pty_shm_link_locked(ngx_pty_session_sh_t *s,
+    ngx_uint_t name);
+static ngx_int_t ngx_pty_shm_restore_frames(ngx_pty_session_sh_t *s,
+    u_char *p, size_t len);
 static void ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool,
     ngx_pty_session_sh_t *s);
 
@@ -136,22 +144,166 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
     ngx_str_t *acl, ngx_uint_t cols, ngx_uint_t rows, size_t scroll_size,
     size_t inbox_max)
 {
-    u_char                *p, *ring, *sc;
-    size_t                 scroll;
     uint32_t               name;
-    ngx_slab_pool_t       *shpool;
-    ngx_pty_shm_t         *sh;
+    ngx_str_t              cmd;
     ngx_pty_session_sh_t  *s;
-
-    shpool = ngx_pty_zone.shpool;
-    sh = ngx_pty_zone.sh;
-
-    scroll = ngx_min(scroll_size, NGX_PTY_SCROLL_INITIAL);
 
     /* short names say nothing of how many sessions there are */
     if (ngx_pty_random(&name, sizeof(name)) != NGX_OK) {
         return NULL;
     }
+
+    cmd.data = command;
+    cmd.len = len;
+
+    s = ngx_pty_shm_session_alloc(log, &cmd, acl, cols, rows, scroll_size,
+                                  inbox_max);
+    if (s == NULL) {
+        return NULL;
+    }
+
+    ngx_pty_uuid7_text(s->id);
+
+    s->state = NGX_PTY_STATE_STARTING;
+    s->fresh = 1;
+    s->created = ngx_time();
+    s->active = s->created;
+
+    ngx_shmtx_lock(&ngx_pty_zone.shpool->mutex);
+    ngx_pty_shm_link_locked(s, name % NGX_PTY_NAME_MAX + 1);
+    ngx_shmtx_unlock(&ngx_pty_zone.shpool->mutex);
+
+    return s;
+}
+
+
+/*
+ * An ended session of the archive, with its tail, for the closed linger
+ * time: its frames are in place before any lookup can find it.  Another
+ * worker may have brought it back first: that record is the result then,
+ * and *found is set.  Retained: release it when done.
+ */
+ngx_pty_session_sh_t *
+ngx_pty_shm_session_restore(ngx_log_t *log, ngx_pty_shm_restore_t *rs,
+    size_t scroll_size, ngx_uint_t *found)
+{
+    ngx_slab_pool_t       *shpool;
+    ngx_pty_session_sh_t  *s, *had;
+
+    shpool = ngx_pty_zone.shpool;
+    *found = 0;
+
+    s = ngx_pty_shm_session_alloc(log, &rs->command, &rs->acl, rs->cols,
+                                  rs->rows, scroll_size, 0);
+    if (s == NULL) {
+        return NULL;
+    }
+
+    ngx_memcpy(s->id, rs->id, NGX_PTY_ID_LEN);
+
+    s->state = NGX_PTY_STATE_CLOSED;
+    s->restored = 1;
+    s->exit_code = rs->exit_code;
+    s->closed_reason = rs->reason;
+    s->closed_at = rs->closed_at;
+    s->created = rs->created;
+    s->active = (time_t) (rs->closed_at / 1000);
+    s->params = *rs->params;
+    s->closed_linger = rs->closed_linger;
+    ngx_pty_ring_limits(s, rs->min_frames, rs->ring_size, rs->ring_max_size);
+
+    if (ngx_pty_shm_restore_frames(s, rs->frames, rs->frames_len) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "pty: shared zone is full, cannot bring session "
+                      "pty-%ui back from the archive; raise the size in "
+                      "\"pty_zone\"", rs->name);
+        ngx_shmtx_lock(&shpool->mutex);
+        ngx_pty_shm_free_locked(shpool, s);
+        ngx_shmtx_unlock(&shpool->mutex);
+        return NULL;
+    }
+
+    s->arch_seq = s->seq;
+    s->arch_ended = 1;
+    s->ring->stored = s->ring->head;
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    had = ngx_pty_shm_find_by_id(s->id);
+
+    if (had) {
+        (void) ngx_atomic_fetch_add(&had->refs, 1);
+        ngx_pty_shm_free_locked(shpool, s);
+        ngx_shmtx_unlock(&shpool->mutex);
+        *found = 1;
+        return had;
+    }
+
+    ngx_pty_shm_link_locked(s, rs->name ? rs->name : 1);
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return s;
+}
+
+
+/* the tail's records, with their sequences, times and ids; unlinked yet */
+static ngx_int_t
+ngx_pty_shm_restore_frames(ngx_pty_session_sh_t *s, u_char *p, size_t len)
+{
+    u_char           *end;
+    ngx_pty_frame_t  *f, *copy;
+
+    for (end = p + len; p < end; p += ngx_pty_ring_need(f->len)) {
+        f = (ngx_pty_frame_t *) p;
+
+        if (f->target || f->kind == NGX_PTY_FRAME_PAD) {
+            continue;
+        }
+
+        ngx_pty_ring_reserve(s, f->len, 0);
+
+        s->seq = f->seq - 1;
+
+        copy = ngx_pty_ring_append(s, f->kind, 0, ngx_pty_frame_data(f),
+                                   f->len);
+        if (copy == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(copy, f, offsetof(ngx_pty_frame_t, len));
+        copy->cols = f->cols;
+        copy->rows = f->rows;
+        ngx_memcpy(copy->id, f->id, sizeof(f->id));
+
+        if (f->kind == NGX_PTY_FRAME_OUTPUT
+            || f->kind == NGX_PTY_FRAME_RESIZE)
+        {
+            s->last_output = f->seq;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A record with its ring, scrollback, command and access list, not yet
+ * in the tables; the zone's oldest ended sessions make room if need be.
+ */
+static ngx_pty_session_sh_t *
+ngx_pty_shm_session_alloc(ngx_log_t *log, ngx_str_t *command, ngx_str_t *acl,
+    ngx_uint_t cols, ngx_uint_t rows, size_t scroll_size, size_t inbox_max)
+{
+    u_char                *p, *ring, *sc;
+    size_t                 scroll, len;
+    ngx_slab_pool_t       *shpool;
+    ngx_pty_session_sh_t  *s;
+
+    shpool = ngx_pty_zone.shpool;
+    len = command->len;
+
+    scroll = ngx_min(scroll_size, NGX_PTY_SCROLL_INITIAL);
 
     for ( ;; ) {
         ngx_shmtx_lock(&shpool->mutex);
@@ -194,6 +346,8 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
         return NULL;
     }
 
+    ngx_shmtx_unlock(&shpool->mutex);
+
     s->ring = &s->ring_hdr;
     s->ring->data = ring;
     s->ring->size = NGX_PTY_RING_INITIAL;
@@ -205,7 +359,7 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
     s->scroll->size = scroll;
     s->scroll->max_size = scroll_size;
 
-    ngx_memcpy(p, command, len);
+    ngx_memcpy(p, command->data, len);
     p[len] = '\0';
 
     /* the access list is in place before any lookup can find the record */
@@ -213,26 +367,33 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
     s->acl_len = acl->len;
     ngx_memcpy(s->acl, acl->data, acl->len);
 
-    ngx_pty_uuid7_text(s->id);
-
-    for (s->name = name % NGX_PTY_NAME_MAX + 1;
-         ngx_pty_shm_find_by_name(s->name);
-         s->name = s->name % NGX_PTY_NAME_MAX + 1)
-    { /* void */ }
-    s->state = NGX_PTY_STATE_STARTING;
     s->owner = ngx_pid;            /* before any worker can see it */
     s->refs = 1;
     s->exit_code = -1;
     s->cols = cols;
     s->rows = rows;
-    s->fresh = 1;
-    s->created = ngx_time();
-    s->active = s->created;
     s->command = p;
     s->command_len = len;
     s->inbox_max = inbox_max;
-    s->ring_hdr.archive = sh->archive;
+    s->ring_hdr.archive = ngx_pty_zone.sh->archive;
     ngx_queue_init(&s->members);
+
+    return s;
+}
+
+
+/* into the tables under a free name from name on; the zone is locked */
+static void
+ngx_pty_shm_link_locked(ngx_pty_session_sh_t *s, ngx_uint_t name)
+{
+    ngx_pty_shm_t  *sh;
+
+    sh = ngx_pty_zone.sh;
+
+    for (s->name = name;
+         ngx_pty_shm_find_by_name(s->name);
+         s->name = s->name % NGX_PTY_NAME_MAX + 1)
+    { /* void */ }
 
     s->node.key = ngx_murmur_hash2(s->id, NGX_PTY_ID_LEN);
     ngx_rbtree_insert(&sh->rbtree, &s->node);
@@ -242,10 +403,6 @@ ngx_pty_shm_session_create(ngx_log_t *log, u_char *command, size_t len,
 
     ngx_queue_insert_tail(&sh->sessions, &s->queue);
     sh->live++;
-
-    ngx_shmtx_unlock(&shpool->mutex);
-
-    return s;
 }
 
 

@@ -239,6 +239,9 @@ struct ngx_pty_session_sh_s {
     uint64_t                   arch_seq;
     ngx_atomic_t               arch_claim;
     ngx_uint_t                 arch_ended;    /* its end is stored */
+    ngx_uint_t                 restored;      /* an ended session of the
+                                                 archive, brought back for
+                                                 a client: never stored */
 
     ngx_pty_ring_t            *ring;        /* &ring_hdr */
     ngx_pty_scroll_t          *scroll;      /* &scroll_hdr */
@@ -365,9 +368,35 @@ ngx_int_t ngx_pty_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data);
 void ngx_pty_shm_stat(ngx_pty_shm_stat_t *st);
 ngx_pty_zone_t *ngx_pty_shm_zone(void);
 
+/*
+ * An ended session as the archive keeps it, brought back into the zone
+ * with the frames of its tail (ring records, oldest first).
+ */
+typedef struct {
+    u_char                    *id;
+    ngx_uint_t                 name;
+    ngx_str_t                  command;
+    ngx_str_t                  acl;
+    ngx_uint_t                 cols;
+    ngx_uint_t                 rows;
+    time_t                     created;
+    uint64_t                   closed_at;     /* unix ms */
+    ngx_int_t                  exit_code;
+    ngx_uint_t                 reason;
+    u_char                    *frames;
+    size_t                     frames_len;
+    ngx_uint_t                 min_frames;    /* the ring's limits */
+    size_t                     ring_size;
+    size_t                     ring_max_size;
+    ngx_pty_params_t          *params;        /* of the location asked */
+    ngx_msec_t                 closed_linger;
+} ngx_pty_shm_restore_t;
+
 ngx_pty_session_sh_t *ngx_pty_shm_session_create(ngx_log_t *log,
     u_char *command, size_t len, ngx_str_t *acl, ngx_uint_t cols,
     ngx_uint_t rows, size_t scroll_size, size_t inbox_max);
+ngx_pty_session_sh_t *ngx_pty_shm_session_restore(ngx_log_t *log,
+    ngx_pty_shm_restore_t *rs, size_t scroll_size, ngx_uint_t *found);
 ngx_pty_session_sh_t *ngx_pty_shm_session_find(ngx_str_t *id);
 void ngx_pty_shm_session_retain(ngx_pty_session_sh_t *s);
 void ngx_pty_shm_session_release(ngx_pty_session_sh_t *s);

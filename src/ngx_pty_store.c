@@ -136,6 +136,8 @@ static ngx_int_t ngx_pty_store_unseal(u_char *id, uint64_t seq,
 static void ngx_pty_store_read_thread(void *data, ngx_log_t *log);
 static ngx_int_t ngx_pty_store_read_session(sqlite3 *db,
     ngx_pty_store_read_t *rd);
+static ngx_int_t ngx_pty_store_tail(sqlite3 *db, sqlite_int64 sid,
+    ngx_pty_store_read_t *rd);
 static ngx_int_t ngx_pty_store_read_frames(sqlite3 *db, sqlite_int64 sid,
     ngx_pty_store_read_t *rd);
 static ngx_int_t ngx_pty_store_row(sqlite3_stmt *st,
@@ -1113,8 +1115,9 @@ ngx_pty_store_collect(void)
         sh = ngx_queue_data(q, ngx_pty_session_sh_t, queue);
 
         /* unlocked reads: a hint, looked at again under the lock */
-        if (sh->arch_seq == sh->seq
-            && (sh->state < NGX_PTY_STATE_CLOSED || sh->arch_ended))
+        if (sh->restored
+            || (sh->arch_seq == sh->seq
+                && (sh->state < NGX_PTY_STATE_CLOSED || sh->arch_ended)))
         {
             continue;
         }
@@ -2167,6 +2170,8 @@ ngx_pty_store_read_post(ngx_pty_store_read_t *rd)
     /* the caller's key may live in a pool that goes before the thread */
     key = ngx_alloc(rd->key.len + 1, rd->log);
     if (key == NULL) {
+        /* the caller frees the read, which must not free its key */
+        ngx_str_null(&rd->key);
         return NGX_ERROR;
     }
 
@@ -2526,6 +2531,10 @@ ngx_pty_store_read_frames(sqlite3 *db, sqlite_int64 sid,
 
     sqlite3_finalize(st);
 
+    if (rd->tail && ngx_pty_store_tail(db, sid, rd) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     if (rd->limit == 0) {
         return NGX_OK;
     }
@@ -2581,6 +2590,41 @@ ngx_pty_store_read_frames(sqlite3 *db, sqlite_int64 sid,
         /* a sealed row's record is its clear data's size */
         rd->frames_len += ngx_pty_ring_need(f->len);
         rd->nframes++;
+    }
+
+    sqlite3_finalize(st);
+
+    return NGX_OK;
+}
+
+
+/* where the tail starts: the last Keyframe for every client, or frame 1 */
+static ngx_int_t
+ngx_pty_store_tail(sqlite3 *db, sqlite_int64 sid, ngx_pty_store_read_t *rd)
+{
+    uint64_t       seq, anchor;
+    sqlite3_stmt  *st;
+
+    if (sqlite3_prepare_v2(db, "SELECT seq, anchor FROM frames WHERE sid = ?"
+                           " AND kind = ? AND target = 0 ORDER BY seq DESC"
+                           " LIMIT 1", -1, &st, NULL)
+        != SQLITE_OK)
+    {
+        ngx_pty_store_fail(db, "reading", rd->err);
+        return NGX_ERROR;
+    }
+
+    sqlite3_bind_int64(st, 1, sid);
+    sqlite3_bind_int(st, 2, NGX_PTY_FRAME_KEYFRAME);
+
+    rd->from = 0;
+
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        seq = sqlite3_column_int64(st, 0);
+        anchor = sqlite3_column_int64(st, 1);
+
+        /* the Output after its anchor may come before it */
+        rd->from = (anchor && anchor < seq) ? anchor + 1 : seq;
     }
 
     sqlite3_finalize(st);

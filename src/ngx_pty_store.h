@@ -62,9 +62,9 @@ typedef struct {
 
 
 /*
- * A read: the session and its frames from sequence from on (at most
- * limit, stored as ring records one after another: header, data, padded
- * as in the ring), and, when text is set, the settled text of all its
+ * A read: the session and its frames from sequence from on (or its tail),
+ * at most limit, stored as ring records one after another (header, data,
+ * padded as in the ring), and, when text is set, the settled text of all its
  * Output.  The handler runs on the event loop unless the read was
  * cancelled first; the store frees the read after it returns.
  */
@@ -77,6 +77,8 @@ struct ngx_pty_store_read_s {
     uint64_t                   from;
     ngx_uint_t                 limit;
     ngx_uint_t                 text;
+    ngx_uint_t                 tail;         /* from the last Keyframe for
+                                                every client on, not from */
     ngx_uint_t                 list;         /* not one session: this many
                                                 ended ones, newest first */
     size_t                     scroll;       /* not frames: this many bytes

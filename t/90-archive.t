@@ -22,10 +22,8 @@ use Test::Nginx::PtyWS qw(session_frame_kind decode_output);
 my $FRAMES = 5000;
 
 my $t = pty_nginx(workers => 2,
-    extra_http => 'pty_archive %%TESTDIR%%/arch/pty.db batch=20ms;',
+    archive => 'batch=20ms',
     extra_loc => 'pty_input_rate off;');
-mkdir($t->testdir . '/arch') or die "mkdir: $!\n";
-chmod(0777, $t->testdir . '/arch');
 $t->plan(20)->run();
 
 my $port = $t->port(8080);

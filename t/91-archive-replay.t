@@ -19,13 +19,11 @@ use Test::Nginx::Pty;
 use Test::Nginx::PtyWS qw(session_frame_kind decode_output);
 
 my $t = pty_nginx(workers => 2, reuseport => 1,
-    extra_http => 'pty_archive %%TESTDIR%%/arch/pty.db batch=20ms;',
+    archive => 'batch=20ms',
     # the ring holds about 200 of these frames, and may grow to 1m only
     # while the archive has not stored what it would drop
     extra_loc => 'pty_ring_size 64k; pty_ring_max_size 1m;'
         . ' pty_replay_buffer_frames 16;');
-mkdir($t->testdir . '/arch') or die "mkdir: $!\n";
-chmod(0777, $t->testdir . '/arch');
 $t->plan(9)->run();
 
 # a frame of some 300 bytes every few ms: the ring holds 200 of them

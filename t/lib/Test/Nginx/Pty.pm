@@ -41,6 +41,13 @@ sub pty_nginx {
 
     my $loc = $opts{extra_loc} // '';
     my $http = $opts{extra_http} // '';
+    # archive => '...': pty_archive in the test directory with these
+    # parameters, its directory made writable for the workers
+    if (defined $opts{archive}) {
+        $http = "pty_archive %%TESTDIR%%/arch/pty.db $opts{archive};\n$http";
+        mkdir($t->testdir . '/arch') or die "mkdir: $!\n";
+        chmod(0777, $t->testdir . '/arch');
+    }
     # reuseport: the kernel spreads connections over every worker;
     # listen_opts: more parameters of the listen directive (sndbuf=...)
     my $listen = $opts{reuseport} ? ' reuseport' : '';
@@ -66,6 +73,7 @@ http {
     server {
         listen 127.0.0.1:%%PORT_8080%%@LISTEN@;
         client_body_buffer_size 1m;
+        @SERVER@
 
         location /agents/ {
             pty_attach;
@@ -88,6 +96,7 @@ CONF
     $conf =~ s/\@AUTH\@/$auth/g;
     $conf =~ s/\@HTTP\@/$http/g;
     $conf =~ s/\@LOC\@/$loc/g;
+    $conf =~ s/\@SERVER\@/$opts{extra_server} \/\/ ''/ge;
     $conf =~ s/\@LISTEN\@/$listen/g;
     $conf =~ s/\@ZONE\@/$opts{zone} \/\/ '32m'/ge;
     $t->write_file_expand('nginx.conf', $conf);
