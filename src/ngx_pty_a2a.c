@@ -14,6 +14,7 @@
 #include "ngx_pty_ext.h"
 #include "ngx_pty_reader.h"
 #include "ngx_pty_util.h"
+#include "ngx_pty_redact.h"
 
 
 #define NGX_PTY_A2A_SUBS       16     /* tasks one connection follows */
@@ -23,6 +24,7 @@
 #define NGX_PTY_A2A_DELTA_MS   200    /* output deltas: at most 5 a second */
 #define NGX_PTY_A2A_SHRINK     4096   /* texts of an update that did not fit */
 #define NGX_PTY_A2A_OUTPUT_MAX (1024 * 1024)   /* a task's output, in pages */
+#define NGX_PTY_A2A_MASKED     "[REDACTED]"   /* a text that could not be masked */
 
 /* ,"payload":{"task_id":"<id>","delta":{"state":" opens every update */
 #define NGX_PTY_A2A_PREFIX     ",\"payload\":{\"task_id\":\""
@@ -100,6 +102,7 @@ static ngx_int_t ngx_pty_a2a_start(ngx_pty_client_t *cl, json_t *payload,
     json_t *id, ngx_uint_t streaming);
 static json_t *ngx_pty_a2a_args(ngx_pty_client_t *cl, json_t *message,
     const char **why);
+static ngx_int_t ngx_pty_a2a_mask_parts(json_t *parts);
 static json_t *ngx_pty_a2a_new_task(ngx_pty_a2a_task_t *t, json_t *message,
     ngx_pty_client_t *cl);
 static ngx_pty_a2a_task_t *ngx_pty_a2a_create(ngx_pty_client_t *cl,
@@ -490,6 +493,63 @@ bad:
 }
 
 
+/*
+ * pty_redact: the task keeps the message as the terminal shows its input,
+ * its secrets masked, in the ring, the archive and every answer; the
+ * terminal gets it as sent.
+ */
+static ngx_int_t
+ngx_pty_a2a_mask_parts(json_t *parts)
+{
+    u_char               *p;
+    size_t                len, i;
+    json_t               *part, *v, *masked;
+    ngx_int_t             n;
+    ngx_pty_main_conf_t  *pmcf;
+
+    pmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_pty_module);
+
+    json_array_foreach(parts, i, part) {
+        v = json_object_get(part, "text");
+        len = json_string_length(v);
+
+        if (!json_is_string(v) || len == 0) {
+            continue;
+        }
+
+        p = ngx_alloc(len, ngx_cycle->log);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(p, json_string_value(v), len);
+
+        n = ngx_pty_redact_text(pmcf->redact, p, len);
+
+        masked = (n == 0) ? NULL
+                 : (n == NGX_ERROR) ? json_string(NGX_PTY_A2A_MASKED)
+                 : json_stringn((char *) p, len);
+
+        ngx_free(p);
+
+        if (n == 0) {
+            continue;
+        }
+
+        /* a mask that cut a character in two is not UTF-8: all of it */
+        if (masked == NULL) {
+            masked = json_string(NGX_PTY_A2A_MASKED);
+        }
+
+        if (masked == NULL || json_object_set_new(part, "text", masked) != 0) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
 static json_t *
 ngx_pty_a2a_new_task(ngx_pty_a2a_task_t *t, json_t *message,
     ngx_pty_client_t *cl)
@@ -500,6 +560,13 @@ ngx_pty_a2a_new_task(ngx_pty_a2a_task_t *t, json_t *message,
 
     hist = json_deep_copy(message);
     if (hist == NULL) {
+        return NULL;
+    }
+
+    if (cl->session->sh->redact
+        && ngx_pty_a2a_mask_parts(json_object_get(hist, "parts")) != NGX_OK)
+    {
+        json_decref(hist);
         return NULL;
     }
 

@@ -24,6 +24,7 @@
 #include "ngx_pty_audit.h"
 #include "ngx_pty_transcript.h"
 #include "ngx_pty_store.h"
+#include "ngx_pty_redact.h"
 
 
 #define NGX_PTY_AGENT_QUIET        150   /* ms of quiet that settles start */
@@ -101,6 +102,8 @@ static ngx_int_t ngx_pty_agent_start_command(ngx_pty_agent_call_t *call,
     json_t *args, ngx_str_t *command);
 static ngx_int_t ngx_pty_agent_write(ngx_pty_agent_call_t *call,
     json_t *args);
+static ngx_pty_echo_t *ngx_pty_agent_echo(ngx_pty_agent_call_t *call,
+    ngx_pty_session_sh_t *sh, u_char *buf, size_t len);
 static ngx_int_t ngx_pty_agent_write_input(ngx_pty_agent_call_t *call,
     ngx_pty_session_t *s, ngx_str_t *input, ngx_uint_t submit,
     ngx_pty_agent_wait_t *w);
@@ -592,6 +595,10 @@ ngx_pty_agent_start(ngx_pty_agent_call_t *call, json_t *args)
 
     s->sh->loc_tag = call->loc_tag;
 
+    /* as the record has it: masked with pty_redact */
+    command.data = s->sh->command;
+    command.len = s->sh->command_len;
+
     ngx_pty_agent_audit(call, s->sh, "session_start", &command);
 
     w = ngx_pty_agent_wait_create(call, s, &wa, ngx_pty_agent_text_check,
@@ -784,6 +791,36 @@ ngx_pty_agent_write(ngx_pty_agent_call_t *call, json_t *args)
 
 
 /*
+ * The echo the input will make: with pty_redact, its secrets masked as
+ * the terminal's output will show them.
+ */
+static ngx_pty_echo_t *
+ngx_pty_agent_echo(ngx_pty_agent_call_t *call, ngx_pty_session_sh_t *sh,
+    u_char *buf, size_t len)
+{
+    u_char               *copy;
+    ngx_pty_main_conf_t  *pmcf;
+
+    pmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_pty_module);
+
+    if (!sh->redact || pmcf->redact->regex == NULL) {
+        return ngx_pty_echo_create(call->pool, buf, len);
+    }
+
+    copy = ngx_pnalloc(call->pool, len);
+    if (copy == NULL) {
+        return NULL;
+    }
+
+    ngx_memcpy(copy, buf, len);
+
+    (void) ngx_pty_redact_text(pmcf->redact, copy, len);
+
+    return ngx_pty_echo_create(call->pool, copy, len);
+}
+
+
+/*
  * The input of a write, decoded, to the terminal (or its owner's inbox),
  * and the echo it makes for the wait.  NGX_DECLINED to go on; otherwise
  * the error is set.
@@ -825,7 +862,7 @@ ngx_pty_agent_write_input(ngx_pty_agent_call_t *call, ngx_pty_session_t *s,
     ngx_pty_shm_unlock(sh);
 
     if (ngx_pty_matcher_set(&w->match)) {
-        w->echo = ngx_pty_echo_create(call->pool, buf, len);
+        w->echo = ngx_pty_agent_echo(call, sh, buf, len);
         if (w->echo == NULL) {
             return NGX_ERROR;
         }

@@ -507,6 +507,53 @@ ngx_pty_redact_held(ngx_pty_redact_t *r)
 
 
 /*
+ * A whole text at once (a command line, a message's text): its secrets
+ * masked in place as output's are.  Returns how many, or NGX_ERROR.
+ */
+ngx_int_t
+ngx_pty_redact_text(ngx_pty_redact_conf_t *conf, u_char *p, size_t len)
+{
+    int                rc;
+    size_t             pos, start, end;
+    ngx_int_t          n;
+    PCRE2_SIZE        *ov;
+    pcre2_match_data  *md;
+
+    if (conf->regex == NULL || len == 0) {
+        return 0;
+    }
+
+    md = pcre2_match_data_create(16, NULL);
+    if (md == NULL) {
+        return NGX_ERROR;
+    }
+
+    ov = pcre2_get_ovector_pointer(md);
+    n = 0;
+
+    for (pos = 0; pos < len; pos = (end > start) ? end : start + 1) {
+        rc = pcre2_match(conf->regex, p, len, pos, 0, md, NULL);
+
+        if (rc < 0) {
+            break;
+        }
+
+        start = ov[0];
+        end = ov[1];
+
+        if (end > start) {
+            ngx_pty_redact_mask(p, 0, start, end);
+            n++;
+        }
+    }
+
+    pcre2_match_data_free(md);
+
+    return n;
+}
+
+
+/*
  * Masks whole secrets in buf[ctx, len), holds back what may begin one
  * (hold), and keeps the last bytes let go as the next call's context.
  */

@@ -57,6 +57,9 @@ size_t ngx_pty_redact_feed(ngx_pty_redact_t *r, u_char *in, size_t n,
 /* everything held, masked where it is a whole secret */
 size_t ngx_pty_redact_flush(ngx_pty_redact_t *r, u_char **out);
 size_t ngx_pty_redact_held(ngx_pty_redact_t *r);
+/* a whole text's secrets masked in place: how many, or NGX_ERROR */
+ngx_int_t ngx_pty_redact_text(ngx_pty_redact_conf_t *conf, u_char *p,
+    size_t len);
 
 
 #endif /* _NGX_PTY_REDACT_H_INCLUDED_ */
