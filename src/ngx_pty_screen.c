@@ -81,6 +81,9 @@
 #define NGX_PTY_A_SGR         0x0fff            /* what SGR controls */
 #define NGX_PTY_A_PROTECT     0x1000            /* DECSCA */
 
+/* a glyph of two columns a Keyframe writes where it needs a wrap (U+4E00) */
+#define NGX_PTY_WIDE_FILL     "\xe4\xb8\x80"
+
 /* pen xattr bits: SGR that xterm.js renders and libvterm 0.1.4 ignores */
 #define NGX_PTY_X_DIM         0x01
 #define NGX_PTY_X_OVERLINE    0x02
@@ -152,6 +155,8 @@ struct ngx_pty_screen_s {
     VTermPos                      saved_pos[2];
     ngx_pty_pen_t                 saved_pen[2];
     u_char                        saved_valid[2];
+    u_char                        saved_set[2]; /* the set in GL then: its
+                                                   SCS final, 0: ASCII */
 
     /* xterm.js's way taken where libvterm 0.1.4 goes another (tests) */
     unsigned long                 diverged;
@@ -2009,6 +2014,8 @@ ngx_pty_feed_final(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 }
 
 
+static int ngx_pty_shift_outside(ngx_pty_screen_t *s,
+    const u_char *p, size_t *start, size_t i, size_t esc, u_char c);
 static void ngx_pty_csi_skip(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i, size_t esc);
 static long ngx_pty_margin_stop(ngx_pty_screen_t *s, u_char c, long row,
@@ -2034,6 +2041,8 @@ ngx_pty_save_cursor(ngx_pty_screen_t *s)
     /* past the edge with a wrap pending: a resize wider makes it a column */
     s->saved_pos[s->alt].col = ngx_pty_xterm_col(s);
     s->saved_pen[s->alt] = s->pen;
+    /* xterm.js saves the set in use with the cursor */
+    s->saved_set[s->alt] = s->charset[s->gl] ? s->scs[s->gl] : 0;
 }
 
 
@@ -2267,6 +2276,56 @@ ngx_pty_ich_edge(ngx_pty_screen_t *s)
 }
 
 
+/*
+ * ICH and DCH on a row outside the scroll region: xterm.js shifts the row
+ * (only left and right margins bound them, and it has none), libvterm
+ * does nothing there.  The model lifts libvterm's region around them.
+ * 1: done.
+ */
+static int
+ngx_pty_shift_outside(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t esc, u_char c)
+{
+    char      buf[96], *b;
+    long      end;
+    unsigned  n;
+    VTermPos  pos;
+
+    end = (s->bottom < 0) ? (long) s->rows : s->bottom;
+
+    if (s->phantom || (s->top == 0 && end == (long) s->rows)) {
+        return 0;
+    }
+
+    pos = ngx_pty_cursor(s);
+
+    if (pos.row >= s->top && pos.row < end) {
+        return 0;
+    }
+
+    n = (unsigned) NGX_PTY_ARG_OR(s->args[0], 1);
+    n = (n == 0) ? 1 : (n > s->cols ? s->cols : n);
+
+    /* libvterm does not see the sequence itself, but what it leads to */
+    ngx_pty_csi_skip(s, p, start, i, esc);
+
+    b = ngx_pty_put_str(buf, "\x1b[r");
+    b += ngx_pty_put_csi(b, pos.row + 1, pos.col + 1, 'H');
+    b += ngx_pty_put_csi(b, n, -1, (char) c);
+    b += ngx_pty_put_csi(b, s->top + 1, end, 'r');
+
+    s->diverged++;
+    s->no_lf = 1;
+    vterm_input_write(s->vt, buf, b - buf);
+    s->no_lf = 0;
+
+    /* the region set again homed the cursor */
+    ngx_pty_vt_cup(s, pos);
+
+    return 1;
+}
+
+
 /* RIS, as libvterm and xterm.js reset */
 static void
 ngx_pty_hard_reset(ngx_pty_screen_t *s)
@@ -2286,6 +2345,7 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     s->saved_valid[0] = 0;  /* xterm.js's RIS forgets the saved cursors */
     s->saved_valid[1] = 0;
     memset(s->saved_pos, 0, sizeof(s->saved_pos));
+    memset(s->saved_set, 0, sizeof(s->saved_set));
     ngx_pty_sb_clear(s);
     s->vt_text = 0;
 
@@ -2320,6 +2380,14 @@ ngx_pty_buffer_region(ngx_pty_screen_t *s, unsigned was_alt)
 
     if (s->alt == was_alt) {
         return;
+    }
+
+    if (s->tabs_custom[0] || s->tabs_custom[1]) {
+        /* xterm.js keeps tab stops per buffer, libvterm one set */
+        s->diverged++;
+        pos = ngx_pty_cursor(s);
+        ngx_pty_vt_tabs(s);
+        ngx_pty_vt_cup(s, pos);
     }
 
     top = s->top;
@@ -2759,7 +2827,10 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         /* the text before it first: it may have put the cursor past the edge */
         ngx_pty_flush(s, p, start, i);
 
-        if (s->phantom) {
+        if (c != 'X' && ngx_pty_shift_outside(s, p, start, i, esc, c)) {
+            /* done, outside the scroll region, as xterm.js does it */
+
+        } else if (s->phantom) {
             /* xterm.js puts the cursor back on the edge first */
             ngx_pty_feed_final(s, p, start, i);
             ngx_pty_end_wrap(s);
@@ -5730,6 +5801,7 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
         if (!s->saved_valid[k] && saved[k].row != 0) {
             s->saved_valid[k] = 1;
             s->saved_pen[k] = s->default_pen;
+            s->saved_set[k] = 0;
         }
     }
 
@@ -6471,6 +6543,26 @@ ngx_pty_paint_wide_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 }
 
 
+/* a blank whose pen an erase cannot give (only a wide glyph's wrap) */
+static int
+ngx_pty_blank_whole(ngx_pty_screen_t *s, const ngx_pty_cell_t *c)
+{
+    ngx_pty_pen_t  erased;
+
+    erased = ngx_pty_pen_erased(s, &c->pen);
+
+    return !ngx_pty_pen_eq(&c->pen, &erased, NGX_PTY_A_SGR);
+}
+
+
+/* a blank or a glyph of one column */
+static int
+ngx_pty_narrow(const ngx_pty_cell_t *c)
+{
+    return c->ch == 0 || (c->ch != NGX_PTY_CONT && c->width == 1);
+}
+
+
 /*
  * A soft wrap into row r (xterm.js marks the row, copy and paste and
  * reflow join it to the one above): the last cell of row r - 1, then the
@@ -6501,6 +6593,27 @@ ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     {
         /* (a whole glyph: remnants of overlapping ones are rebuilt below) */
         return ngx_pty_paint_wide_wrap(e, s, row, r, c, h);
+    }
+
+    if (c->ch == 0 && w >= 2 && ngx_pty_blank_whole(s, c)
+        && ngx_pty_narrow(ngx_pty_row_cell(row, 0, &tmp2))
+        && ngx_pty_narrow(ngx_pty_row_cell(row, 1, &tmp3)))
+    {
+        /*
+         * A blank in more than a background (the content below it erased
+         * since): a wide glyph's wrap leaves it so, and its own two cells
+         * are painted again
+         */
+        ngx_pty_emit_move(e, r - 1, w - 1);
+        ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
+        ngx_pty_emit_protect(e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+        ngx_pty_emit(e, NGX_PTY_WIDE_FILL, sizeof(NGX_PTY_WIDE_FILL) - 1);
+        e->row = r;
+        e->col = 2;
+        ngx_pty_repaint(e, s, row, r, 0, 0);
+        ngx_pty_repaint(e, s, row, r, 1, 0);
+
+        return 2;
     }
 
     h = (w >= 2) ? ngx_pty_row_cell(prev, w - 2, &tmp2) : NULL;
@@ -6586,6 +6699,10 @@ ngx_pty_paint_top_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 }
 
 
+static void ngx_pty_paint_edge_blank(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    ngx_pty_grid_t *g, unsigned r);
+static void ngx_pty_emit_decsc(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    unsigned b);
 static void ngx_pty_emit_saved_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     int r);
 
@@ -6612,6 +6729,37 @@ ngx_pty_paint_scroll_to(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
     while (n--) {
         ngx_pty_emit(e, "\n", 1);
     }
+}
+
+
+/*
+ * The last cell of row r - 1, not wrapped into row r, blank in more than
+ * a background: a wide glyph's wrap leaves it so, and row r is erased
+ * after (EL 2 also takes the wrap mark away)
+ */
+static void
+ngx_pty_paint_edge_blank(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    ngx_pty_grid_t *g, unsigned r)
+{
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_cell_t  *c;
+
+    c = ngx_pty_row_cell(g->rows[r - 1], s->cols - 1, &tmp);
+
+    if (c->ch != 0 || s->cols < 2 || !ngx_pty_blank_whole(s, c)) {
+        return;
+    }
+
+    ngx_pty_emit_move(e, r - 1, s->cols - 1);
+    ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
+    ngx_pty_emit_protect(e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+    ngx_pty_emit(e, NGX_PTY_WIDE_FILL, sizeof(NGX_PTY_WIDE_FILL) - 1);
+    e->row = r;
+    e->col = 2;
+
+    ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
+    ngx_pty_emit_protect(e, 0);
+    ngx_pty_emit(e, "\x1b[2K", 4);
 }
 
 
@@ -6643,6 +6791,9 @@ ngx_pty_paint_lines(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
 
         if (r > 0 && g->rows[r]->wrapped) {
             from = ngx_pty_paint_wrap(e, s, g, r);
+
+        } else if (r > 0) {
+            ngx_pty_paint_edge_blank(e, s, g, r);
         }
 
         ngx_pty_paint_row(e, s, g, r, from);
@@ -6899,7 +7050,31 @@ ngx_pty_emit_saved(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
     pos = ngx_pty_saved_at(s, b);
     ngx_pty_emit_move(e, pos.row, pos.col);
     ngx_pty_emit_sgr(e, &s->saved_pen[b], &s->default_pen);
+    ngx_pty_emit_decsc(e, s, b);
+}
+
+
+/*
+ * DECSC with the set that was in GL at the save (the paint's G0 is ASCII,
+ * and is again after it; the sets in use come last)
+ */
+static void
+ngx_pty_emit_decsc(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
+{
+    u_char  buf[3];
+
+    if (s->saved_set[b]) {
+        buf[0] = '\x1b';
+        buf[1] = '(';
+        buf[2] = s->saved_set[b];
+        ngx_pty_emit(e, buf, 3);
+    }
+
     ngx_pty_emit(e, "\x1b" "7", 2);
+
+    if (s->saved_set[b]) {
+        ngx_pty_emit(e, "\x1b(B", 3);
+    }
 }
 
 
@@ -6912,7 +7087,7 @@ ngx_pty_emit_saved_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
     pos = ngx_pty_saved_at(s, 0);
     ngx_pty_emit_move(e, r, pos.col);
     ngx_pty_emit_sgr(e, &s->saved_pen[0], &s->default_pen);
-    ngx_pty_emit(e, "\x1b" "7", 2);
+    ngx_pty_emit_decsc(e, s, 0);
     e->saved_main = 1;
 }
 
