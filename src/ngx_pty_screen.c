@@ -3839,6 +3839,34 @@ ngx_pty_unwrap(ngx_pty_screen_t *s, int from, int to)
 }
 
 
+/*
+ * The row after the cursor's, as ED 1 from the last column takes its wrap
+ * mark in xterm.js: it counts that row from the top of its buffer, not of
+ * the screen, so once lines have scrolled off it is a line of the
+ * scrollback, row (screen row + 1) of all it holds
+ */
+static void
+ngx_pty_unwrap_line(ngx_pty_screen_t *s, int row)
+{
+    unsigned  i;
+
+    if (s->alt) {
+        ngx_pty_unwrap(s, row, row + 1);
+        return;
+    }
+
+    if ((unsigned) row < s->sb_lost) {
+        return;         /* a line the model does not hold */
+    }
+
+    i = (unsigned) row - s->sb_lost;
+
+    if (i < s->grid[0].sb_len + s->rows) {
+        ngx_pty_grid_line(&s->grid[0], i)->wrapped = 0;
+    }
+}
+
+
 /* the soft-wrap flags EL and ED clear in xterm.js */
 static void
 ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c, unsigned long v)
@@ -3864,7 +3892,12 @@ ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c, unsigned long v)
         break;
 
     case 1:
-        ngx_pty_unwrap(s, 0, pos.row + 1 + (x + 1 >= (int) s->cols));
+        ngx_pty_unwrap(s, 0, pos.row + 1);
+
+        if (x + 1 >= (int) s->cols) {
+            ngx_pty_unwrap_line(s, pos.row + 1);
+        }
+
         break;
 
     case 2:
@@ -6701,6 +6734,7 @@ ngx_pty_paint_top_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
 static void ngx_pty_paint_edge_blank(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     ngx_pty_grid_t *g, unsigned r);
+static void ngx_pty_unwrap_line(ngx_pty_screen_t *s, int row);
 static void ngx_pty_emit_decsc(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     unsigned b);
 static void ngx_pty_emit_saved_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
