@@ -3867,6 +3867,32 @@ ngx_pty_unwrap_line(ngx_pty_screen_t *s, int row)
 }
 
 
+/*
+ * ESC BEL in a string: xterm.js ended the string at the ESC and rings in
+ * the escape that follows.  libvterm would ring inside the string and
+ * then read an ST after it with a length of -1, past the end of its
+ * input: it gets the BEL first (which ends its string), then the ESC.
+ */
+static void
+ngx_pty_esc_bel(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i)
+{
+    ngx_pty_flush(s, p, start, i);
+
+    if (s->vt_esc) {
+        /* the ESC held back for what follows it */
+        s->vt_esc = 0;
+        vterm_input_write(s->vt, "\x07", 1);
+
+    } else {
+        vterm_input_write(s->vt, "\x18", 1);
+    }
+
+    ngx_pty_vt_write(s, (const u_char *) "\x1b", 1);
+    *start = i + 1;
+}
+
+
 /* the soft-wrap flags EL and ED clear in xterm.js */
 static void
 ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c, unsigned long v)
@@ -5019,6 +5045,9 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
                 /* xterm.js ignores controls in a string; libvterm runs them */
                 ngx_pty_flush(s, p, &start, i);
                 start = i + 1;
+
+            } else if (c == 0x07 && s->ps == NGX_PTY_PS_ESC_STRING) {
+                ngx_pty_esc_bel(s, p, &start, i);
 
             } else if (c == 0x0e || c == 0x0f) {
                 /* LS1, LS0 inside a sequence act where they are */
@@ -6735,6 +6764,8 @@ ngx_pty_paint_top_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 static void ngx_pty_paint_edge_blank(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     ngx_pty_grid_t *g, unsigned r);
 static void ngx_pty_unwrap_line(ngx_pty_screen_t *s, int row);
+static void ngx_pty_esc_bel(ngx_pty_screen_t *s, const u_char *p,
+    size_t *start, size_t i);
 static void ngx_pty_emit_decsc(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     unsigned b);
 static void ngx_pty_emit_saved_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
