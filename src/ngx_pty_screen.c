@@ -1410,10 +1410,15 @@ ngx_pty_cb_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *user)
 
     s->vt_next = pos;
 
-    if (pos.row == oldpos.row + 1 && pos.col == oldpos.col && !s->untracked
-        && !s->put && !s->no_lf && (unsigned) pos.row < s->rows)
+    if (pos.row == oldpos.row + 1
+        && (pos.col == oldpos.col || (s->newline && pos.col == 0))
+        && !s->untracked && !s->put && !s->no_lf
+        && (unsigned) pos.row < s->rows)
     {
-        /* a line feed (no glyph since): xterm.js starts a line there */
+        /*
+         * a line feed (no glyph since; a CR too in newline mode):
+         * xterm.js starts a line there
+         */
         s->cur->rows[pos.row]->wrapped = 0;
     }
 
