@@ -2021,6 +2021,10 @@ ngx_pty_feed_final(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
 static int ngx_pty_shift_outside(ngx_pty_screen_t *s,
     const u_char *p, size_t *start, size_t i, size_t esc, u_char c);
+static void ngx_pty_dch_halves(ngx_pty_screen_t *s, const u_char *p,
+    size_t *start, size_t i);
+static void ngx_pty_cell_blank(ngx_pty_screen_t *s, ngx_pty_cell_t *c,
+    const ngx_pty_pen_t *pen);
 static void ngx_pty_csi_skip(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i, size_t esc);
 static long ngx_pty_margin_stop(ngx_pty_screen_t *s, u_char c, long row,
@@ -2328,6 +2332,62 @@ ngx_pty_shift_outside(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     ngx_pty_vt_cup(s, pos);
 
     return 1;
+}
+
+
+/*
+ * DCH among wide glyphs, as xterm.js's deleteCells() ends: a wide glyph
+ * whose right half it deleted, and a right half it brought under the
+ * cursor, become blanks in the erase pen; libvterm keeps both halves.
+ */
+static void
+ngx_pty_dch_halves(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i)
+{
+    VTermPos         pos;
+    ngx_pty_row_t   *row;
+    ngx_pty_pen_t    pen;
+    ngx_pty_cell_t  *c;
+
+    ngx_pty_feed_final(s, p, start, i);
+
+    pos = ngx_pty_cursor(s);
+    row = s->cur->rows[pos.row];
+
+    if ((unsigned) pos.col >= row->len) {
+        return;
+    }
+
+    pen = ngx_pty_erase_pen(s);
+
+    if (pos.col > 0) {
+        c = &row->cells[pos.col - 1];
+
+        if (c->ch != 0 && c->ch != NGX_PTY_CONT && c->width == 2
+            && row->cells[pos.col].ch != NGX_PTY_CONT)
+        {
+            ngx_pty_cell_blank(s, c, &pen);
+        }
+    }
+
+    c = &row->cells[pos.col];
+
+    if (c->ch == NGX_PTY_CONT) {
+        ngx_pty_cell_blank(s, c, &pen);
+    }
+}
+
+
+static void
+ngx_pty_cell_blank(ngx_pty_screen_t *s, ngx_pty_cell_t *c,
+    const ngx_pty_pen_t *pen)
+{
+    c->ch = 0;
+    c->ncomb = 0;
+    c->width = 1;
+    c->pen = *pen;
+    c->pen.attr &= ~NGX_PTY_A_PROTECT;
+    s->diverged++;
 }
 
 
@@ -2842,6 +2902,9 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
         } else if (c == '@') {
             ngx_pty_feed_final(s, p, start, i);
+
+        } else if (c == 'P') {
+            ngx_pty_dch_halves(s, p, start, i);
         }
 
         if (c == '@') {
