@@ -302,6 +302,8 @@ static const ngx_pty_interval_t  ngx_pty_combining[] = {
 
 static void ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p,
     size_t n);
+static void ngx_pty_cell_blank(ngx_pty_screen_t *s, ngx_pty_cell_t *c,
+    const ngx_pty_pen_t *pen);
 static void ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n);
 static void ngx_pty_row_forget(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     ngx_pty_row_t *row);
@@ -1245,12 +1247,7 @@ ngx_pty_edge_cut(ngx_pty_screen_t *s, ngx_pty_row_t *row,
         return;
     }
 
-    c->ch = 0;
-    c->ncomb = 0;
-    c->width = 1;
-    c->pen = *pen;
-    c->pen.attr &= ~NGX_PTY_A_PROTECT;
-    s->diverged++;
+    ngx_pty_cell_blank(s, c, pen);
 }
 
 
@@ -2023,8 +2020,6 @@ static int ngx_pty_shift_outside(ngx_pty_screen_t *s,
     const u_char *p, size_t *start, size_t i, size_t esc, u_char c);
 static void ngx_pty_dch_halves(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i);
-static void ngx_pty_cell_blank(ngx_pty_screen_t *s, ngx_pty_cell_t *c,
-    const ngx_pty_pen_t *pen);
 static void ngx_pty_csi_skip(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i, size_t esc);
 static long ngx_pty_margin_stop(ngx_pty_screen_t *s, u_char c, long row,
