@@ -2358,9 +2358,8 @@ ngx_pty_dch_halves(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     if (pos.col > 0) {
         c = &row->cells[pos.col - 1];
 
-        if (c->ch != 0 && c->ch != NGX_PTY_CONT && c->width == 2
-            && row->cells[pos.col].ch != NGX_PTY_CONT)
-        {
+        /* its right half was under the cursor: deleted */
+        if (c->ch != 0 && c->ch != NGX_PTY_CONT && c->width == 2) {
             ngx_pty_cell_blank(s, c, &pen);
         }
     }
