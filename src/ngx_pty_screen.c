@@ -4949,6 +4949,19 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             continue;
         }
 
+        if (c == 0x09) {
+            if (*start < i) {
+                ngx_pty_flush(s, p, start, i);
+            }
+
+            if (s->phantom) {
+                /* xterm.js's HT does not move from past the edge */
+                s->diverged++;
+                *start = ++i;
+                continue;
+            }
+        }
+
         i += ngx_pty_text_ascii(s, p, i, n);
     }
 
