@@ -507,7 +507,8 @@ ngx_pty_reader_keep(ngx_pty_session_sh_t *sh, const u_char *data,
     zone = ngx_pty_shm_zone();
 
     if (len > sh->api_spill_size) {
-        p = ngx_slab_alloc(zone->shpool, len);
+        /* a full zone forgets sessions that ended before this one first */
+        p = ngx_pty_shm_alloc(sh, len);
         if (p == NULL) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                           "pty: shared zone is full, cannot keep %uz bytes "
