@@ -501,47 +501,37 @@ bad:
 static ngx_int_t
 ngx_pty_a2a_mask_parts(json_t *parts)
 {
-    u_char               *p;
-    size_t                len, i;
-    json_t               *part, *v, *masked;
-    ngx_int_t             n;
-    ngx_pty_main_conf_t  *pmcf;
-
-    pmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_pty_module);
+    u_char  *masked;
+    size_t   len, i;
+    json_t  *part, *v, *text;
 
     json_array_foreach(parts, i, part) {
         v = json_object_get(part, "text");
         len = json_string_length(v);
 
-        if (!json_is_string(v) || len == 0) {
-            continue;
+        if (len == 0) {
+            continue;           /* none, or not a string */
         }
 
-        p = ngx_alloc(len, ngx_cycle->log);
-        if (p == NULL) {
+        masked = ngx_pty_redact_copy((u_char *) json_string_value(v), len,
+                                     ngx_cycle->log);
+        if (masked == NULL) {
             return NGX_ERROR;
         }
 
-        ngx_memcpy(p, json_string_value(v), len);
-
-        n = ngx_pty_redact_text(pmcf->redact, p, len);
-
-        masked = (n == 0) ? NULL
-                 : (n == NGX_ERROR) ? json_string(NGX_PTY_A2A_MASKED)
-                 : json_stringn((char *) p, len);
-
-        ngx_free(p);
-
-        if (n == 0) {
+        if (masked == (u_char *) json_string_value(v)) {
             continue;
         }
 
+        text = json_stringn((char *) masked, len);
+        ngx_free(masked);
+
         /* a mask that cut a character in two is not UTF-8: all of it */
-        if (masked == NULL) {
-            masked = json_string(NGX_PTY_A2A_MASKED);
+        if (text == NULL) {
+            text = json_string(NGX_PTY_A2A_MASKED);
         }
 
-        if (masked == NULL || json_object_set_new(part, "text", masked) != 0) {
+        if (text == NULL || json_object_set_new(part, "text", text) != 0) {
             return NGX_ERROR;
         }
     }

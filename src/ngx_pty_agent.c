@@ -798,25 +798,27 @@ static ngx_pty_echo_t *
 ngx_pty_agent_echo(ngx_pty_agent_call_t *call, ngx_pty_session_sh_t *sh,
     u_char *buf, size_t len)
 {
-    u_char               *copy;
-    ngx_pty_main_conf_t  *pmcf;
+    u_char          *masked;
+    ngx_pty_echo_t  *echo;
 
-    pmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_pty_module);
+    masked = buf;
 
-    if (!sh->redact || pmcf->redact->regex == NULL) {
-        return ngx_pty_echo_create(call->pool, buf, len);
+    if (sh->redact) {
+        masked = ngx_pty_redact_copy(buf, len,
+                                     call->request->connection->log);
     }
 
-    copy = ngx_pnalloc(call->pool, len);
-    if (copy == NULL) {
+    if (masked == NULL) {
         return NULL;
     }
 
-    ngx_memcpy(copy, buf, len);
+    echo = ngx_pty_echo_create(call->pool, masked, len);
 
-    (void) ngx_pty_redact_text(pmcf->redact, copy, len);
+    if (masked != buf) {
+        ngx_free(masked);
+    }
 
-    return ngx_pty_echo_create(call->pool, copy, len);
+    return echo;
 }
 
 

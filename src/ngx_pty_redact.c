@@ -554,6 +554,46 @@ ngx_pty_redact_text(ngx_pty_redact_conf_t *conf, u_char *p, size_t len)
 
 
 /*
+ * What a caller gives, as it is shown and kept: a masked copy (to be
+ * freed), or p itself when it holds no secret; NULL: no memory.  A text
+ * the patterns could not run over is masked whole.
+ */
+u_char *
+ngx_pty_redact_copy(const u_char *p, size_t len, ngx_log_t *log)
+{
+    u_char               *copy;
+    ngx_int_t             n;
+    ngx_pty_main_conf_t  *pmcf;
+
+    pmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_pty_module);
+
+    if (pmcf->redact->regex == NULL || len == 0) {
+        return (u_char *) p;
+    }
+
+    copy = ngx_alloc(len, log);
+    if (copy == NULL) {
+        return NULL;
+    }
+
+    ngx_memcpy(copy, p, len);
+
+    n = ngx_pty_redact_text(pmcf->redact, copy, len);
+
+    if (n == 0) {
+        ngx_free(copy);
+        return (u_char *) p;
+    }
+
+    if (n == NGX_ERROR) {
+        ngx_memset(copy, '*', len);
+    }
+
+    return copy;
+}
+
+
+/*
  * Masks whole secrets in buf[ctx, len), holds back what may begin one
  * (hold), and keeps the last bytes let go as the next call's context.
  */

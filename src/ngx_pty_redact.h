@@ -60,6 +60,8 @@ size_t ngx_pty_redact_held(ngx_pty_redact_t *r);
 /* a whole text's secrets masked in place: how many, or NGX_ERROR */
 ngx_int_t ngx_pty_redact_text(ngx_pty_redact_conf_t *conf, u_char *p,
     size_t len);
+/* a masked copy to free, p itself when it holds none, NULL: no memory */
+u_char *ngx_pty_redact_copy(const u_char *p, size_t len, ngx_log_t *log);
 
 
 #endif /* _NGX_PTY_REDACT_H_INCLUDED_ */

@@ -13,6 +13,7 @@
 #include "ngx_pty_session.h"
 #include "ngx_pty_auth.h"
 #include "ngx_pty_api.h"
+#include "ngx_pty_util.h"
 
 
 /* frames from the last Keyframe to Closed: a Keyframe every 100 Output */
@@ -42,7 +43,8 @@ ngx_pty_restore_attach(ngx_http_request_t *r, ngx_str_t *id,
     ngx_pty_store_read_t   *rd;
     ngx_pty_restore_ctx_t  *ctx;
 
-    if (!ngx_pty_store_enabled()) {
+    /* the attach path names sessions by UUID: nothing else is looked up */
+    if (!ngx_pty_store_enabled() || !ngx_pty_uuid_valid(id->data, id->len)) {
         return NGX_DECLINED;
     }
 
@@ -144,12 +146,7 @@ ngx_pty_restore_answer(ngx_pty_restore_ctx_t *ctx, ngx_pty_store_read_t *rd)
     }
 
     /* what the archive says of who may see it, before the zone holds it */
-    ngx_memzero(&archived, sizeof(ngx_pty_session_sh_t));
-    ngx_memcpy(archived.id, rd->session.id, NGX_PTY_ID_LEN);
-    archived.name = rd->session.name;
-    archived.acl = rd->session.acl.data;
-    archived.acl_len = rd->session.acl.len;
-    archived.state = NGX_PTY_STATE_CLOSED;
+    ngx_pty_store_as_record(&archived, &rd->session);
 
     rc = ngx_pty_auth_check(r, &archived, NGX_PTY_SCOPE_OBSERVE);
     if (rc != NGX_OK) {

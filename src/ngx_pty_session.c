@@ -96,8 +96,6 @@ static ngx_pty_screen_t *ngx_pty_session_screen_replay(ngx_pty_session_t *s,
     uint64_t *anchor);
 static ngx_int_t ngx_pty_session_keyframe_replayed(ngx_pty_session_t *s,
     uint32_t target);
-static u_char *ngx_pty_session_mask_command(ngx_pty_start_t *st,
-    ngx_log_t *log);
 static void ngx_pty_session_spawned(ngx_pty_keeper_req_t *req);
 static void ngx_pty_session_tty_mode(ngx_pty_session_t *s);
 static void ngx_pty_session_log_command(ngx_pty_session_t *s,
@@ -134,7 +132,12 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
     plcf = st->conf;
 
     /* the record (lists, logs, the archive) has its secrets masked */
-    masked = ngx_pty_session_mask_command(st, log);
+    masked = st->command;
+
+    if (plcf->redact) {
+        masked = ngx_pty_redact_copy(st->command, st->command_len, log);
+    }
+
     if (masked == NULL) {
         return NULL;
     }
@@ -144,7 +147,6 @@ ngx_pty_session_start(ngx_pty_start_t *st, ngx_log_t *log)
                                     plcf->scroll_size, plcf->inbox_max);
 
     if (masked != st->command) {
-        ngx_explicit_memzero(masked, st->command_len);
         ngx_free(masked);
         masked = NULL;          /* the program gets the command as typed */
     }
@@ -244,46 +246,6 @@ failed:
                           "bridge_start_failed: out of memory");
 
     return s;
-}
-
-
-/*
- * With pty_redact on, a copy of the command with its secrets masked (to
- * be freed), or the command itself when it holds none; NULL: no memory.
- */
-static u_char *
-ngx_pty_session_mask_command(ngx_pty_start_t *st, ngx_log_t *log)
-{
-    u_char               *p;
-    ngx_int_t             n;
-    ngx_pty_main_conf_t  *pmcf;
-
-    pmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_pty_module);
-
-    if (!st->conf->redact || pmcf->redact->regex == NULL) {
-        return st->command;
-    }
-
-    p = ngx_alloc(st->command_len + 1, log);
-    if (p == NULL) {
-        return NULL;
-    }
-
-    ngx_memcpy(p, st->command, st->command_len);
-
-    n = ngx_pty_redact_text(pmcf->redact, p, st->command_len);
-
-    if (n == 0) {
-        ngx_free(p);
-        return st->command;
-    }
-
-    if (n == NGX_ERROR) {
-        /* nothing of it is shown rather than a secret */
-        ngx_memset(p, '*', st->command_len);
-    }
-
-    return p;
 }
 
 

@@ -120,6 +120,18 @@ ngx_uint_t ngx_pty_store_enabled(void);
 /* a session has new frames: they are stored within the batch time */
 void ngx_pty_store_note(ngx_pty_session_sh_t *sh);
 
+/* an archived session as a record the auth check reads (id, name, ACL) */
+static ngx_inline void
+ngx_pty_store_as_record(ngx_pty_session_sh_t *sh, ngx_pty_store_session_t *m)
+{
+    ngx_memzero(sh, sizeof(ngx_pty_session_sh_t));
+    ngx_memcpy(sh->id, m->id, NGX_PTY_ID_LEN);
+    sh->name = m->name;
+    sh->acl = m->acl.data;
+    sh->acl_len = m->acl.len;
+    sh->state = NGX_PTY_STATE_CLOSED;
+}
+
 /* NULL: out of memory; the caller sets key, from, limit, handler */
 ngx_pty_store_read_t *ngx_pty_store_read_create(ngx_log_t *log);
 /* NGX_OK: the handler will run; NGX_ERROR: it will not, free it */

@@ -29,8 +29,6 @@ typedef struct {
 
 
 static void ngx_pty_transcript_cleanup(void *data);
-static void ngx_pty_transcript_record(ngx_pty_session_sh_t *sh,
-    ngx_pty_store_session_t *m);
 static void ngx_pty_transcript_list_done(ngx_pty_store_read_t *rd);
 static json_t *ngx_pty_transcript_listed(ngx_pty_agent_call_t *call,
     ngx_pty_store_session_t *m, ngx_str_t *command);
@@ -272,19 +270,6 @@ ngx_pty_transcript_list_done(ngx_pty_store_read_t *rd)
  * An ended session's record as the access checks read it (id, name,
  * access list), for one only the archive still knows.
  */
-static void
-ngx_pty_transcript_record(ngx_pty_session_sh_t *sh,
-    ngx_pty_store_session_t *m)
-{
-    ngx_memzero(sh, sizeof(ngx_pty_session_sh_t));
-    ngx_memcpy(sh->id, m->id, NGX_PTY_ID_LEN);
-    sh->name = m->name;
-    sh->acl = m->acl.data;
-    sh->acl_len = m->acl.len;
-    sh->state = NGX_PTY_STATE_CLOSED;
-}
-
-
 /* an archived session as list shows it, if the caller may see it */
 static json_t *
 ngx_pty_transcript_listed(ngx_pty_agent_call_t *call,
@@ -297,7 +282,7 @@ ngx_pty_transcript_listed(ngx_pty_agent_call_t *call,
 
     id = ngx_pty_auth_ident(call->request);
 
-    ngx_pty_transcript_record(&archived, m);
+    ngx_pty_store_as_record(&archived, m);
 
     last = m->command.data + m->command.len;
 
@@ -408,7 +393,7 @@ ngx_pty_transcript_access(ngx_pty_agent_call_t *call,
     }
 
     if (sh == NULL) {
-        ngx_pty_transcript_record(&archived, &rd->session);
+        ngx_pty_store_as_record(&archived, &rd->session);
 
         status = ngx_pty_auth_check(call->request, &archived,
                                     NGX_PTY_SCOPE_OBSERVE);
