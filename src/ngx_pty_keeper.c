@@ -1180,6 +1180,18 @@ ngx_pty_keeper_recv(ngx_socket_t ctl, ngx_pty_keeper_msg_t *msg, ngx_fd_t *fd,
 
     n = ngx_pty_keeper_take(ctl, msg, fd, 0);
 
+    if (n == -1 && ngx_socket_errno == NGX_ECONNRESET) {
+        /*
+         * The keeper closed with a message of ours unread (a spare asked
+         * to stop before it read its start).  Linux reports that ahead of
+         * the messages the keeper sent before it closed: they come next.
+         */
+        ngx_log_error(NGX_LOG_INFO, log, ngx_socket_errno,
+                      "pty: the keeper closed with a message unread");
+
+        n = ngx_pty_keeper_take(ctl, msg, fd, 0);
+    }
+
     if (n == -1) {
         if (ngx_socket_errno == NGX_EAGAIN || ngx_socket_errno == NGX_EINTR) {
             return NGX_AGAIN;

@@ -834,6 +834,13 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
             if (s->exited) {
                 ngx_pty_session_exited(s);
 
+            } else if (s->killing) {
+                /* asked to stop before it had started the program */
+                ngx_pty_session_close(s, s->kill_reason, -1,
+                                      s->kill_detail ? s->kill_detail
+                                      : "explicit_close: before the "
+                                        "program started");
+
             } else {
                 ngx_pty_session_close(s, NGX_PTY_CLOSED_ERROR, -1,
                                       "bridge_eof: the session keeper died");
