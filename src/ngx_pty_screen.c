@@ -195,6 +195,8 @@ struct ngx_pty_screen_s {
     unsigned                      gl;
     unsigned                      vt_text;  /* libvterm must decode text */
     unsigned                      vt_esc;   /* an ESC held back from it */
+    unsigned                      wide;     /* a wide glyph was written */
+    unsigned                      whole;    /* a blank in a whole pen was */
     unsigned                      no_lf;    /* its cursor moves: no LF */
     unsigned                      no_sb;    /* its scrolls: SU, IL, DL */
 
@@ -304,6 +306,10 @@ static void ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p,
     size_t n);
 static void ngx_pty_cell_blank(ngx_pty_screen_t *s, ngx_pty_cell_t *c,
     const ngx_pty_pen_t *pen);
+static void ngx_pty_print_blank(ngx_pty_screen_t *s, ngx_pty_cell_t *c,
+    unsigned protect);
+static void ngx_pty_print_halves(ngx_pty_screen_t *s, ngx_pty_row_t *row,
+    unsigned col, unsigned end, unsigned protect);
 static void ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n);
 static void ngx_pty_row_forget(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     ngx_pty_row_t *row);
@@ -1254,15 +1260,15 @@ ngx_pty_edge_cut(ngx_pty_screen_t *s, ngx_pty_row_t *row,
 /*
  * A wide glyph that did not fit in the last column wrapped: xterm.js
  * clears that column (and the wide glyph it was the right half of) in
- * the whole pen, the glyph's; libvterm leaves what was there.  Only this
- * makes a blank with attributes (a snapshot makes it the same way)
+ * the whole pen, the glyph's; libvterm leaves what was there.  Like
+ * ngx_pty_print_halves(), this makes a blank with more than a background
+ * (a snapshot makes it the same way)
  */
 static void
 ngx_pty_wide_wrapped(ngx_pty_screen_t *s, int r, unsigned protect)
 {
     unsigned         col;
     ngx_pty_row_t   *row;
-    ngx_pty_cell_t  *c;
 
     row = s->cur->rows[r];
 
@@ -1274,16 +1280,51 @@ ngx_pty_wide_wrapped(ngx_pty_screen_t *s, int r, unsigned protect)
     }
 
     for ( /* void */ ; col < s->cols; col++) {
-        c = &row->cells[col];
-        c->ch = 0;
-        c->ncomb = 0;
-        c->width = 1;
-        c->pen = s->pen;
-        c->pen.attr &= ~NGX_PTY_A_PROTECT;
-        c->pen.attr |= protect ? NGX_PTY_A_PROTECT : 0;
+        ngx_pty_print_blank(s, &row->cells[col], protect);
+    }
+}
+
+
+/* a blank in the pen glyphs are written in, as xterm.js's print() makes */
+static void
+ngx_pty_print_blank(ngx_pty_screen_t *s, ngx_pty_cell_t *c, unsigned protect)
+{
+    c->ch = 0;
+    c->ncomb = 0;
+    c->width = 1;
+    c->pen = s->pen;
+    c->pen.attr &= ~NGX_PTY_A_PROTECT;
+    c->pen.attr |= protect ? NGX_PTY_A_PROTECT : 0;
+    s->whole = 1;
+    s->diverged++;
+}
+
+
+/*
+ * Glyphs written over cells col..end-1 of a row: xterm.js's print()
+ * clears the halves they leave of wide glyphs, the left half before them
+ * and the right half after them, in the pen it writes with; libvterm
+ * keeps both, and no snapshot could write such a half back
+ */
+static void
+ngx_pty_print_halves(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned col,
+    unsigned end, unsigned protect)
+{
+    ngx_pty_cell_t  *c;
+
+    if (col > 0 && col - 1 < row->len) {
+        c = &row->cells[col - 1];
+
+        if (c->ch != 0 && c->ch != NGX_PTY_CONT && c->width == 2) {
+            ngx_pty_print_blank(s, c, protect);
+        }
     }
 
-    s->diverged++;
+    if (end < s->cols && end < row->len
+        && row->cells[end].ch == NGX_PTY_CONT)
+    {
+        ngx_pty_print_blank(s, &row->cells[end], protect);
+    }
 }
 
 
@@ -1296,7 +1337,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 {
     ngx_pty_screen_t  *s = user;
 
-    unsigned         n, i, w, end;
+    unsigned         n, i, w, end, moved, fresh;
     uint32_t        *comb;
     VTermRect        ins;
     ngx_pty_pen_t    pen;
@@ -1330,7 +1371,16 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
         }
     }
 
-    if (s->insert && w == 2 && pos.col + 2 < (int) s->cols) {
+    /*
+     * not a combining mark libvterm puts on the glyph before the cursor
+     * (with autowrap off, a glyph at the edge is written where the one
+     * before was)
+     */
+    moved = (pos.row != s->vt_next.row || pos.col >= s->vt_next.col);
+    fresh = (moved || n < 2 || (unsigned) pos.col >= row->len
+             || row->cells[pos.col].ch != info->chars[0]);
+
+    if (s->insert && fresh && w == 2 && pos.col + 2 < (int) s->cols) {
         /* libvterm 0.1.4 makes room for one column only; xterm.js two */
         ins.start_row = pos.row;
         ins.end_row = pos.row + 1;
@@ -1340,8 +1390,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
         s->diverged++;
     }
 
-    if (pos.row != s->vt_next.row || pos.col >= s->vt_next.col) {
-        /* (not a combining mark put on the glyph before the cursor) */
+    if (moved) {
         s->put = 1;
     }
 
@@ -1372,6 +1421,14 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
     for (i = 1; i < w && pos.col + i < s->cols; i++) {
         row->cells[pos.col + i].ch = NGX_PTY_CONT;
         row->cells[pos.col + i].ncomb = 0;
+        s->wide = 1;
+    }
+
+    if (fresh && w > 0
+        && ((pos.col > 0 && row->cells[pos.col - 1].width == 2)
+            || (end < row->len && row->cells[end].ch == NGX_PTY_CONT)))
+    {
+        ngx_pty_print_halves(s, row, pos.col, end, info->protected_cell);
     }
 
     if (!s->untracked) {
@@ -2018,6 +2075,7 @@ ngx_pty_feed_final(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
 static int ngx_pty_shift_outside(ngx_pty_screen_t *s,
     const u_char *p, size_t *start, size_t i, size_t esc, u_char c);
+static void ngx_pty_dch_ends(ngx_pty_screen_t *s);
 static void ngx_pty_dch_halves(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i);
 static void ngx_pty_csi_skip(ngx_pty_screen_t *s, const u_char *p,
@@ -2326,6 +2384,10 @@ ngx_pty_shift_outside(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     /* the region set again homed the cursor */
     ngx_pty_vt_cup(s, pos);
 
+    if (c == 'P') {
+        ngx_pty_dch_ends(s);
+    }
+
     return 1;
 }
 
@@ -2339,12 +2401,18 @@ static void
 ngx_pty_dch_halves(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i)
 {
+    ngx_pty_feed_final(s, p, start, i);
+    ngx_pty_dch_ends(s);
+}
+
+
+static void
+ngx_pty_dch_ends(ngx_pty_screen_t *s)
+{
     VTermPos         pos;
     ngx_pty_row_t   *row;
     ngx_pty_pen_t    pen;
     ngx_pty_cell_t  *c;
-
-    ngx_pty_feed_final(s, p, start, i);
 
     pos = ngx_pty_cursor(s);
     row = s->cur->rows[pos.row];
@@ -2634,8 +2702,12 @@ ngx_pty_csi_skip(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     if (esc != NGX_PTY_NO_ESC && esc >= *start) {
         ngx_pty_flush(s, p, start, esc);
 
-        /* an ESC libvterm read last (ESC ESC [ m) would take what follows */
+        /*
+         * an ESC libvterm read last (ESC ESC [ m) would take what follows,
+         * as would one held back from it
+         */
         vterm_input_write(s->vt, "\x18", 1);
+        s->vt_esc = 0;
 
         for (k = esc + 1; k < i; k++) {
             if (p[k] < 0x20) {
@@ -2647,6 +2719,7 @@ ngx_pty_csi_skip(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         /* begun in an earlier piece, which libvterm read: cancel it there */
         ngx_pty_flush(s, p, start, i);
         vterm_input_write(s->vt, "\x18", 1);
+        s->vt_esc = 0;
     }
 
     *start = i + 1;
@@ -3367,7 +3440,11 @@ ngx_pty_fast_glyphs(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
     const u_char *p, size_t j, size_t end, unsigned ctl,
     ngx_pty_fast_pos_t *pos)
 {
-    size_t  k, x;
+    size_t    k, x;
+    unsigned  wide;
+
+    /* a local: the stores into the grid could alias the flag */
+    wide = s->wide;
 
     for ( /* void */ ; j < end; j++) {
         if (p[j] < 0x20) {
@@ -3388,6 +3465,12 @@ ngx_pty_fast_glyphs(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
         }
 
         ngx_pty_fast_store(s, t, p, j, k, pos->row, pos->col);
+
+        if (wide) {
+            ngx_pty_print_halves(s, s->cur->rows[pos->row], pos->col,
+                                 pos->col + (k - j), s->protect);
+        }
+
         pos->col += k - j;
         j = k - 1;
 
@@ -3412,6 +3495,11 @@ ngx_pty_fast_last(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
 
     ngx_pty_fast_wrap(s, pos);
     ngx_pty_fast_store(s, t, p, last, last + 1, pos->row, pos->col);
+
+    if (s->wide) {
+        ngx_pty_print_halves(s, s->cur->rows[pos->row], pos->col,
+                             pos->col + 1, s->protect);
+    }
 
     /* what ngx_pty_cb_putglyph() keeps of it */
     s->vt_glyph = p[last];
@@ -3999,6 +4087,7 @@ ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c, unsigned long v)
 static void
 ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
 {
+    unsigned   end;
     VTermPos   pos;
     VTermRect  rect;
 
@@ -4016,8 +4105,18 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
         rect.start_col = s->cols;
     }
 
+    /*
+     * to the cursor: past the edge in xterm.js, in libvterm on the last
+     * glyph's first column (a wide one's is not the last column)
+     */
+    end = s->phantom ? s->cols : (unsigned) pos.col + 1;
+
+    if (v == 1 && end > (unsigned) pos.col + 1) {
+        s->diverged++;
+    }
+
     if (c == 'K' && v == 1) {
-        rect.end_col = pos.col + 1;
+        rect.end_col = end;
     }
 
     if (c == 'J' && v == 2) {
@@ -4036,7 +4135,7 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
     } else if (c == 'J' && v == 1) {
         rect.start_row = pos.row;
         rect.end_row = pos.row + 1;
-        rect.end_col = pos.col + 1;
+        rect.end_col = end;
         ngx_pty_erase_rect(s, rect, 0);
     }
 }
@@ -4566,6 +4665,7 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join)
         c->pen = s->pen;
         c->pen.attr &= ~NGX_PTY_A_PROTECT;
         c->pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
+        ngx_pty_print_halves(s, row, pos.col, pos.col + 1, s->protect);
 
         if (pos.col + 1 < (int) s->cols) {
             pos.col++;
@@ -5108,9 +5208,14 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
                 ngx_pty_osc_end(s);
             }
 
+            /*
+             * libvterm stays in the string through more ESCs (and the
+             * controls between): ESC_STRING until a byte ends it there
+             */
             s->intermedlen = 0;
-            s->ps = (s->ps == NGX_PTY_PS_STRING) ? NGX_PTY_PS_ESC_STRING
-                                                  : NGX_PTY_PS_ESC;
+            s->ps = (s->ps == NGX_PTY_PS_STRING
+                     || s->ps == NGX_PTY_PS_ESC_STRING)
+                    ? NGX_PTY_PS_ESC_STRING : NGX_PTY_PS_ESC;
             esc = i;
             continue;
         }
@@ -6400,6 +6505,9 @@ ngx_pty_emit_glyph(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 }
 
 
+static int ngx_pty_blank_whole(ngx_pty_screen_t *s, const ngx_pty_cell_t *c);
+static void ngx_pty_paint_blank_whole(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    int r, unsigned col, const ngx_pty_cell_t *c);
 static void ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_row_t *row, int r, unsigned col, unsigned depth);
 
@@ -6410,7 +6518,7 @@ ngx_pty_repaint(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_row_t *row, int r, unsigned col, unsigned depth)
 {
     ngx_pty_pen_t          pen;
-    ngx_pty_cell_t         tmp;
+    ngx_pty_cell_t         tmp, tmp2;
     const ngx_pty_cell_t  *c, *h;
 
     c = ngx_pty_row_cell(row, col, &tmp);
@@ -6437,10 +6545,41 @@ ngx_pty_repaint(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
         return;
     }
 
+    if (s->whole && ngx_pty_blank_whole(s, c) && col + 1 < s->cols
+        && depth < 8
+        && ngx_pty_row_cell(row, col + 1, &tmp2)->ch != NGX_PTY_CONT)
+    {
+        ngx_pty_paint_blank_whole(e, s, r, col, c);
+        ngx_pty_repaint(e, s, row, r, col + 1, depth + 1);
+        return;
+    }
+
     pen = ngx_pty_pen_erased(s, &c->pen);
     ngx_pty_emit_move(e, r, col);
     ngx_pty_emit_sgr(e, &pen, &s->default_pen);
     ngx_pty_emit(e, "\x1b[X", 3);
+}
+
+
+/*
+ * A blank in more than a background before the last column (what
+ * xterm.js's print() leaves of a wide glyph it wrote over in part): a wide
+ * placeholder in the blank's pen, then a space in its right half, which
+ * clears the left half in that pen.  The next cell is painted after.
+ */
+static void
+ngx_pty_paint_blank_whole(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r,
+    unsigned col, const ngx_pty_cell_t *c)
+{
+    ngx_pty_emit_move(e, r, col);
+    ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
+    ngx_pty_emit_protect(e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+    ngx_pty_emit(e, NGX_PTY_WIDE_FILL, sizeof(NGX_PTY_WIDE_FILL) - 1);
+    e->col = -1;
+
+    ngx_pty_emit_move(e, r, col + 1);
+    ngx_pty_emit(e, " ", 1);
+    e->col = (col + 2 < s->cols) ? (int) col + 2 : -1;
 }
 
 
@@ -6575,6 +6714,15 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
             continue;
         }
 
+        if (c->ch == 0 && s->whole && col + 1 < w
+            && ngx_pty_blank_whole(s, c)
+            && ngx_pty_row_cell(row, col + 1, &tmp2)->ch != NGX_PTY_CONT)
+        {
+            ngx_pty_paint_blank_whole(e, s, r, col, c);
+            force = col + 1;
+            continue;
+        }
+
         if (c->ch == 0) {
             ep = ngx_pty_pen_erased(s, &c->pen);
 
@@ -6589,7 +6737,9 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
                 d = ngx_pty_row_cell(row, end, &tmp2);
 
                 if (d->ch != 0
-                    || !ngx_pty_color_eq(&d->pen.bg, &ep.bg))
+                    || !ngx_pty_color_eq(&d->pen.bg, &ep.bg)
+                    || (s->whole && end + 1 < w
+                        && ngx_pty_blank_whole(s, d)))
                 {
                     break;
                 }
