@@ -2076,6 +2076,7 @@ ngx_pty_feed_final(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 static int ngx_pty_shift_outside(ngx_pty_screen_t *s,
     const u_char *p, size_t *start, size_t i, size_t esc, u_char c);
 static void ngx_pty_dch_ends(ngx_pty_screen_t *s);
+static void ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v);
 static void ngx_pty_dch_halves(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i);
 static void ngx_pty_csi_skip(ngx_pty_screen_t *s, const u_char *p,
@@ -2889,10 +2890,22 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         v = NGX_PTY_ARG(s->args[0]);
         v = (v == NGX_PTY_ARG_MISSING) ? 0 : v;
 
+        if (v == 0) {
+            /* the text before: it may have put the cursor past the edge */
+            ngx_pty_flush(s, p, start, i);
+        }
+
         if (c == 'K' && v == 0 && s->phantom) {
             /* xterm.js has the cursor past the edge: nothing to erase */
             s->diverged++;
             ngx_pty_csi_skip(s, p, start, i, esc);
+            break;
+        }
+
+        if (c == 'J' && v == 0 && s->phantom) {
+            /* the same on the cursor's row; the rows below are erased */
+            ngx_pty_csi_skip(s, p, start, i, esc);
+            ngx_pty_fast_erase(s, c, v);
             break;
         }
 
