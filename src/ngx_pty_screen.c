@@ -6558,12 +6558,21 @@ ngx_pty_repaint(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
         return;
     }
 
-    if (s->whole && ngx_pty_blank_whole(s, c) && col + 1 < s->cols
-        && depth < 8
-        && ngx_pty_row_cell(row, col + 1, &tmp2)->ch != NGX_PTY_CONT)
+    h = (col + 1 < s->cols) ? ngx_pty_row_cell(row, col + 1, &tmp2) : NULL;
+
+    if (s->whole && h && h->ch != NGX_PTY_CONT && depth < 8
+        && ngx_pty_blank_whole(s, c))
     {
+        /* the trick clobbers the next cell: painted again (whole, if wide) */
         ngx_pty_paint_blank_whole(e, s, r, col, c);
-        ngx_pty_repaint(e, s, row, r, col + 1, depth + 1);
+
+        if (h->ch && h->width == 2) {
+            ngx_pty_emit_glyph(e, s, row, r, col + 1, h);
+
+        } else {
+            ngx_pty_repaint(e, s, row, r, col + 1, depth + 1);
+        }
+
         return;
     }
 
