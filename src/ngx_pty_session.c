@@ -835,7 +835,10 @@ ngx_pty_session_ctl_handler(ngx_event_t *rev)
                 ngx_pty_session_exited(s);
 
             } else if (s->killing) {
-                /* asked to stop before it had started the program */
+                /*
+                 * asked to stop, gone before it could tell how: a spare
+                 * stops before it reads its start (t/29)
+                 */
                 ngx_pty_session_close(s, s->kill_reason, -1,
                                       s->kill_detail ? s->kill_detail
                                       : "explicit_close: before the "
