@@ -46,10 +46,15 @@ is_deeply([@{$rs->{payload}}{qw/cols rows/}], [120, 30],
     'Resize to the joiner\'s size');
 is_deeply([@{$kf->{payload}}{qw/snapshot_cols snapshot_rows/}], [120, 30],
     'Keyframe at the new size');
-is($kf->{payload}{anchor_sequence}, $rs->{sequence},
-    'Keyframe anchored on the Resize');
+# anchored on the Resize, or on output the shell wrote after it (its
+# prompt, late on a loaded machine), which the Keyframe folds in
+my $anchor = $kf->{payload}{anchor_sequence};
+ok($anchor >= $rs->{sequence} && $anchor < $kf->{sequence},
+    'Keyframe anchored on the Resize or what followed it')
+    or diag "Resize $rs->{sequence}, Keyframe $kf->{sequence} anchor $anchor";
 my @seq = seqs(@flush);
-is_deeply(\@seq, [$seq[0] .. $seq[0] + 3], 'consecutive sequences');
+is_deeply([@seq[0 .. 2]], [$seq[0] .. $seq[0] + 2],
+    'consecutive sequences up to the Resize');
 cmp_ok($hello->{payload}{session}{current_sequence}, '<', $seq[0],
     'hello\'s current_sequence precedes RoleAssigned');
 is($ra->{id} =~ $Test::Nginx::PtyWS::UUID_RE ? 1 : 0, 1,
