@@ -24,7 +24,7 @@ use IO::Select;
 
 use Test::Nginx;
 use Test::Nginx::Pty;
-use Test::Nginx::Procs qw(alive stat_of children titled);
+use Test::Nginx::Procs qw(alive stat_of children titled wait_forker);
 use Test::Nginx::PtyAPI qw(api_call parse_response);
 use Test::Nginx::PtyWS qw(json_encode json_decode session_frame_kind);
 
@@ -45,9 +45,7 @@ my $port = $t->port(8080);
 my $dir = $t->testdir;
 
 my ($worker) = $t->worker_pids;
-# the worker forks it as it starts, and it takes its title after that
-my ($forker) = $t->wait_until(sub {
-    (titled('pty keeper forker', children($worker)))[0] }, 10);
+my $forker = wait_forker($t, $worker);
 ok($forker, 'the worker has a keeper forker');
 
 my $s = start_session($t, 'echo before-$((6*7))');
@@ -153,8 +151,7 @@ ok($t->wait_until(sub { !alive($third) }, 5), 'the dead worker\'s forker, '
 
 # a reload while a start waits: the old worker forks its keeper as it
 # exits, and the new worker takes the running session over
-my ($fourth) = $t->wait_until(sub {
-    (titled('pty keeper forker', children($worker)))[0] }, 5);
+my $fourth = wait_forker($t, $worker, 5);
 $spare = $fourth && wait_spare($fourth);
 kill 'STOP', $fourth if $fourth;
 ($st, $r) = api_call($port, '/pty/start', { command => 'sleep 1', wait_ms => 0 });

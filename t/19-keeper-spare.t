@@ -18,7 +18,8 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Test::Nginx;
 use Test::Nginx::Pty;
-use Test::Nginx::Procs qw(alive stat_of all_pids children titled);
+use Test::Nginx::Procs qw(alive stat_of all_pids children titled
+    wait_forker);
 use Test::Nginx::PtyAPI qw(api_call);
 
 my $t = pty_nginx(workers => 1, extra_http => <<'HTTP');
@@ -47,9 +48,7 @@ $t->plan(40)->run();
 my $port = $t->port(8080);
 
 my ($worker) = $t->worker_pids;
-# the worker forks it as it starts, and it takes its title after that
-my ($forker) = $t->wait_until(sub {
-    (titled('pty keeper forker', children($worker)))[0] }, 10);
+my $forker = wait_forker($t, $worker);
 ok($forker, 'the worker has a keeper forker');
 # not dumpable (the worker is not, and a fork inherits it): /proc/PID/mem
 # is then root's, not the workers' user's

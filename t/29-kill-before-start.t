@@ -17,7 +17,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Test::Nginx;
 use Test::Nginx::Pty;
-use Test::Nginx::Procs qw(alive children titled wait_spare);
+use Test::Nginx::Procs qw(alive wait_forker wait_spare);
 use Test::Nginx::PtyAPI qw(api_call);
 
 # the worker's own keeper forker holds the spare (t/19)
@@ -27,8 +27,7 @@ $t->plan(6)->run();
 
 my $port = $t->port(8080);
 my ($worker) = $t->worker_pids;
-my ($forker) = $t->wait_until(sub {
-    (titled('pty keeper forker', children($worker)))[0] }, 10);
+my $forker = wait_forker($t, $worker);
 my $spare = $forker ? wait_spare($t, $forker) : undef;
 ok($spare, 'the worker has a spare keeper');
 

@@ -24,7 +24,8 @@ use Exporter qw(import);
 
 use Test::Nginx ();
 
-our @EXPORT_OK = qw(alive stat_of all_pids children titled wait_spare);
+our @EXPORT_OK = qw(alive stat_of all_pids children titled wait_spare
+    wait_forker);
 
 sub alive {
     my ($pid) = @_;
@@ -44,6 +45,14 @@ sub children {
 sub titled {
     my ($title, @pids) = @_;
     return grep { index(Test::Nginx::_cmdline($_), $title) >= 0 } @pids;
+}
+
+# the worker's keeper forker: forked as the worker starts, titled after
+sub wait_forker {
+    my ($t, $worker, $secs) = @_;
+    my ($f) = $t->wait_until(sub {
+        (titled('pty keeper forker', children($worker)))[0] }, $secs // 10);
+    return $f;
 }
 
 sub wait_spare {
