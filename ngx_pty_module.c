@@ -480,8 +480,8 @@ static ngx_command_t  ngx_pty_commands[] = {
       NULL },
 
     { ngx_string("pty_redact"),
-      NGX_PTY_LOC|NGX_CONF_FLAG,
-      ngx_conf_set_flag_slot,
+      NGX_PTY_LOC|NGX_CONF_1MORE,
+      ngx_pty_redact_directive,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_pty_loc_conf_t, redact),
       NULL },
@@ -786,7 +786,7 @@ ngx_pty_create_loc_conf(ngx_conf_t *cf)
     plcf->ring_size = NGX_CONF_UNSET_SIZE;
     plcf->ring_max_size = NGX_CONF_UNSET_SIZE;
     plcf->terminate_on_last_controller = NGX_CONF_UNSET;
-    plcf->redact = NGX_CONF_UNSET;
+    plcf->redact = NGX_CONF_UNSET_UINT;
     plcf->answer_queries = NGX_CONF_UNSET_UINT;
     plcf->scroll_size = NGX_CONF_UNSET_SIZE;
     plcf->input_max = NGX_CONF_UNSET_SIZE;
@@ -852,7 +852,7 @@ ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_size_value(conf->ring_size, prev->ring_size, 512 * 1024);
     ngx_conf_merge_size_value(conf->ring_max_size, prev->ring_max_size,
                               16 * 1024 * 1024);
-    ngx_conf_merge_value(conf->redact, prev->redact, 0);
+    ngx_conf_merge_uint_value(conf->redact, prev->redact, 0);
     ngx_conf_merge_value(conf->terminate_on_last_controller,
                          prev->terminate_on_last_controller, 0);
     ngx_conf_merge_uint_value(conf->answer_queries, prev->answer_queries,

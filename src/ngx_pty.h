@@ -52,6 +52,7 @@ typedef struct ngx_pty_session_sh_s   ngx_pty_session_sh_t;
 typedef struct ngx_pty_session_s      ngx_pty_session_t;
 typedef struct ngx_pty_client_s       ngx_pty_client_t;
 typedef struct ngx_pty_ring_s         ngx_pty_ring_t;
+typedef struct ngx_pty_reveal_s       ngx_pty_reveal_t;
 
 
 typedef enum {
@@ -159,7 +160,8 @@ typedef struct {
     ngx_msec_t                 closed_linger;
 
     ngx_flag_t                 terminate_on_last_controller;
-    ngx_flag_t                 redact;         /* pty_redact */
+    ngx_uint_t                 redact;         /* pty_redact: NGX_PTY_REDACT_*
+                                                  shown masked, 0: off */
     ngx_uint_t                 answer_queries;  /* NGX_PTY_ANSWER_* */
 
     /* identity and access (ngx_pty_auth.c) */

@@ -85,6 +85,8 @@ static ngx_pty_scope_name_t  ngx_pty_scope_names[] = {
     { ngx_string("pty:start"), NGX_PTY_SCOPE_START },
     { ngx_string("pty:kill"), NGX_PTY_SCOPE_KILL },
     { ngx_string("pty:admin"), NGX_PTY_SCOPE_DEFAULT|NGX_PTY_SCOPE_ADMIN },
+    /* not implied by admin: seeing secrets is asked for by name */
+    { ngx_string("pty:reveal"), NGX_PTY_SCOPE_REVEAL },
     { ngx_null_string, 0 }
 };
 

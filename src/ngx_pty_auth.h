@@ -24,6 +24,7 @@
 #define NGX_PTY_SCOPE_START     0x04      /* pty:start */
 #define NGX_PTY_SCOPE_KILL      0x08      /* pty:kill */
 #define NGX_PTY_SCOPE_ADMIN     0x10      /* pty:admin: every session */
+#define NGX_PTY_SCOPE_REVEAL    0x20      /* pty:reveal: output unmasked */
 
 /* what a location without pty_scopes, or with pty_auth off, grants */
 #define NGX_PTY_SCOPE_DEFAULT                                                 \

@@ -9,6 +9,8 @@
 #include "ngx_pty_replay.h"
 #include "ngx_pty_a2a.h"
 #include "ngx_pty_util.h"
+#include "ngx_pty_auth.h"
+#include "ngx_pty_reveal.h"
 
 
 typedef struct {
@@ -84,6 +86,8 @@ static ngx_int_t ngx_pty_binding_held_closed(ngx_pty_client_t *cl);
 static ngx_uint_t ngx_pty_binding_more(ngx_pty_client_t *cl);
 static ngx_int_t ngx_pty_binding_cache_join(ngx_pty_client_t *cl);
 static void ngx_pty_binding_cache_leave(ngx_pty_client_t *cl);
+static ngx_uint_t ngx_pty_binding_unmasked(ngx_pty_client_t *cl,
+    ngx_pty_frame_t *f);
 static ngx_pty_ws_shared_t *ngx_pty_binding_cached(ngx_pty_client_t *cl,
     ngx_pty_frame_t *f);
 static ngx_pty_frame_t *ngx_pty_binding_copy(ngx_pty_client_t *cl,
@@ -726,9 +730,23 @@ again:
         kind = f->kind;
         seq = f->seq;
 
-        /* another client here built it, or copy it out and build it */
-        sf = ngx_pty_binding_cached(cl, f);
-        copy = (sf == NULL) ? ngx_pty_binding_copy(cl, f) : NULL;
+        if (ngx_pty_binding_unmasked(cl, f)) {
+            /* its own copy, with what redaction hid put back */
+            sf = NULL;
+            copy = ngx_pty_binding_copy(cl, f);
+
+            if (copy) {
+                (void) ngx_pty_reveal_overlay(sh, copy->anchor,
+                                              ngx_pty_frame_data(copy),
+                                              copy->len);
+                copy->target = cl->client_id;     /* not for the cache */
+            }
+
+        } else {
+            /* another client here built it, or copy it out and build it */
+            sf = ngx_pty_binding_cached(cl, f);
+            copy = (sf == NULL) ? ngx_pty_binding_copy(cl, f) : NULL;
+        }
 
         ngx_pty_shm_unlock(sh);
 
@@ -827,6 +845,42 @@ ngx_pty_binding_cache_leave(ngx_pty_client_t *cl)
         ngx_free(fc);
         cl->session->frames = NULL;
     }
+}
+
+
+/*
+ * Under the session lock: whether this client is shown an Output frame
+ * with what redaction masked in it (pty_redact's list, pty:reveal).
+ */
+static ngx_uint_t
+ngx_pty_binding_unmasked(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
+{
+    ngx_uint_t             who;
+    ngx_pty_session_sh_t  *sh;
+
+    sh = cl->session->sh;
+
+    if (f->kind != NGX_PTY_FRAME_OUTPUT
+        || !ngx_pty_reveal_touches(sh, f->anchor, f->len))
+    {
+        return 0;
+    }
+
+    if (cl->ident && (cl->ident->scopes & NGX_PTY_SCOPE_REVEAL)) {
+        return 1;
+    }
+
+    if (f->seq < cl->live_seq) {
+        who = NGX_PTY_REDACT_REPLAY;
+
+    } else if (cl->role == NGX_PTY_ROLE_CONTROLLER) {
+        who = NGX_PTY_REDACT_CONTROLLER;
+
+    } else {
+        who = NGX_PTY_REDACT_OBSERVERS;
+    }
+
+    return !(sh->redact & who);
 }
 
 

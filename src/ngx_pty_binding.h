@@ -57,6 +57,7 @@ struct ngx_pty_client_s {
     uint64_t                   sent_seq;     /* RoleAssigned sent ahead */
     uint64_t                   leave_seq;    /* close once this is sent */
     uint64_t                   hold_seq;     /* see ngx_pty_binding_held() */
+    uint64_t                   live_seq;     /* before it: replay */
 
     ngx_msec_t                 last_keyframe_request;
     ngx_event_t                keyframe_ev;

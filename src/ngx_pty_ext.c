@@ -567,6 +567,7 @@ ngx_pty_ext_cursor_locked(ngx_pty_client_t *cl, ngx_pty_ext_join_t *j)
     ra_seq = j->ra->seq;
     (void) ngx_pty_binding_send_frame(cl, j->ra);
     cl->sent_seq = ra_seq;
+    cl->live_seq = ra_seq;
 
     first = ngx_pty_ring_first_seq(sh->ring);
     cl->cursor = ngx_pty_ring_find(sh->ring, ra_seq);

@@ -14,6 +14,7 @@
 
 #include "ngx_pty.h"
 #include "ngx_pty_redact.h"
+#include "ngx_pty_reveal.h"
 
 
 #define NGX_PTY_REDACT_READ  NGX_PTY_READ_CHUNK  /* the largest read fed */
@@ -28,6 +29,11 @@ struct ngx_pty_redact_s {
     size_t                     ctx;
     size_t                     held;
     u_char                    *out;
+
+    /* the last output's masked spans, their original bytes in raw */
+    ngx_pty_redact_span_t      spans[NGX_PTY_REDACT_SPANS];
+    ngx_uint_t                 nspans;
+    u_char                    *raw;
 };
 
 
@@ -36,6 +42,8 @@ static size_t ngx_pty_redact_run(ngx_pty_redact_t *r, size_t len,
 static void ngx_pty_redact_mask(u_char *out, size_t from, size_t start,
     size_t end);
 static size_t ngx_pty_redact_partial(ngx_pty_redact_t *r, size_t len);
+static void ngx_pty_redact_originals(ngx_pty_redact_t *r, size_t from,
+    size_t keep);
 static ngx_int_t ngx_pty_redact_literal(ngx_conf_t *cf, ngx_array_t *alts,
     u_char *p, size_t len, ngx_str_t *file);
 static char *ngx_pty_redact_jit(ngx_conf_t *cf, ngx_pty_redact_conf_t *rc,
@@ -137,6 +145,73 @@ ngx_pty_redact_secrets(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     if (ngx_conf_full_name(cf->cycle, file, 1) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * pty_redact on | off | who...: whom the masked output is shown to
+ * ("on": everyone); the others see what the ledger kept of it
+ */
+char *
+ngx_pty_redact_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_pty_loc_conf_t  *plcf = conf;
+
+    ngx_str_t   *value;
+    ngx_uint_t   i, j, who;
+
+    static struct {
+        ngx_str_t   name;
+        ngx_uint_t  who;
+    } names[] = {
+        { ngx_string("on"), NGX_PTY_REDACT_ALL },
+        { ngx_string("live"),
+          NGX_PTY_REDACT_CONTROLLER|NGX_PTY_REDACT_OBSERVERS },
+        { ngx_string("controller"), NGX_PTY_REDACT_CONTROLLER },
+        { ngx_string("observers"), NGX_PTY_REDACT_OBSERVERS },
+        { ngx_string("replay"), NGX_PTY_REDACT_REPLAY },
+        { ngx_string("api"), NGX_PTY_REDACT_API },
+        { ngx_null_string, 0 }
+    };
+
+    if (plcf->redact != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (cf->args->nelts == 2 && ngx_strcmp(value[1].data, "off") == 0) {
+        plcf->redact = 0;
+        return NGX_CONF_OK;
+    }
+
+    who = 0;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        for (j = 0; names[j].name.len; j++) {
+            if (value[i].len == names[j].name.len
+                && ngx_strncmp(value[i].data, names[j].name.data,
+                               value[i].len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (names[j].name.len == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid value \"%V\": pty_redact takes "
+                               "\"on\", \"off\" or whom masked output is "
+                               "shown to: live, controller, observers, "
+                               "replay, api", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        who |= names[j].who;
+    }
+
+    plcf->redact = who;
 
     return NGX_CONF_OK;
 }
@@ -450,8 +525,10 @@ ngx_pty_redact_create(ngx_pty_redact_conf_t *rc, ngx_log_t *log)
     r->buf = ngx_alloc(NGX_PTY_REDACT_CONTEXT + NGX_PTY_REDACT_HOLD
                        + NGX_PTY_REDACT_READ, log);
     r->out = ngx_alloc(NGX_PTY_REDACT_HOLD + NGX_PTY_REDACT_READ, log);
+    r->raw = ngx_alloc(NGX_PTY_REVEAL_SIZE, log);
 
-    if (r->md == NULL || r->buf == NULL || r->out == NULL) {
+    if (r->md == NULL || r->buf == NULL || r->out == NULL || r->raw == NULL)
+    {
         ngx_pty_redact_destroy(r);
         return NULL;
     }
@@ -470,6 +547,11 @@ ngx_pty_redact_destroy(ngx_pty_redact_t *r)
     if (r->buf) {
         ngx_explicit_memzero(r->buf, r->ctx + r->held);
         ngx_free(r->buf);
+    }
+
+    if (r->raw) {
+        ngx_explicit_memzero(r->raw, NGX_PTY_REVEAL_SIZE);
+        ngx_free(r->raw);
     }
 
     ngx_free(r->out);
@@ -503,6 +585,15 @@ size_t
 ngx_pty_redact_held(ngx_pty_redact_t *r)
 {
     return r->held;
+}
+
+
+ngx_uint_t
+ngx_pty_redact_spans(ngx_pty_redact_t *r, ngx_pty_redact_span_t **spans)
+{
+    *spans = r->spans;
+
+    return r->nspans;
 }
 
 
@@ -609,6 +700,7 @@ ngx_pty_redact_run(ngx_pty_redact_t *r, size_t len, ngx_uint_t hold,
     ngx_memcpy(r->out, r->buf + from, len - from);
 
     ov = pcre2_get_ovector_pointer(r->md);
+    r->nspans = 0;
 
     for (pos = 0; pos < len; pos = (end > start) ? end : start + 1) {
         rc = pcre2_match(r->re, r->buf, len, pos, 0, r->md, NULL);
@@ -622,6 +714,12 @@ ngx_pty_redact_run(ngx_pty_redact_t *r, size_t len, ngx_uint_t hold,
 
         if (end > from) {
             ngx_pty_redact_mask(r->out, from, start, end);
+
+            if (r->nspans < NGX_PTY_REDACT_SPANS) {
+                r->spans[r->nspans].pos = ngx_max(start, from) - from;
+                r->spans[r->nspans].len = end - ngx_max(start, from);
+                r->nspans++;
+            }
         }
     }
 
@@ -640,6 +738,8 @@ ngx_pty_redact_run(ngx_pty_redact_t *r, size_t len, ngx_uint_t hold,
         }
     }
 
+    ngx_pty_redact_originals(r, from, keep);
+
     /* the next context: the last bytes let go, then what is held */
     ctx = ngx_min(keep, NGX_PTY_REDACT_CONTEXT);
     ngx_memmove(r->buf, r->buf + keep - ctx, ctx + (len - keep));
@@ -649,6 +749,40 @@ ngx_pty_redact_run(ngx_pty_redact_t *r, size_t len, ngx_uint_t hold,
     *out = r->out;
 
     return keep - from;
+}
+
+
+/*
+ * The original bytes of the spans let go (those held back are masked
+ * again with the next read), while buf still has them; spans past what
+ * raw holds stay masked for everyone.
+ */
+static void
+ngx_pty_redact_originals(ngx_pty_redact_t *r, size_t from, size_t keep)
+{
+    size_t                  used, end;
+    ngx_uint_t              i, n;
+    ngx_pty_redact_span_t  *sp;
+
+    used = 0;
+
+    for (i = 0, n = 0; i < r->nspans; i++) {
+        sp = &r->spans[i];
+        end = ngx_min(sp->pos + sp->len, keep - from);
+
+        if (sp->pos >= end || used + (end - sp->pos) > NGX_PTY_REVEAL_SIZE) {
+            continue;
+        }
+
+        r->spans[n].pos = sp->pos;
+        r->spans[n].len = end - sp->pos;
+        r->spans[n].raw = r->raw + used;
+        ngx_memcpy(r->raw + used, r->buf + from + sp->pos, end - sp->pos);
+        used += end - sp->pos;
+        n++;
+    }
+
+    r->nspans = n;
 }
 
 

@@ -21,7 +21,17 @@
 #define NGX_PTY_REDACT_CONTEXT  256         /* bytes seen, kept to match */
 
 
+#define NGX_PTY_REDACT_SPANS    32          /* kept of one read's */
+
+
 typedef struct ngx_pty_redact_s  ngx_pty_redact_t;
+
+/* a masked span of the last output: out[pos, pos + len) was raw[] */
+typedef struct {
+    size_t                     pos;
+    size_t                     len;
+    u_char                    *raw;
+} ngx_pty_redact_span_t;
 
 
 /* http level: what is a secret */
@@ -34,6 +44,8 @@ struct ngx_pty_redact_conf_s {
 };
 
 
+char *ngx_pty_redact_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 char *ngx_pty_redact_pattern(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_pty_redact_secrets(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_pty_redact_builtin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
@@ -57,6 +69,9 @@ size_t ngx_pty_redact_feed(ngx_pty_redact_t *r, u_char *in, size_t n,
 /* everything held, masked where it is a whole secret */
 size_t ngx_pty_redact_flush(ngx_pty_redact_t *r, u_char **out);
 size_t ngx_pty_redact_held(ngx_pty_redact_t *r);
+/* the masked spans of the last feed's or flush's output */
+ngx_uint_t ngx_pty_redact_spans(ngx_pty_redact_t *r,
+    ngx_pty_redact_span_t **spans);
 /* a whole text's secrets masked in place: how many, or NGX_ERROR */
 ngx_int_t ngx_pty_redact_text(ngx_pty_redact_conf_t *conf, u_char *p,
     size_t len);

@@ -12,6 +12,8 @@
 #include "ngx_pty_util.h"
 #include "ngx_pty_policy.h"
 #include "ngx_pty_store.h"
+#include "ngx_pty_redact.h"
+#include "ngx_pty_reveal.h"
 
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -66,6 +68,8 @@ static ngx_int_t ngx_pty_session_redactor(ngx_pty_session_t *s);
 static void ngx_pty_session_output(ngx_pty_session_t *s, u_char *buf,
     size_t n, ngx_uint_t full);
 static void ngx_pty_session_redact_handler(ngx_event_t *ev);
+static void ngx_pty_session_store_masked(ngx_pty_session_t *s, u_char *out,
+    size_t len);
 static void ngx_pty_session_write_handler(ngx_event_t *wev);
 static ngx_int_t ngx_pty_session_input_room(ngx_pty_session_t *s, size_t len);
 static void ngx_pty_session_input_taken(ngx_pty_session_t *s, size_t n);
@@ -1215,7 +1219,7 @@ ngx_pty_session_output(ngx_pty_session_t *s, u_char *buf, size_t n,
     len = ngx_pty_redact_feed(s->redact, buf, n, full, &out);
 
     if (len) {
-        ngx_pty_session_store(s, out, len);
+        ngx_pty_session_store_masked(s, out, len);
     }
 
     if (ngx_pty_redact_held(s->redact)) {
@@ -1226,6 +1230,38 @@ ngx_pty_session_output(ngx_pty_session_t *s, u_char *buf, size_t n,
     } else if (s->redact_ev.timer_set) {
         ngx_del_timer(&s->redact_ev);
     }
+}
+
+
+/*
+ * Masked output to the ring; first, what it hid to the ledger, by the
+ * scrollback offsets it is about to take (only the owner appends), so
+ * a consumer shown the raw stream never meets a span not yet kept.
+ */
+static void
+ngx_pty_session_store_masked(ngx_pty_session_t *s, u_char *out, size_t len)
+{
+    uint64_t                off;
+    ngx_uint_t              i, n;
+    ngx_pty_session_sh_t   *sh;
+    ngx_pty_redact_span_t  *sp;
+
+    sh = s->sh;
+    n = ngx_pty_redact_spans(s->redact, &sp);
+
+    if (n && ngx_pty_reveal_prepare(sh) == NGX_OK) {
+        off = sh->scroll->head;
+
+        ngx_pty_shm_lock(sh);
+
+        for (i = 0; i < n; i++) {
+            ngx_pty_reveal_keep(sh, off + sp[i].pos, sp[i].raw, sp[i].len);
+        }
+
+        ngx_pty_shm_unlock(sh);
+    }
+
+    ngx_pty_session_store(s, out, len);
 }
 
 
@@ -1250,7 +1286,7 @@ ngx_pty_session_redact_handler(ngx_event_t *ev)
     len = ngx_pty_redact_flush(s->redact, &out);
 
     if (len) {
-        ngx_pty_session_store(s, out, len);
+        ngx_pty_session_store_masked(s, out, len);
         ngx_pty_session_stored(s, len, 1);
     }
 }

@@ -5,6 +5,7 @@
 
 #include "ngx_pty.h"
 #include "ngx_pty_shm.h"
+#include "ngx_pty_reveal.h"
 #include "ngx_pty_util.h"
 
 
@@ -732,8 +733,9 @@ ngx_pty_shm_forget_oldest(ngx_pty_session_sh_t **sh, uint64_t ended_before)
 void
 ngx_pty_shm_session_strip(ngx_pty_session_sh_t *s)
 {
-    u_char           *ring, *sc, *inbox;
-    ngx_slab_pool_t  *shpool;
+    u_char            *ring, *sc, *inbox;
+    ngx_slab_pool_t   *shpool;
+    ngx_pty_reveal_t  *reveal;
 
     if (!ngx_atomic_cmp_set(&s->lock, 0, ngx_pid)) {
         return;
@@ -760,6 +762,9 @@ ngx_pty_shm_session_strip(ngx_pty_session_sh_t *s)
     s->inbox_len = 0;
     s->inbox_max = 0;
 
+    reveal = s->reveal;
+    s->reveal = NULL;
+
     ngx_pty_shm_unlock(s);
 
     shpool = ngx_pty_zone.shpool;
@@ -776,6 +781,11 @@ ngx_pty_shm_session_strip(ngx_pty_session_sh_t *s)
 
     if (inbox) {
         ngx_slab_free_locked(shpool, inbox);
+    }
+
+    if (reveal) {
+        ngx_explicit_memzero(reveal, sizeof(ngx_pty_reveal_t));
+        ngx_slab_free_locked(shpool, reveal);
     }
 
     ngx_shmtx_unlock(&shpool->mutex);
@@ -832,6 +842,8 @@ ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool, ngx_pty_session_sh_t *s)
     if (s->api_spill) {
         ngx_slab_free_locked(shpool, s->api_spill);
     }
+
+    ngx_pty_reveal_free_locked(shpool, s);
 
     ngx_slab_free_locked(shpool, s);
 }

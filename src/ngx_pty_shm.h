@@ -255,7 +255,9 @@ struct ngx_pty_session_sh_s {
     ngx_msec_t                 max_age;
     ngx_uint_t                 answer_queries;
     ngx_uint_t                 terminate_on_last_controller;
-    ngx_uint_t                 redact;        /* pty_redact on */
+    ngx_uint_t                 redact;        /* pty_redact: NGX_PTY_REDACT_*
+                                                 shown masked, 0: off */
+    ngx_pty_reveal_t          *reveal;        /* what it hid, for the rest */
 
     size_t                     command_len;
     u_char                    *command;
