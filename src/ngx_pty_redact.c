@@ -715,11 +715,17 @@ ngx_pty_redact_run(ngx_pty_redact_t *r, size_t len, ngx_uint_t hold,
         if (end > from) {
             ngx_pty_redact_mask(r->out, from, start, end);
 
-            if (r->nspans < NGX_PTY_REDACT_SPANS) {
-                r->spans[r->nspans].pos = ngx_max(start, from) - from;
-                r->spans[r->nspans].len = end - ngx_max(start, from);
-                r->nspans++;
+            if (r->nspans == NGX_PTY_REDACT_SPANS) {
+                /* the last ones are those the ledger would keep */
+                ngx_memmove(&r->spans[0], &r->spans[1],
+                            (NGX_PTY_REDACT_SPANS - 1)
+                            * sizeof(ngx_pty_redact_span_t));
+                r->nspans--;
             }
+
+            r->spans[r->nspans].pos = ngx_max(start, from) - from;
+            r->spans[r->nspans].len = end - ngx_max(start, from);
+            r->nspans++;
         }
     }
 
@@ -754,35 +760,50 @@ ngx_pty_redact_run(ngx_pty_redact_t *r, size_t len, ngx_uint_t hold,
 
 /*
  * The original bytes of the spans let go (those held back are masked
- * again with the next read), while buf still has them; spans past what
- * raw holds stay masked for everyone.
+ * again with the next read), while buf still has them: the last ones
+ * that raw holds, as the ledger keeps the last; the others stay masked
+ * for everyone.
  */
 static void
 ngx_pty_redact_originals(ngx_pty_redact_t *r, size_t from, size_t keep)
 {
     size_t                  used, end;
-    ngx_uint_t              i, n;
+    ngx_uint_t              i, n, first;
     ngx_pty_redact_span_t  *sp;
 
-    used = 0;
+    n = 0;
 
-    for (i = 0, n = 0; i < r->nspans; i++) {
+    for (i = 0; i < r->nspans; i++) {
         sp = &r->spans[i];
         end = ngx_min(sp->pos + sp->len, keep - from);
 
-        if (sp->pos >= end || used + (end - sp->pos) > NGX_PTY_REVEAL_SIZE) {
-            continue;
+        if (sp->pos < end) {
+            r->spans[n].pos = sp->pos;
+            r->spans[n++].len = end - sp->pos;
         }
-
-        r->spans[n].pos = sp->pos;
-        r->spans[n].len = end - sp->pos;
-        r->spans[n].raw = r->raw + used;
-        ngx_memcpy(r->raw + used, r->buf + from + sp->pos, end - sp->pos);
-        used += end - sp->pos;
-        n++;
     }
 
-    r->nspans = n;
+    used = 0;
+
+    for (first = n; first > 0; first--) {
+        if (used + r->spans[first - 1].len > NGX_PTY_REVEAL_SIZE) {
+            break;
+        }
+
+        used += r->spans[first - 1].len;
+    }
+
+    used = 0;
+
+    for (i = first; i < n; i++) {
+        sp = &r->spans[i];
+        sp->raw = r->raw + used;
+        ngx_memcpy(sp->raw, r->buf + from + sp->pos, sp->len);
+        used += sp->len;
+        r->spans[i - first] = *sp;
+    }
+
+    r->nspans = n - first;
 }
 
 

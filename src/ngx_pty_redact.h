@@ -1,9 +1,10 @@
 
 /*
  * Secret redaction (the extension's section 10.3): a session's output is
- * masked as the owner reads it, before it enters the ring, so every
- * client, replay, the agent API, the screen model, its Keyframes and the
- * archive see the same masked bytes.  Each byte of a secret becomes '*'
+ * masked as the owner reads it, before it enters the ring, so the screen
+ * model, its Keyframes and the archive see masked bytes, and so does
+ * every client unless pty_redact's list or pty:reveal shows it what the
+ * spans hid (ngx_pty_reveal.h).  Each byte of a secret becomes '*'
  * (a run of ten or more starts with "[REDACTED]"): lengths, columns and
  * offsets stay as the program wrote them.  A secret split across reads
  * is caught: output that may be the start of one is held back until the
@@ -21,7 +22,7 @@
 #define NGX_PTY_REDACT_CONTEXT  256         /* bytes seen, kept to match */
 
 
-#define NGX_PTY_REDACT_SPANS    32          /* kept of one read's */
+#define NGX_PTY_REDACT_SPANS    128         /* one read's last, kept */
 
 
 typedef struct ngx_pty_redact_s  ngx_pty_redact_t;

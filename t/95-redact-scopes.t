@@ -5,8 +5,9 @@
 # live while observers and replay see the mask; the agent API, not
 # listed, reads it; a principal holding pty:reveal sees it live and in
 # replay from the ring even where pty_redact is "on", one without it
-# sees the mask; Keyframes stay masked for all.  A bad list is refused
-# by nginx -t.
+# sees the mask; Keyframes stay masked for all.  The ledger of what was
+# masked is bounded: its oldest spans go back to the mask.  A bad list
+# is refused by nginx -t.
 
 use strict;
 use warnings;
@@ -46,7 +47,7 @@ my $t = pty_nginx(
         }
 SERVER
 
-$t->plan(19)->run();
+$t->plan(22)->run();
 
 my $port = $t->port(8080);
 
@@ -125,6 +126,23 @@ unlike($live_b, qr/\Q$key\E/, 'pty:admin alone does not');
 like($j->{output} // '', qr/key \[REDACTED\]/, 'the agent API sees the mask')
     or diag explain $j;
 unlike($j->{output} // '', qr/\Q$key\E/, 'and not the secret');
+
+# --- the ledger is bounded: the oldest spans go back to the mask ---
+
+$t->write_file('many.sh', "read x\n"
+    . "for i in \$(seq 100 249); do echo \"k AKIAMANYKEYS00000\$i\"; done\n"
+    . "echo after-many\nexec cat\n");
+($st, $j) = api_call($port, '/masked/start',
+    { command => 'bash ' . $t->testdir . '/many.sh', wait_ms => 0 });
+my $many = $j;
+($c) = attach_join($t, $many);
+send_input($c, "go\n");
+read_output($c, qr/after-many/);
+($out) = replayed($t, via($many, '/admin'));
+like($out, qr/k AKIAMANYKEYS00000249/, 'the last secrets are kept');
+like($out, qr/k \[REDACTED\]\*{10}\r?\n/,
+    'the first ones, pushed out of the ledger, stay masked');
+unlike($out, qr/AKIAMANYKEYS00000100/, 'not shown');
 
 # --- nginx -t ---
 
