@@ -17,8 +17,8 @@
 #include "ngx_pty_shm.h"
 
 
-#define NGX_PTY_REVEAL_SIZE     4096        /* original bytes kept, with
-                                               their 16-byte headers */
+/* original bytes kept, with their 16-byte headers: the ledger is a page */
+#define NGX_PTY_REVEAL_SIZE     (4096 - 3 * sizeof(uint64_t))
 
 /* pty_redact: who is shown masked output (the rest is shown it raw) */
 #define NGX_PTY_REDACT_CONTROLLER  0x01
