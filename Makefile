@@ -123,6 +123,9 @@ $(BUILD)/wsload: t/bench/wsload.c t/bench/bench.h
 $(BUILD)/wssoak: t/bench/wssoak.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
+$(BUILD)/sqlfloor: t/bench/sqlfloor.c
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lsqlite3
+
 $(BUILD)/wsfanout: t/bench/wsfanout.c t/bench/bench.h
 	$(CC) -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
@@ -148,7 +151,7 @@ bench: all $(BENCH_BINS)
 idle: all
 	perl t/bench/idle.pl
 
-bench-archive: all $(BUILD)/wsbench
+bench-archive: all $(BUILD)/wsbench $(BUILD)/sqlfloor
 	perl t/bench/archive.pl
 
 load: all $(BUILD)/wsload

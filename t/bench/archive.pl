@@ -8,6 +8,10 @@
 #               built-in patterns), against the same from an nginx with
 #               neither, alternated; and whether the archive kept up
 #               (every frame stored, no gap)
+#   worker CPU  what the workers' threads (the archive's pool among them)
+#               spent per MiB of it, the archive's until it has stored it;
+#               and SQLite alone storing as many bytes the same way
+#               (build/sqlfloor), the floor of what storing costs
 #   echo        the keystroke echo p50 with each and with neither
 #   zone        zone pages in use after 1,000 short sessions have ended,
 #               with and without it
@@ -34,7 +38,10 @@ my $wsbench = "$root/build/wsbench";
 my $runs = $ENV{BENCH_RUNS} // 3;
 my $mib = $ENV{BENCH_MIB} // 64;
 
--x $wsbench or die "build t/bench first (make bench-archive)\n";
+my $sqlfloor = "$root/build/sqlfloor";
+
+-x $wsbench && -x $sqlfloor
+    or die "build t/bench first (make bench-archive)\n";
 
 # one port for both: each figure restarts nginx with or without it
 my $t = pty_nginx(zone => '256m',
@@ -61,18 +68,53 @@ my $line = join(' ', map { "word$_" } 1 .. 12) . "\n";
 print $fh $line x int(($mib << 20) / length $line);
 close $fh;
 
-my (%rate, %ratio, %last);
+# CPU seconds of the workers, every thread (the archive's pool too)
+sub workers_cpu {
+    my $master = $t->read_file('nginx.pid');
+    chomp $master;
+    my $sum = 0;
+    for my $pid (split ' ', `pgrep -P $master`) {
+        for my $stat (glob "/proc/$pid/task/*/stat") {
+            open(my $fh, '<', $stat) or next;
+            my $line = <$fh>;
+            # past the command's parentheses: utime and stime are 12, 13
+            my @f = split ' ', substr($line, rindex($line, ')') + 2);
+            $sum += $f[11] + $f[12];
+        }
+    }
+    return $sum / 100;
+}
+
+my (%rate, %ratio, %last, %cpu, %cpu_ratio);
 for my $run (1 .. $runs) {
     for my $arch (0, 1, 2) {
         nginx_with($arch);
         my $s = start_session($t, "read x; cat $dir/plain.txt",
             cols => 120, rows => 30);
+        my $before = workers_cpu();
         my ($b, $secs) = split ' ',
             `$wsbench throughput @{[$t->port(8080)]} $s->{attach_path}`;
+        if ($arch == 1) {
+            # the writer's last batches come after the client has it all
+            my $d = time + 30;
+            my ($st, $j);
+            while (time < $d) {
+                ($st, $j) = api_call($t->port(8080), '/pty/transcript',
+                    { id => $s->{id}, limit => 0 });
+                last if $st == 200 && $j->{state} eq 'exited';
+                sleep 0.05;
+            }
+        }
+        push @{$cpu{$arch}}, (workers_cpu() - $before) * 1000 / $mib;
         push @{$rate{$arch}}, $b / $secs / 1e6;
         $last{$arch} = $s;
     }
     push @{$ratio{$_}}, $rate{$_}[-1] / $rate{0}[-1] for 1, 2;
+    push @{$cpu_ratio{$_}}, $cpu{$_}[-1] / $cpu{0}[-1] for 1, 2;
+    # the floor: SQLite alone storing as many bytes the same way
+    my $floor = `$sqlfloor $dir/arch/floor.db $mib`;
+    chomp $floor;
+    push @{$cpu{floor}}, $floor;
 }
 
 # the last session of the archive's nginx: all of it stored, no gap?
@@ -129,6 +171,11 @@ printf "%-34s %-16s %-16s %-16s %-18s %s\n", 'figure', 'neither',
 printf "%-34s %-16s %-16s %-16s %-18s %s\n", 'throughput MB/s, plain text',
     mmm($rate{0}), mmm($rate{1}), mmm($rate{2}),
     mmm($ratio{1}, '%.2f'), mmm($ratio{2}, '%.2f');
+printf "%-34s %-16s %-16s %-16s %-18s %s\n", 'worker CPU, ms per MiB',
+    mmm($cpu{0}, '%.1f'), mmm($cpu{1}, '%.1f'), mmm($cpu{2}, '%.1f'),
+    mmm($cpu_ratio{1}, '%.2f'), mmm($cpu_ratio{2}, '%.2f');
+printf "%-34s %-16s %-16s\n", 'SQLite alone, CPU ms per MiB', '',
+    mmm($cpu{floor}, '%.1f');
 printf "%-34s %-16s %-16s %-16s %-18s %s\n", 'echo p50 (us)',
     mmm($echo{0}), mmm($echo{1}), mmm($echo{2}),
     mmm($echo_ratio{1}, '%.2f'), mmm($echo_ratio{2}, '%.2f');
