@@ -699,36 +699,6 @@ ngx_pty_redact_run(ngx_pty_redact_t *r, size_t len, ngx_uint_t hold,
     from = r->ctx;
     ngx_memcpy(r->out, r->buf + from, len - from);
 
-    ov = pcre2_get_ovector_pointer(r->md);
-    r->nspans = 0;
-
-    for (pos = 0; pos < len; pos = (end > start) ? end : start + 1) {
-        rc = pcre2_match(r->re, r->buf, len, pos, 0, r->md, NULL);
-
-        if (rc < 0) {
-            break;
-        }
-
-        start = ov[0];
-        end = ov[1];
-
-        if (end > from) {
-            ngx_pty_redact_mask(r->out, from, start, end);
-
-            if (r->nspans == NGX_PTY_REDACT_SPANS) {
-                /* the last ones are those the ledger would keep */
-                ngx_memmove(&r->spans[0], &r->spans[1],
-                            (NGX_PTY_REDACT_SPANS - 1)
-                            * sizeof(ngx_pty_redact_span_t));
-                r->nspans--;
-            }
-
-            r->spans[r->nspans].pos = ngx_max(start, from) - from;
-            r->spans[r->nspans].len = end - ngx_max(start, from);
-            r->nspans++;
-        }
-    }
-
     keep = len;
 
     if (hold) {
@@ -742,6 +712,42 @@ ngx_pty_redact_run(ngx_pty_redact_t *r, size_t len, ngx_uint_t hold,
         {
             keep = start;
         }
+    }
+
+    ov = pcre2_get_ovector_pointer(r->md);
+    r->nspans = 0;
+
+    for (pos = 0; pos < len; pos = (end > start) ? end : start + 1) {
+        rc = pcre2_match(r->re, r->buf, len, pos, 0, r->md, NULL);
+
+        if (rc < 0) {
+            break;
+        }
+
+        start = ov[0];
+        end = ov[1];
+
+        if (end <= from) {
+            continue;
+        }
+
+        ngx_pty_redact_mask(r->out, from, start, end);
+
+        if (start >= keep) {
+            continue;           /* held: masked again with the next read */
+        }
+
+        if (r->nspans == NGX_PTY_REDACT_SPANS) {
+            /* the last ones are those the ledger would keep */
+            ngx_memmove(&r->spans[0], &r->spans[1],
+                        (NGX_PTY_REDACT_SPANS - 1)
+                        * sizeof(ngx_pty_redact_span_t));
+            r->nspans--;
+        }
+
+        r->spans[r->nspans].pos = ngx_max(start, from) - from;
+        r->spans[r->nspans].len = end - ngx_max(start, from);
+        r->nspans++;
     }
 
     ngx_pty_redact_originals(r, from, keep);

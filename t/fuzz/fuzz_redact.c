@@ -11,7 +11,11 @@
  * ways: what comes out is exactly as long as what went in (no byte lost,
  * none twice: every byte is let go by the last flush at the latest, none
  * is held after a flush), and each byte out is the one that went in or
- * part of the mask ('*' or the marker's).
+ * part of the mask ('*' or the marker's).  The spans each output gives
+ * for the ledger (pty_redact's list, pty:reveal) lie within it, cover
+ * masked bytes only, and hold the bytes that went in there; laid over an
+ * output that none were dropped from (fewer than the cap, and no more
+ * than the ledger holds), they give back exactly what went in.
  */
 
 #include "fuzz_env.h"
@@ -71,6 +75,46 @@ fuzz_masks(u_char c)
 }
 
 
+/* an output of len bytes that began at the stream's byte "at" */
+static void
+fuzz_spans(ngx_pty_redact_t *r, const uint8_t *stream, size_t at,
+    u_char *out, size_t len)
+{
+    u_char                 *back;
+    size_t                  k;
+    ngx_uint_t              i, n;
+    ngx_pty_redact_span_t  *sp;
+
+    n = ngx_pty_redact_spans(r, &sp);
+
+    back = malloc(len + 1);
+    fuzz_assert(back != NULL);
+    memcpy(back, out, len);
+
+    for (i = 0; i < n; i++) {
+        fuzz_assert(sp[i].len > 0 && sp[i].pos + sp[i].len <= len);
+        fuzz_assert(memcmp(sp[i].raw, stream + at + sp[i].pos, sp[i].len)
+                    == 0);
+
+        for (k = sp[i].pos; k < sp[i].pos + sp[i].len; k++) {
+            fuzz_assert(fuzz_masks(out[k]));
+        }
+        memcpy(back + sp[i].pos, sp[i].raw, sp[i].len);
+    }
+
+    for (i = 0; i < len; i++) {
+        /* a span not given stays masked */
+        fuzz_assert(back[i] == stream[at + i] || fuzz_masks(back[i]));
+    }
+
+    if (n < NGX_PTY_REDACT_SPANS && len <= NGX_PTY_REVEAL_SIZE) {
+        fuzz_assert(memcmp(back, stream + at, len) == 0);
+    }
+
+    free(back);
+}
+
+
 /* the stream through a redactor in reads of the cuts' lengths */
 static u_char *
 fuzz_run(const uint8_t *data, size_t size, fuzz_cuts_t *cuts,
@@ -78,7 +122,10 @@ fuzz_run(const uint8_t *data, size_t size, fuzz_cuts_t *cuts,
 {
     u_char            *res, *out;
     size_t             left, n, len, got;
+    const uint8_t     *stream;
     ngx_pty_redact_t  *r;
+
+    stream = data;
 
     r = ngx_pty_redact_create(&fuzz_conf, ngx_cycle->log);
     fuzz_assert(r != NULL);
@@ -94,12 +141,14 @@ fuzz_run(const uint8_t *data, size_t size, fuzz_cuts_t *cuts,
 
         len = ngx_pty_redact_feed(r, (u_char *) data, n, flags & 1, &out);
         fuzz_assert(got + len <= size);
+        fuzz_spans(r, stream, got, out, len);
         memcpy(res + got, out, len);
         got += len;
 
         if (flags & 2) {
             len = ngx_pty_redact_flush(r, &out);
             fuzz_assert(got + len <= size);
+            fuzz_spans(r, stream, got, out, len);
             memcpy(res + got, out, len);
             got += len;
             fuzz_assert(ngx_pty_redact_held(r) == 0);
@@ -108,6 +157,7 @@ fuzz_run(const uint8_t *data, size_t size, fuzz_cuts_t *cuts,
 
     len = ngx_pty_redact_flush(r, &out);
     fuzz_assert(got + len == size);
+    fuzz_spans(r, stream, got, out, len);
     memcpy(res + got, out, len);
     fuzz_assert(ngx_pty_redact_held(r) == 0);
 
