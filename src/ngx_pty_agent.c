@@ -25,7 +25,6 @@
 #include "ngx_pty_transcript.h"
 #include "ngx_pty_store.h"
 #include "ngx_pty_redact.h"
-#include "ngx_pty_reveal.h"
 
 
 #define NGX_PTY_AGENT_QUIET        150   /* ms of quiet that settles start */
@@ -792,8 +791,8 @@ ngx_pty_agent_write(ngx_pty_agent_call_t *call, json_t *args)
 
 
 /*
- * The echo the input will make: when pty_redact lists the agent API,
- * its secrets masked as the terminal's output will show them.
+ * The echo the input will make: with pty_redact, its secrets masked as
+ * the terminal's output will show them.
  */
 static ngx_pty_echo_t *
 ngx_pty_agent_echo(ngx_pty_agent_call_t *call, ngx_pty_session_sh_t *sh,
@@ -804,7 +803,7 @@ ngx_pty_agent_echo(ngx_pty_agent_call_t *call, ngx_pty_session_sh_t *sh,
 
     masked = buf;
 
-    if (sh->redact & NGX_PTY_REDACT_API) {
+    if (sh->redact) {
         masked = ngx_pty_redact_copy(buf, len,
                                      call->request->connection->log);
     }

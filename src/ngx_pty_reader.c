@@ -8,7 +8,6 @@
 #include "ngx_pty_session.h"
 #include "ngx_pty_reader.h"
 #include "ngx_pty_store.h"
-#include "ngx_pty_reveal.h"
 
 
 #define NGX_PTY_READER_CHUNK  16384   /* raw bytes fed per step */
@@ -17,8 +16,6 @@
 static void ngx_pty_reader_cleanup(void *data);
 static void ngx_pty_reader_sync(ngx_pty_reader_t *rd,
     ngx_pty_session_sh_t *sh);
-static void ngx_pty_reader_unmask(ngx_pty_session_sh_t *sh, uint64_t off,
-    u_char *buf, size_t n);
 static size_t ngx_pty_reader_resync(ngx_pty_session_sh_t *sh, u_char *buf,
     size_t n, uint64_t *gap);
 static void ngx_pty_reader_mark(ngx_pty_reader_t *rd, uint64_t gap);
@@ -268,7 +265,6 @@ ngx_pty_reader_sync(ngx_pty_reader_t *rd, ngx_pty_session_sh_t *sh)
         n = ngx_pty_scroll_read(sh->scroll, &off, buf,
                                 ngx_min(sizeof(buf), sh->api_cursor - off),
                                 &missed);
-        ngx_pty_reader_unmask(sh, off - n, buf, n);
         ngx_pty_shm_unlock(sh);
 
         if (n == 0 || ngx_pty_text_feed(rd->text, buf, n) != 0) {
@@ -280,21 +276,6 @@ ngx_pty_reader_sync(ngx_pty_reader_t *rd, ngx_pty_session_sh_t *sh)
 
     sh->api_reader = ngx_pid;
     rd->epoch = ngx_atomic_fetch_add(&sh->api_epoch, 1) + 1;
-}
-
-
-/*
- * Under the session lock: scrollback bytes from off, with what redaction
- * masked put back when pty_redact does not list the agent API.  The
- * reader is the session's, whoever calls: it is all or none.
- */
-static void
-ngx_pty_reader_unmask(ngx_pty_session_sh_t *sh, uint64_t off, u_char *buf,
-    size_t n)
-{
-    if (n && !(sh->redact & NGX_PTY_REDACT_API)) {
-        (void) ngx_pty_reveal_overlay(sh, off, buf, n);
-    }
 }
 
 
@@ -333,7 +314,6 @@ ngx_pty_reader_pull(ngx_pty_reader_t *rd, ngx_pty_session_sh_t *sh,
         if (n == 0) {
             n = ngx_pty_scroll_read(sh->scroll, &sh->api_cursor, buf, max,
                                     &missed);
-            ngx_pty_reader_unmask(sh, sh->api_cursor - n, buf, n);
         }
 
         brk = (missed && !sh->api_resync);

@@ -151,8 +151,10 @@ ngx_pty_redact_secrets(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 /*
- * pty_redact on | off | who...: whom the masked output is shown to
- * ("on": everyone); the others see what the ledger kept of it
+ * pty_redact on | off | who...: which WebSocket clients are shown the
+ * masked output ("on": all of them); the others see what the ledger
+ * kept of it.  The agent API, A2A tasks, MCP, Keyframes and the archive
+ * are always masked.
  */
 char *
 ngx_pty_redact_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -172,7 +174,6 @@ ngx_pty_redact_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         { ngx_string("controller"), NGX_PTY_REDACT_CONTROLLER },
         { ngx_string("observers"), NGX_PTY_REDACT_OBSERVERS },
         { ngx_string("replay"), NGX_PTY_REDACT_REPLAY },
-        { ngx_string("api"), NGX_PTY_REDACT_API },
         { ngx_null_string, 0 }
     };
 
@@ -204,7 +205,7 @@ ngx_pty_redact_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                                "invalid value \"%V\": pty_redact takes "
                                "\"on\", \"off\" or whom masked output is "
                                "shown to: live, controller, observers, "
-                               "replay, api", &value[i]);
+                               "replay", &value[i]);
             return NGX_CONF_ERROR;
         }
 

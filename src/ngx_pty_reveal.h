@@ -20,12 +20,14 @@
 /* original bytes kept, with their 16-byte headers: the ledger is a page */
 #define NGX_PTY_REVEAL_SIZE     (4096 - 3 * sizeof(uint64_t))
 
-/* pty_redact: who is shown masked output (the rest is shown it raw) */
+/*
+ * pty_redact: which WebSocket clients are shown masked output (the rest
+ * are shown it raw); everything else is always masked
+ */
 #define NGX_PTY_REDACT_CONTROLLER  0x01
 #define NGX_PTY_REDACT_OBSERVERS   0x02
 #define NGX_PTY_REDACT_REPLAY      0x04
-#define NGX_PTY_REDACT_API         0x08
-#define NGX_PTY_REDACT_ALL         0x0f
+#define NGX_PTY_REDACT_ALL         0x07
 
 
 struct ngx_pty_reveal_s {

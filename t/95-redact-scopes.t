@@ -1,11 +1,12 @@
 #!/usr/bin/perl
 
-# pty_redact's list of whom masked output is shown to, and the
-# pty:reveal scope: with "observers replay" the controller sees a secret
-# live while observers and replay see the mask; the agent API, not
-# listed, reads it; a principal holding pty:reveal sees it live and in
-# replay from the ring even where pty_redact is "on", one without it
-# sees the mask; Keyframes stay masked for all.  The ledger of what was
+# pty_redact's list of which WebSocket clients are shown masked output,
+# and the pty:reveal scope: with "observers replay" the controller sees
+# a secret live while observers and replay see the mask, and so does the
+# agent API (always masked: its reader feeds A2A tasks, which are stored
+# and sent to every task follower); a principal holding pty:reveal sees
+# it live and in replay from the ring even where pty_redact is "on", one
+# without it sees the mask; Keyframes stay masked for all.  The ledger of what was
 # masked is bounded: its oldest spans go back to the mask.  A bad list
 # is refused by nginx -t.
 
@@ -47,7 +48,7 @@ my $t = pty_nginx(
         }
 SERVER
 
-$t->plan(22)->run();
+$t->plan(24)->run();
 
 my $port = $t->port(8080);
 
@@ -98,8 +99,9 @@ unlike($kf, qr/\Q$key\E/, 'its Keyframe is masked still');
 
 my ($st, $j) = api_call($port, '/pty/write', { id => $s->{id},
     input => '', wait_for => 'after-secret', wait_ms => 5000 });
-like($j->{output} // '', qr/\Q$key\E/, 'the agent API is not listed: raw')
-    or diag explain $j;
+like($j->{output} // '', qr/key \[REDACTED\]/,
+    'the agent API is always masked') or diag explain $j;
+unlike($j->{output} // '', qr/\Q$key\E/, 'its text holds no secret');
 
 # --- "on": only pty:reveal sees it ---
 
@@ -162,6 +164,8 @@ like(check('pty_redact observers replay;', 'pty_redact observers everyone;'),
     'nginx -t names the bad word');
 like(check('pty_redact observers replay;', 'pty_redact off live;'),
     qr/invalid value "off"/, '"off" stands alone');
+like(check('pty_redact observers replay;', 'pty_redact live api;'),
+    qr/invalid value "api"/, 'the agent API cannot be shown secrets');
 
 # the ledger is in the zone: it goes with the session
 ($st) = api_call($port, '/pty/kill', { id => $s->{id} });
