@@ -481,10 +481,10 @@ static ngx_command_t  ngx_pty_commands[] = {
 
     { ngx_string("pty_redact"),
       NGX_PTY_LOC|NGX_CONF_1MORE,
-      ngx_pty_redact_directive,
+      ngx_conf_set_bitmask_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_pty_loc_conf_t, redact),
-      NULL },
+      &ngx_pty_redact_who },
 
     { ngx_string("pty_redact_pattern"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
@@ -786,7 +786,6 @@ ngx_pty_create_loc_conf(ngx_conf_t *cf)
     plcf->ring_size = NGX_CONF_UNSET_SIZE;
     plcf->ring_max_size = NGX_CONF_UNSET_SIZE;
     plcf->terminate_on_last_controller = NGX_CONF_UNSET;
-    plcf->redact = NGX_CONF_UNSET_UINT;
     plcf->answer_queries = NGX_CONF_UNSET_UINT;
     plcf->scroll_size = NGX_CONF_UNSET_SIZE;
     plcf->input_max = NGX_CONF_UNSET_SIZE;
@@ -852,7 +851,12 @@ ngx_pty_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_size_value(conf->ring_size, prev->ring_size, 512 * 1024);
     ngx_conf_merge_size_value(conf->ring_max_size, prev->ring_max_size,
                               16 * 1024 * 1024);
-    ngx_conf_merge_uint_value(conf->redact, prev->redact, 0);
+    if (ngx_pty_redact_merge(cf, &conf->redact, prev->redact)
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
     ngx_conf_merge_value(conf->terminate_on_last_controller,
                          prev->terminate_on_last_controller, 0);
     ngx_conf_merge_uint_value(conf->answer_queries, prev->answer_queries,

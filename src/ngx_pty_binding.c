@@ -10,6 +10,7 @@
 #include "ngx_pty_a2a.h"
 #include "ngx_pty_util.h"
 #include "ngx_pty_auth.h"
+#include "ngx_pty_redact.h"
 #include "ngx_pty_reveal.h"
 
 
@@ -93,7 +94,7 @@ static ngx_pty_ws_shared_t *ngx_pty_binding_cached(ngx_pty_client_t *cl,
 static ngx_pty_frame_t *ngx_pty_binding_copy(ngx_pty_client_t *cl,
     ngx_pty_frame_t *f);
 static ngx_pty_ws_shared_t *ngx_pty_binding_serialize(ngx_pty_client_t *cl,
-    ngx_pty_frame_t *f);
+    ngx_pty_frame_t *f, ngx_uint_t shared);
 
 
 /* a frame copied out of the ring, serialized outside the session lock */
@@ -639,7 +640,7 @@ ngx_pty_binding_pull(ngx_pty_client_t *cl)
 {
     uint64_t               seq;
     ngx_int_t              rc;
-    ngx_uint_t             kind;
+    ngx_uint_t             kind, unmasked;
     ngx_pty_frame_t       *f, *copy;
     ngx_pty_ws_shared_t   *sf;
     ngx_pty_session_sh_t  *sh;
@@ -730,28 +731,23 @@ again:
         kind = f->kind;
         seq = f->seq;
 
-        if (ngx_pty_binding_unmasked(cl, f)) {
-            /* its own copy, with what redaction hid put back */
-            sf = NULL;
-            copy = ngx_pty_binding_copy(cl, f);
+        unmasked = ngx_pty_binding_unmasked(cl, f);
 
-            if (copy) {
-                (void) ngx_pty_reveal_overlay(sh, copy->anchor,
-                                              ngx_pty_frame_data(copy),
-                                              copy->len);
-                copy->target = cl->client_id;     /* not for the cache */
-            }
+        /* another client here built it, or copy it out and build it */
+        sf = unmasked ? NULL : ngx_pty_binding_cached(cl, f);
+        copy = (sf == NULL) ? ngx_pty_binding_copy(cl, f) : NULL;
 
-        } else {
-            /* another client here built it, or copy it out and build it */
-            sf = ngx_pty_binding_cached(cl, f);
-            copy = (sf == NULL) ? ngx_pty_binding_copy(cl, f) : NULL;
+        if (unmasked && copy != NULL) {
+            /* its own, with what redaction hid put back */
+            (void) ngx_pty_reveal_overlay(sh, copy->anchor,
+                                          ngx_pty_frame_data(copy),
+                                          copy->len);
         }
 
         ngx_pty_shm_unlock(sh);
 
         if (sf == NULL && copy != NULL) {
-            sf = ngx_pty_binding_serialize(cl, copy);
+            sf = ngx_pty_binding_serialize(cl, copy, !unmasked);
         }
 
         if (sf == NULL) {
@@ -948,9 +944,13 @@ ngx_pty_binding_copy(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
 }
 
 
-/* builds the WebSocket frame once; kept if other clients here need it */
+/*
+ * builds the WebSocket frame once; kept if other clients here need it
+ * and it is the one every client gets (shared)
+ */
 static ngx_pty_ws_shared_t *
-ngx_pty_binding_serialize(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
+ngx_pty_binding_serialize(ngx_pty_client_t *cl, ngx_pty_frame_t *f,
+    ngx_uint_t shared)
 {
     ngx_pty_ws_shared_t    *sf;
     ngx_pty_frame_slot_t   *slot;
@@ -967,7 +967,7 @@ ngx_pty_binding_serialize(ngx_pty_client_t *cl, ngx_pty_frame_t *f)
 
     fc = cl->session->frames;
 
-    if (f->target || fc->clients < 2) {
+    if (!shared || f->target || fc->clients < 2) {
         return sf;
     }
 

@@ -30,7 +30,10 @@ struct ngx_pty_redact_s {
     size_t                     held;
     u_char                    *out;
 
-    /* the last output's masked spans, their original bytes in raw */
+    /*
+     * the last output's masked spans, their original bytes in raw; while
+     * matching, a ring of the last NGX_PTY_REDACT_SPANS of nspans
+     */
     ngx_pty_redact_span_t      spans[NGX_PTY_REDACT_SPANS];
     ngx_uint_t                 nspans;
     u_char                    *raw;
@@ -42,8 +45,7 @@ static size_t ngx_pty_redact_run(ngx_pty_redact_t *r, size_t len,
 static void ngx_pty_redact_mask(u_char *out, size_t from, size_t start,
     size_t end);
 static size_t ngx_pty_redact_partial(ngx_pty_redact_t *r, size_t len);
-static void ngx_pty_redact_originals(ngx_pty_redact_t *r, size_t from,
-    size_t keep);
+static void ngx_pty_redact_originals(ngx_pty_redact_t *r, size_t from);
 static ngx_int_t ngx_pty_redact_literal(ngx_conf_t *cf, ngx_array_t *alts,
     u_char *p, size_t len, ngx_str_t *file);
 static char *ngx_pty_redact_jit(ngx_conf_t *cf, ngx_pty_redact_conf_t *rc,
@@ -156,63 +158,30 @@ ngx_pty_redact_secrets(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
  * kept of it.  The agent API, A2A tasks, MCP, Keyframes and the archive
  * are always masked.
  */
+ngx_conf_bitmask_t  ngx_pty_redact_who[] = {
+    { ngx_string("off"), NGX_PTY_REDACT_OFF },
+    { ngx_string("on"), NGX_PTY_REDACT_ALL },
+    { ngx_string("live"), NGX_PTY_REDACT_CONTROLLER|NGX_PTY_REDACT_OBSERVERS },
+    { ngx_string("controller"), NGX_PTY_REDACT_CONTROLLER },
+    { ngx_string("observers"), NGX_PTY_REDACT_OBSERVERS },
+    { ngx_string("replay"), NGX_PTY_REDACT_REPLAY },
+    { ngx_null_string, 0 }
+};
+
+
 char *
-ngx_pty_redact_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+ngx_pty_redact_merge(ngx_conf_t *cf, ngx_uint_t *conf, ngx_uint_t prev)
 {
-    ngx_pty_loc_conf_t  *plcf = conf;
+    ngx_conf_merge_bitmask_value(*conf, prev, NGX_PTY_REDACT_OFF);
 
-    ngx_str_t   *value;
-    ngx_uint_t   i, j, who;
-
-    static struct {
-        ngx_str_t   name;
-        ngx_uint_t  who;
-    } names[] = {
-        { ngx_string("on"), NGX_PTY_REDACT_ALL },
-        { ngx_string("live"),
-          NGX_PTY_REDACT_CONTROLLER|NGX_PTY_REDACT_OBSERVERS },
-        { ngx_string("controller"), NGX_PTY_REDACT_CONTROLLER },
-        { ngx_string("observers"), NGX_PTY_REDACT_OBSERVERS },
-        { ngx_string("replay"), NGX_PTY_REDACT_REPLAY },
-        { ngx_null_string, 0 }
-    };
-
-    if (plcf->redact != NGX_CONF_UNSET_UINT) {
-        return "is duplicate";
+    if ((*conf & NGX_PTY_REDACT_OFF) && (*conf & NGX_PTY_REDACT_ALL)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"pty_redact off\" takes no other value");
+        return NGX_CONF_ERROR;
     }
 
-    value = cf->args->elts;
-
-    if (cf->args->nelts == 2 && ngx_strcmp(value[1].data, "off") == 0) {
-        plcf->redact = 0;
-        return NGX_CONF_OK;
-    }
-
-    who = 0;
-
-    for (i = 1; i < cf->args->nelts; i++) {
-        for (j = 0; names[j].name.len; j++) {
-            if (value[i].len == names[j].name.len
-                && ngx_strncmp(value[i].data, names[j].name.data,
-                               value[i].len) == 0)
-            {
-                break;
-            }
-        }
-
-        if (names[j].name.len == 0) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid value \"%V\": pty_redact takes "
-                               "\"on\", \"off\" or whom masked output is "
-                               "shown to: live, controller, observers, "
-                               "replay", &value[i]);
-            return NGX_CONF_ERROR;
-        }
-
-        who |= names[j].who;
-    }
-
-    plcf->redact = who;
+    /* from here on 0 is off: what "does the session redact" tests read */
+    *conf &= NGX_PTY_REDACT_ALL;
 
     return NGX_CONF_OK;
 }
@@ -693,9 +662,10 @@ static size_t
 ngx_pty_redact_run(ngx_pty_redact_t *r, size_t len, ngx_uint_t hold,
     ngx_uint_t full, u_char **out)
 {
-    int          rc;
-    size_t       from, pos, start, end, keep, ctx;
-    PCRE2_SIZE  *ov;
+    int                     rc;
+    size_t                  from, pos, start, end, keep, ctx, a, b;
+    PCRE2_SIZE             *ov;
+    ngx_pty_redact_span_t  *sp;
 
     from = r->ctx;
     ngx_memcpy(r->out, r->buf + from, len - from);
@@ -734,24 +704,18 @@ ngx_pty_redact_run(ngx_pty_redact_t *r, size_t len, ngx_uint_t hold,
 
         ngx_pty_redact_mask(r->out, from, start, end);
 
-        if (start >= keep) {
-            continue;           /* held: masked again with the next read */
-        }
+        /* what goes out now; the held tail is masked again next time */
+        a = ngx_max(start, from);
+        b = ngx_min(end, keep);
 
-        if (r->nspans == NGX_PTY_REDACT_SPANS) {
-            /* the last ones are those the ledger would keep */
-            ngx_memmove(&r->spans[0], &r->spans[1],
-                        (NGX_PTY_REDACT_SPANS - 1)
-                        * sizeof(ngx_pty_redact_span_t));
-            r->nspans--;
+        if (a < b) {
+            sp = &r->spans[r->nspans++ % NGX_PTY_REDACT_SPANS];
+            sp->pos = a - from;
+            sp->len = b - a;
         }
-
-        r->spans[r->nspans].pos = ngx_max(start, from) - from;
-        r->spans[r->nspans].len = end - ngx_max(start, from);
-        r->nspans++;
     }
 
-    ngx_pty_redact_originals(r, from, keep);
+    ngx_pty_redact_originals(r, from);
 
     /* the next context: the last bytes let go, then what is held */
     ctx = ngx_min(keep, NGX_PTY_REDACT_CONTEXT);
@@ -766,28 +730,26 @@ ngx_pty_redact_run(ngx_pty_redact_t *r, size_t len, ngx_uint_t hold,
 
 
 /*
- * The original bytes of the spans let go (those held back are masked
- * again with the next read), while buf still has them: the last ones
- * that raw holds, as the ledger keeps the last; the others stay masked
- * for everyone.
+ * The original bytes of the spans let go, while buf still has them: the
+ * last ones that raw holds, as the ledger keeps the last; the others
+ * stay masked for everyone.
  */
 static void
-ngx_pty_redact_originals(ngx_pty_redact_t *r, size_t from, size_t keep)
+ngx_pty_redact_originals(ngx_pty_redact_t *r, size_t from)
 {
-    size_t                  used, end;
+    size_t                  used;
     ngx_uint_t              i, n, first;
-    ngx_pty_redact_span_t  *sp;
+    ngx_pty_redact_span_t  *sp, ring[NGX_PTY_REDACT_SPANS];
 
-    n = 0;
+    n = r->nspans;
 
-    for (i = 0; i < r->nspans; i++) {
-        sp = &r->spans[i];
-        end = ngx_min(sp->pos + sp->len, keep - from);
-
-        if (sp->pos < end) {
-            r->spans[n].pos = sp->pos;
-            r->spans[n++].len = end - sp->pos;
-        }
+    if (n > NGX_PTY_REDACT_SPANS) {
+        /* the ring in order, oldest first */
+        i = n % NGX_PTY_REDACT_SPANS;
+        n = NGX_PTY_REDACT_SPANS;
+        ngx_memcpy(ring, r->spans, sizeof(ring));
+        ngx_memcpy(r->spans, ring + i, (n - i) * sizeof(*sp));
+        ngx_memcpy(r->spans + n - i, ring, i * sizeof(*sp));
     }
 
     used = 0;
@@ -803,11 +765,11 @@ ngx_pty_redact_originals(ngx_pty_redact_t *r, size_t from, size_t keep)
     used = 0;
 
     for (i = first; i < n; i++) {
-        sp = &r->spans[i];
+        sp = &r->spans[i - first];
+        *sp = r->spans[i];
         sp->raw = r->raw + used;
         ngx_memcpy(sp->raw, r->buf + from + sp->pos, sp->len);
         used += sp->len;
-        r->spans[i - first] = *sp;
     }
 
     r->nspans = n - first;

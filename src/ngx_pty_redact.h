@@ -24,6 +24,16 @@
 
 #define NGX_PTY_REDACT_SPANS    128         /* one read's last, kept */
 
+/*
+ * pty_redact: which WebSocket clients are shown masked output (the rest
+ * are shown it raw); everything else is always masked
+ */
+#define NGX_PTY_REDACT_CONTROLLER  0x01
+#define NGX_PTY_REDACT_OBSERVERS   0x02
+#define NGX_PTY_REDACT_REPLAY      0x04
+#define NGX_PTY_REDACT_ALL         0x07
+#define NGX_PTY_REDACT_OFF         0x08     /* until merged, then 0 */
+
 
 typedef struct ngx_pty_redact_s  ngx_pty_redact_t;
 
@@ -45,8 +55,10 @@ struct ngx_pty_redact_conf_s {
 };
 
 
-char *ngx_pty_redact_directive(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
+extern ngx_conf_bitmask_t  ngx_pty_redact_who[];   /* pty_redact's words */
+
+/* NGX_PTY_REDACT_* bits of the location, 0 when off; NGX_CONF_ERROR */
+char *ngx_pty_redact_merge(ngx_conf_t *cf, ngx_uint_t *conf, ngx_uint_t prev);
 char *ngx_pty_redact_pattern(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_pty_redact_secrets(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_pty_redact_builtin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);

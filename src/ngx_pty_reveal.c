@@ -1,7 +1,7 @@
 
 /*
  * The ledger of masked spans (ngx_pty_reveal.h): records of an offset,
- * a length and the original bytes, oldest first, in one block of the
+ * a length and the original bytes, oldest first, in one page of the
  * zone allocated with the session's first secret.
  */
 
@@ -18,9 +18,6 @@ typedef struct {
 
 #define ngx_pty_reveal_rec_size(len)                                          \
     (sizeof(ngx_pty_reveal_rec_t) + ngx_align(len, 8))
-
-
-static void ngx_pty_reveal_bounds(ngx_pty_reveal_t *rv);
 
 
 ngx_int_t
@@ -49,11 +46,11 @@ ngx_pty_reveal_prepare(ngx_pty_session_sh_t *sh)
 }
 
 
+/* offsets only grow: the first record is the oldest, the new one last */
 void
 ngx_pty_reveal_keep(ngx_pty_session_sh_t *sh, uint64_t off,
     const u_char *raw, size_t len)
 {
-    u_char                *p;
     size_t                 need, drop;
     ngx_pty_reveal_t      *rv;
     ngx_pty_reveal_rec_t  *rec;
@@ -65,47 +62,26 @@ ngx_pty_reveal_keep(ngx_pty_session_sh_t *sh, uint64_t off,
         return;                 /* stays masked for everyone */
     }
 
-    /* the oldest records go until it fits */
     for (drop = 0; rv->used - drop + need > NGX_PTY_REVEAL_SIZE;
          drop += ngx_pty_reveal_rec_size(rec->len))
     {
         rec = (ngx_pty_reveal_rec_t *) (rv->data + drop);
-        ngx_explicit_memzero(rec + 1, rec->len);
     }
 
     if (drop) {
         ngx_memmove(rv->data, rv->data + drop, rv->used - drop);
         rv->used -= drop;
-        ngx_memzero(rv->data + rv->used, drop);
+        ngx_explicit_memzero(rv->data + rv->used, drop);
     }
 
-    p = rv->data + rv->used;
-    rec = (ngx_pty_reveal_rec_t *) p;
+    rec = (ngx_pty_reveal_rec_t *) (rv->data + rv->used);
     rec->off = off;
     rec->len = len;
     ngx_memcpy(rec + 1, raw, len);
     rv->used += need;
 
-    ngx_pty_reveal_bounds(rv);
-}
-
-
-static void
-ngx_pty_reveal_bounds(ngx_pty_reveal_t *rv)
-{
-    u_char                *p, *last;
-    ngx_pty_reveal_rec_t  *rec;
-
-    rv->first = (uint64_t) -1;
-    rv->end = 0;
-
-    last = rv->data + rv->used;
-
-    for (p = rv->data; p < last; p += ngx_pty_reveal_rec_size(rec->len)) {
-        rec = (ngx_pty_reveal_rec_t *) p;
-        rv->first = ngx_min(rv->first, rec->off);
-        rv->end = ngx_max(rv->end, rec->off + rec->len);
-    }
+    rv->first = ((ngx_pty_reveal_rec_t *) rv->data)->off;
+    rv->end = off + len;
 }
 
 
@@ -130,6 +106,10 @@ ngx_pty_reveal_overlay(ngx_pty_session_sh_t *sh, uint64_t off, u_char *p,
     {
         rec = (ngx_pty_reveal_rec_t *) q;
 
+        if (rec->off >= off + len) {
+            break;              /* the rest are later still */
+        }
+
         from = ngx_max(rec->off, off);
         to = ngx_min(rec->off + rec->len, off + len);
 
@@ -145,13 +125,12 @@ ngx_pty_reveal_overlay(ngx_pty_session_sh_t *sh, uint64_t off, u_char *p,
 
 
 void
-ngx_pty_reveal_free_locked(ngx_slab_pool_t *shpool, ngx_pty_session_sh_t *sh)
+ngx_pty_reveal_free_locked(ngx_slab_pool_t *shpool, ngx_pty_reveal_t *rv)
 {
-    if (sh->reveal == NULL) {
+    if (rv == NULL) {
         return;
     }
 
-    ngx_explicit_memzero(sh->reveal, sizeof(ngx_pty_reveal_t));
-    ngx_slab_free_locked(shpool, sh->reveal);
-    sh->reveal = NULL;
+    ngx_explicit_memzero(rv, sizeof(ngx_pty_reveal_t));
+    ngx_slab_free_locked(shpool, rv);
 }

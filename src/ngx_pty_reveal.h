@@ -20,15 +20,6 @@
 /* original bytes kept, with their 16-byte headers: the ledger is a page */
 #define NGX_PTY_REVEAL_SIZE     (4096 - 3 * sizeof(uint64_t))
 
-/*
- * pty_redact: which WebSocket clients are shown masked output (the rest
- * are shown it raw); everything else is always masked
- */
-#define NGX_PTY_REDACT_CONTROLLER  0x01
-#define NGX_PTY_REDACT_OBSERVERS   0x02
-#define NGX_PTY_REDACT_REPLAY      0x04
-#define NGX_PTY_REDACT_ALL         0x07
-
 
 struct ngx_pty_reveal_s {
     uint64_t                   first;      /* the lowest offset held */
@@ -46,9 +37,9 @@ void ngx_pty_reveal_keep(ngx_pty_session_sh_t *sh, uint64_t off,
 /* the caller holds the session lock: 1 if it put back any byte */
 ngx_uint_t ngx_pty_reveal_overlay(ngx_pty_session_sh_t *sh, uint64_t off,
     u_char *p, size_t len);
-/* the zone's mutex is held; the bytes are wiped */
+/* the zone's mutex is held; the bytes are wiped (rv may be NULL) */
 void ngx_pty_reveal_free_locked(ngx_slab_pool_t *shpool,
-    ngx_pty_session_sh_t *sh);
+    ngx_pty_reveal_t *rv);
 
 
 /* under the session lock: whether [off, off + len) may hold a span */

@@ -783,10 +783,7 @@ ngx_pty_shm_session_strip(ngx_pty_session_sh_t *s)
         ngx_slab_free_locked(shpool, inbox);
     }
 
-    if (reveal) {
-        ngx_explicit_memzero(reveal, sizeof(ngx_pty_reveal_t));
-        ngx_slab_free_locked(shpool, reveal);
-    }
+    ngx_pty_reveal_free_locked(shpool, reveal);
 
     ngx_shmtx_unlock(&shpool->mutex);
 }
@@ -843,7 +840,7 @@ ngx_pty_shm_free_locked(ngx_slab_pool_t *shpool, ngx_pty_session_sh_t *s)
         ngx_slab_free_locked(shpool, s->api_spill);
     }
 
-    ngx_pty_reveal_free_locked(shpool, s);
+    ngx_pty_reveal_free_locked(shpool, s->reveal);
 
     ngx_slab_free_locked(shpool, s);
 }

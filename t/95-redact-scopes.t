@@ -22,6 +22,8 @@ use Test::Nginx;
 use Test::Nginx::Pty;
 use Test::Nginx::PtyAPI qw(api_call);
 use Test::Nginx::PtyWS qw(session_frame_kind decode_output);
+use Test::Nginx::PtyA2A qw(send_message task_output);
+use JSON::PP ();
 
 my $key = 'AKIAIOSFODNN7EXAMPLE';
 
@@ -48,7 +50,7 @@ my $t = pty_nginx(
         }
 SERVER
 
-$t->plan(24)->run();
+$t->plan(26)->run();
 
 my $port = $t->port(8080);
 
@@ -102,6 +104,19 @@ my ($st, $j) = api_call($port, '/pty/write', { id => $s->{id},
 like($j->{output} // '', qr/key \[REDACTED\]/,
     'the agent API is always masked') or diag explain $j;
 unlike($j->{output} // '', qr/\Q$key\E/, 'its text holds no secret');
+
+# A2A tasks read the agent API's text, and their updates are frames:
+# stored, and sent to every task follower.  The controller that sent the
+# message sees the secret live, its task does not.
+my $cat = start_session($t, 'cat');
+my ($cc) = attach_join($t, $cat);
+my $r = send_message($cc, "key $key", submit => 1,
+    wait_for => 'key [REDACTED]', timeout => 10);
+my $task = $r->{payload}{task} // {};
+like(task_output($task), qr/key \[REDACTED\]/, 'an A2A task shows the mask')
+    or diag explain $r;
+unlike(JSON::PP->new->canonical->encode($task), qr/\Q$key\E/,
+    'nowhere in the task');
 
 # --- "on": only pty:reveal sees it ---
 
@@ -160,10 +175,10 @@ sub check {
     return scalar `$pre@{[Test::Nginx::binary()]} -t -p $dir/ -c $dir/check.conf -e $dir/check.log 2>&1`;
 }
 like(check('pty_redact observers replay;', 'pty_redact observers everyone;'),
-    qr/invalid value "everyone": pty_redact takes/,
+    qr/invalid value "everyone"/,
     'nginx -t names the bad word');
 like(check('pty_redact observers replay;', 'pty_redact off live;'),
-    qr/invalid value "off"/, '"off" stands alone');
+    qr/"pty_redact off" takes no other value/, '"off" stands alone');
 like(check('pty_redact observers replay;', 'pty_redact live api;'),
     qr/invalid value "api"/, 'the agent API cannot be shown secrets');
 
