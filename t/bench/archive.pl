@@ -70,10 +70,8 @@ close $fh;
 
 # CPU seconds of the workers, every thread (the archive's pool too)
 sub workers_cpu {
-    my $master = $t->read_file('nginx.pid');
-    chomp $master;
     my $sum = 0;
-    for my $pid (split ' ', `pgrep -P $master`) {
+    for my $pid ($t->worker_pids) {
         for my $stat (glob "/proc/$pid/task/*/stat") {
             open(my $fh, '<', $stat) or next;
             my $line = <$fh>;
