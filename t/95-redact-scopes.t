@@ -164,15 +164,11 @@ unlike($out, qr/AKIAMANYKEYS00000100/, 'not shown');
 # --- nginx -t ---
 
 my $conf = $t->read_file('nginx.conf');
-my $dir = $t->testdir;
-my $pre = Test::Nginx::asan()
-    ? 'LD_PRELOAD=' . Test::Nginx::asan() . ' ASAN_OPTIONS=detect_leaks=0 '
-    : '';
 sub check {
     my ($from, $to) = @_;
     (my $c = $conf) =~ s/\Q$from\E/$to/;
     $t->write_file('check.conf', $c);
-    return scalar `$pre@{[Test::Nginx::binary()]} -t -p $dir/ -c $dir/check.conf -e $dir/check.log 2>&1`;
+    return ($t->test_config('check.conf'))[1];
 }
 like(check('pty_redact observers replay;', 'pty_redact observers everyone;'),
     qr/invalid value "everyone"/,
