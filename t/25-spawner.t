@@ -85,13 +85,8 @@ ok($r && $r->{matched}, 'it serves the new workers');
 my $conf = $t->read_file('nginx.conf');
 $conf =~ s/pty_user_range[^;]*;//;
 $t->write_file('bad.conf', $conf);
-my $dir = $t->testdir;
-# an ASan module needs its runtime first, as the harness gives nginx
-my $pre = Test::Nginx::asan()
-    ? 'LD_PRELOAD=' . Test::Nginx::asan() . ' ASAN_OPTIONS=detect_leaks=0 '
-    : '';
-my $out = `$pre@{[Test::Nginx::binary()]} -t -p $dir/ -c $dir/bad.conf -e $dir/bad.log 2>&1`;
-isnt($?, 0, 'nginx -t fails without pty_user as root');
+my ($status, $out) = $t->test_config('bad.conf');
+isnt($status, 0, 'nginx -t fails without pty_user as root');
 like($out, qr/programs would run as the workers' user; set "pty_user"/,
     'and says which directive to set');
 

@@ -163,11 +163,8 @@ my $bad = $t->read_file('nginx.conf');
 $bad =~ s{location /open/ \{\s*pty_auth off;}{location /open/ \{};
 $t->write_file('bad.conf', $bad);
 my $dir = $t->testdir;
-my $pre = Test::Nginx::asan()
-    ? 'LD_PRELOAD=' . Test::Nginx::asan() . ' ASAN_OPTIONS=detect_leaks=0 '
-    : '';
-my $out = `$pre@{[Test::Nginx::binary()]} -t -p $dir/ -c $dir/bad.conf -e $dir/bad.log 2>&1`;
-isnt($?, 0, 'nginx -t refuses an API location without authentication');
+my ($status, $out) = $t->test_config('bad.conf');
+isnt($status, 0, 'nginx -t refuses an API location without authentication');
 like($out, qr{"pty_api" in location "/open/" has no authentication: set "pty_principal".*"pty_auth off"},
     'naming pty_principal and pty_auth off');
 
