@@ -198,6 +198,7 @@ struct ngx_pty_screen_s {
     unsigned                      wide;     /* a wide glyph was written */
     unsigned                      whole;    /* a blank in a whole pen was */
     unsigned                      no_lf;    /* its cursor moves: no LF */
+    unsigned                      no_fast_wide; /* tests: libvterm prints */
     unsigned                      no_sb;    /* its scrolls: SU, IL, DL */
 
     /*
@@ -1462,19 +1463,20 @@ ngx_pty_cb_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *user)
 
     (void) visible;
 
-    s->vt_next = pos;
-
     if (pos.row == oldpos.row + 1
         && (pos.col == oldpos.col || (s->newline && pos.col == 0))
-        && !s->untracked && !s->put && !s->no_lf
-        && (unsigned) pos.row < s->rows)
+        && !s->untracked && !(s->put && s->vt_next.row == pos.row)
+        && !s->no_lf && (unsigned) pos.row < s->rows)
     {
         /*
-         * a line feed (no glyph since; a CR too in newline mode):
-         * xterm.js starts a line there
+         * a line feed (no glyph since on the row it lands on, which a
+         * wrap would have put there; a CR too in newline mode): xterm.js
+         * starts a line there
          */
         s->cur->rows[pos.row]->wrapped = 0;
     }
+
+    s->vt_next = pos;
 
     s->put = 0;
 
@@ -1891,15 +1893,20 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
 {
     char             buf[32];
     size_t           len;
-    unsigned         rlen;
+    unsigned         rlen, lo, hi;
     ngx_pty_row_t   *row;
-    ngx_pty_cell_t   cell;
+    ngx_pty_cell_t   cells[4];
 
     row = s->cur->rows[s->edge_pos.row];
     rlen = row->len;
 
-    if ((unsigned) s->edge_pos.col < rlen) {
-        cell = row->cells[s->edge_pos.col];
+    /* the glyph's cells and one on each side, which its halves may touch */
+    lo = s->edge_pos.col > 0 ? s->edge_pos.col - 1 : 0;
+    hi = s->edge_pos.col + (s->combine_w == 2 ? 3 : 2);
+    hi = hi < rlen ? hi : rlen;
+
+    if (lo < hi) {
+        memcpy(cells, &row->cells[lo], (hi - lo) * sizeof(ngx_pty_cell_t));
     }
 
     len = ngx_pty_put_csi(buf, s->edge_pos.row + 1, s->edge_pos.col + 1,
@@ -1912,8 +1919,8 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
 
     row->len = rlen;
 
-    if ((unsigned) s->edge_pos.col < rlen) {
-        row->cells[s->edge_pos.col] = cell;
+    if (lo < hi) {
+        memcpy(&row->cells[lo], cells, (hi - lo) * sizeof(ngx_pty_cell_t));
     }
 }
 
@@ -1984,6 +1991,7 @@ ngx_pty_vt_args(ngx_pty_screen_t *s)
 static void
 ngx_pty_vt_sync(ngx_pty_screen_t *s)
 {
+    int       w;
     char      buf[128], *p;
     size_t    len;
     unsigned  dirty, edge;
@@ -2001,13 +2009,15 @@ ngx_pty_vt_sync(ngx_pty_screen_t *s)
         ngx_pty_vt_prime(s);
 
         /*
-         * libvterm's cursor is past the glyph now, or on it waiting to
-         * wrap if it is in the last column: where the model's may be
+         * libvterm's cursor is past the glyph now (combine_w, its width),
+         * or on it waiting to wrap if it reaches the last column: where
+         * the model's may be
          */
-        edge = ((unsigned) s->edge_pos.col + 1 >= s->cols);
+        w = s->combine_w;
+        edge = ((unsigned) (s->edge_pos.col + w) >= s->cols);
 
         if (s->vt_cur.row == s->edge_pos.row
-            && s->vt_cur.col == s->edge_pos.col + !edge
+            && s->vt_cur.col == s->edge_pos.col + (edge ? 0 : w)
             && s->phantom == (edge && s->autowrap))
         {
             dirty &= ~NGX_PTY_VT_POS;
@@ -2862,6 +2872,11 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     case 'l':
         v = NGX_PTY_ARG(s->args[0]);
 
+        if ((v == 4 || v == 20) && esc != NGX_PTY_NO_ESC && esc >= *start) {
+            /* libvterm's callbacks read these: it prints what came first */
+            ngx_pty_flush(s, p, start, esc);
+        }
+
         if (v == 4) {
             s->insert = (c == 'h');
         } else if (v == 20) {
@@ -2890,10 +2905,11 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         v = NGX_PTY_ARG(s->args[0]);
         v = (v == NGX_PTY_ARG_MISSING) ? 0 : v;
 
-        if (v == 0) {
-            /* the text before: it may have put the cursor past the edge */
-            ngx_pty_flush(s, p, start, i);
-        }
+        /*
+         * the text before: it may have moved the cursor, or put it past
+         * the edge (erase_wraps() reads both)
+         */
+        ngx_pty_flush(s, p, start, i);
 
         if (c == 'K' && v == 0 && s->phantom) {
             /* xterm.js has the cursor past the edge: nothing to erase */
@@ -2932,6 +2948,8 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         break;
 
     case 'S':
+        /* the text before may scroll lines into the scrollback, SU not */
+        ngx_pty_flush(s, p, start, i);
         s->no_sb = 1;
         ngx_pty_feed_final(s, p, start, i);
         s->no_sb = 0;
@@ -2940,6 +2958,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     case 'L':
     case 'M':
         /* xterm.js: IL and DL in the scroll region go to the first column */
+        ngx_pty_flush(s, p, start, i);
         s->no_sb = 1;
         ngx_pty_feed_final(s, p, start, i);
         s->no_sb = 0;
@@ -3617,6 +3636,189 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     *start = e;
 
     return stop;
+}
+
+
+/*
+ * The length of the glyph at p[i] if it is a whole UTF-8 character of a
+ * range libvterm 0.1.4 prints two columns wide and nobody combines: kana,
+ * CJK ideographs, Hangul syllables, the common emoji (t/unit/screen_test.c
+ * checks each against libvterm and the model's combining table); else 0
+ */
+static ngx_inline unsigned
+ngx_pty_wide_len(const u_char *p, size_t i, size_t n, uint32_t *cp)
+{
+    uint32_t  c;
+
+    if (p[i] >= 0xe3 && p[i] <= 0xed) {
+        if (n - i < 3 || (p[i + 1] & 0xc0) != 0x80
+            || (p[i + 2] & 0xc0) != 0x80)
+        {
+            return 0;
+        }
+
+        c = ((uint32_t) (p[i] & 0x0f) << 12)
+            | ((uint32_t) (p[i + 1] & 0x3f) << 6) | (p[i + 2] & 0x3f);
+        *cp = c;
+
+        return ((c >= 0x4e00 && c <= 0x9fff) || (c >= 0xac00 && c <= 0xd7a3)
+                || (c >= 0x3400 && c <= 0x4dbf)
+                || (c >= 0x3041 && c <= 0x3096)
+                || (c >= 0x30a1 && c <= 0x30fa)) ? 3 : 0;
+    }
+
+    if (p[i] != 0xf0 || n - i < 4 || p[i + 1] != 0x9f
+        || (p[i + 2] & 0xc0) != 0x80 || (p[i + 3] & 0xc0) != 0x80)
+    {
+        return 0;
+    }
+
+    c = 0x1f000 | ((uint32_t) (p[i + 2] & 0x3f) << 6) | (p[i + 3] & 0x3f);
+    *cp = c;
+
+    return ((c >= 0x1f600 && c <= 0x1f64f) || (c >= 0x1f300 && c <= 0x1f320)
+            || (c >= 0x1f337 && c <= 0x1f37c) || (c >= 0x1f37e && c <= 0x1f393)
+            || (c >= 0x1f3a0 && c <= 0x1f3ca) || (c >= 0x1f3e0 && c <= 0x1f3f0)
+            || (c >= 0x1f400 && c <= 0x1f43e) || (c >= 0x1f442 && c <= 0x1f4fc)
+            || (c >= 0x1f680 && c <= 0x1f6c5)) ? 4 : 0;
+}
+
+
+/* a glyph of width w at the cursor, as ngx_pty_cb_putglyph() writes it */
+static ngx_inline void
+ngx_pty_fast_put(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned col,
+    const ngx_pty_cell_t *cell)
+{
+    ngx_pty_cell_t  *c;
+
+    /* blanks before the glyph only: a recycled row is all past its len */
+    ngx_pty_row_materialize(row, col);
+    c = &row->cells[col];
+    *c = *cell;
+
+    if (cell->width == 1) {
+        row->len += (row->len == col);
+        return;
+    }
+
+    if (row->len <= col + 1) {
+        c[1].width = 1;
+        c[1].pen = row->fill;
+        row->len = col + 2;
+    }
+
+    c[1].ch = NGX_PTY_CONT;
+    c[1].ncomb = 0;
+    s->wide = 1;
+}
+
+
+/* the halves of wide glyphs a stretch of glyphs from..to left in a row */
+static ngx_inline void
+ngx_pty_fast_halves(ngx_pty_screen_t *s, int row, unsigned from, unsigned to)
+{
+    if (to > from) {
+        ngx_pty_print_halves(s, s->cur->rows[row], from, to, s->protect);
+    }
+}
+
+
+/*
+ * Wide glyphs (ngx_pty_wide_len()) with printable ASCII, CR and LF among
+ * them from p[i] on, in the ground state: libvterm costs a decode and a
+ * callback per glyph, which here go straight into the grid as in
+ * ngx_pty_fast_text().  Stops before anything else, and before a glyph
+ * that would reach the last column (libvterm's path takes the wrap and
+ * xterm.js's ways with it).  Returns where it stopped: i if at once.
+ */
+static size_t
+ngx_pty_fast_wide(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t n)
+{
+    u_char              c;
+    size_t              j, len;
+    uint32_t            cp;
+    unsigned            from;
+    VTermPos            cur, glyph;
+    ngx_pty_cell_t      cell;
+    ngx_pty_fast_pos_t  pos;
+
+    if (*start < i) {
+        /* libvterm may set these only now, on the bytes before */
+        ngx_pty_flush(s, p, start, i);
+    }
+
+    if (s->phantom) {
+        return i;
+    }
+
+    cur = ngx_pty_cursor(s);
+    pos.row = cur.row;
+    pos.col = cur.col;
+    pos.ph = 0;
+    glyph.row = -1;
+    glyph.col = 0;
+    from = pos.col;
+
+    memset(&cell, 0, sizeof(ngx_pty_cell_t));
+    cell.pen = s->pen;
+    cell.pen.attr &= ~NGX_PTY_A_PROTECT;
+    cell.pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
+
+    for (j = i; j < n; j += len) {
+        c = p[j];
+
+        if (c >= 0x20 && c < 0x7f) {
+            cp = c;
+            len = 1;
+
+        } else if (c >= 0x0a && c <= 0x0d) {
+            ngx_pty_fast_halves(s, pos.row, from, pos.col);
+            ngx_pty_fast_ctl(s, c, &pos);
+            from = pos.col;
+            len = 1;
+            continue;
+
+        } else {
+            len = ngx_pty_wide_len(p, j, n, &cp);
+
+            if (len == 0) {
+                break;
+            }
+        }
+
+        cell.width = (len == 1) ? 1 : 2;
+
+        if ((unsigned) pos.col + cell.width >= s->cols) {
+            break;
+        }
+
+        cell.ch = cp;
+        ngx_pty_fast_put(s, s->cur->rows[pos.row], pos.col, &cell);
+        glyph.row = pos.row;
+        glyph.col = pos.col;
+        s->vt_glyph = cp;
+        s->combine_w = cell.width;
+        pos.col += cell.width;
+    }
+
+    if (glyph.row < 0) {
+        return i;
+    }
+
+    ngx_pty_fast_halves(s, pos.row, from, pos.col);
+
+    /* what ngx_pty_cb_putglyph() keeps of the last glyph */
+    s->edge_pos = glyph;
+    s->ph_pos = glyph;
+    s->edge = 0;
+    s->phantom = 0;
+    s->vt_cur.row = pos.row;
+    s->vt_cur.col = pos.col;
+    s->vt_dirty |= NGX_PTY_VT_GLYPH | NGX_PTY_VT_POS;
+    *start = j;
+
+    return j;
 }
 
 
@@ -4506,6 +4708,58 @@ ngx_pty_skip_pen(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t cut)
 }
 
 
+/* whether a byte of the 8 in w is LF, VT or FF (bit hacks' "hasbetween") */
+static ngx_inline int
+ngx_pty_lf8(uint64_t w)
+{
+    uint64_t  low;
+
+    low = w & 0x7f7f7f7f7f7f7f7fULL;
+
+    /* per byte, no carries: below 13, then not 0x80.., then 10 and up */
+    return ((0x8c8c8c8c8c8c8c8cULL - low) & ~w
+            & (low + 0x7676767676767676ULL) & 0x8080808080808080ULL) != 0;
+}
+
+
+/*
+ * The last LF, VT or FF in p[i..k), eight bytes at a time: its index + 1,
+ * or i if there is none
+ */
+static size_t
+ngx_pty_lf_before(const u_char *p, size_t i, size_t k)
+{
+    u_char    c;
+    uint64_t  w;
+
+    while (k > i) {
+        while (k - i >= 8) {
+            memcpy(&w, p + k - 8, 8);
+
+            if (ngx_pty_lf8(w)) {
+                break;
+            }
+
+            k -= 8;
+        }
+
+        if (k == i) {
+            break;
+        }
+
+        c = p[k - 1];
+
+        if (c >= 0x0a && c <= 0x0c) {
+            return k;
+        }
+
+        k--;
+    }
+
+    return i;
+}
+
+
 /*
  * A ground-state stretch of text, line feeds and SGR sequences from p[i]
  * holding at least 2 * rows line feeds: with the whole screen as the
@@ -4550,16 +4804,16 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
      * scrollback ring too cost the plain stream 1.8 times as much: their
      * bytes are kept instead, ngx_pty_sb_keep_raw())
      */
-    for (lf = 0, k = x; k > i; k--) {
-        c = p[k - 1];
+    for (lf = 0, k = x; /* void */ ; k--) {
+        k = ngx_pty_lf_before(p, i, k);
 
-        if (c >= 0x0a && c <= 0x0c && ++lf == s->rows) {
+        if (k == i) {
+            return i;
+        }
+
+        if (++lf == s->rows) {
             break;
         }
-    }
-
-    if (lf < s->rows) {
-        return i;
     }
 
     /* p[k - 1] is that line feed; cut after an earlier CR LF */
@@ -4580,13 +4834,12 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     cut = k;
 
     /* with rows - 1 line feeds up to it, the cursor is on the bottom row */
-    for (lf = 0; k > i && lf < s->rows - 1; k--) {
-        c = p[k - 1];
-        lf += (c >= 0x0a && c <= 0x0c);
-    }
+    for (lf = 0, k = cut; lf < s->rows - 1; lf++, k--) {
+        k = ngx_pty_lf_before(p, i, k);
 
-    if (lf < s->rows - 1) {
-        return i;
+        if (k == i) {
+            return i;
+        }
     }
 
     /* the lines xterm.js's scrollback takes, counted until it is full */
@@ -5041,6 +5294,18 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             i += 2;
             *start = i;
             continue;
+        }
+
+        if (c >= 0xe3 && c <= 0xf0 && !s->no_fast_wide && !s->vt_text
+            && !s->insert && !s->origin && !s->newline
+            && !s->charset[s->gl])
+        {
+            len = ngx_pty_fast_wide(s, p, start, i, n);
+
+            if (len != i) {
+                i = len;
+                continue;
+            }
         }
 
         if (c >= 0x80) {
@@ -5591,6 +5856,13 @@ ngx_pty_screen_input(ngx_pty_screen_t *s, const u_char *p, size_t n)
 
     k = ngx_pty_absorb(s, p, n);
     ngx_pty_screen_scan(s, p + k, n - k);
+}
+
+
+void
+ngx_pty_screen_set_fast_wide(ngx_pty_screen_t *s, unsigned on)
+{
+    s->no_fast_wide = !on;
 }
 
 

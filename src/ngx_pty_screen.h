@@ -54,6 +54,13 @@ void ngx_pty_screen_set_reply(ngx_pty_screen_t *s,
 
 void ngx_pty_screen_feed(ngx_pty_screen_t *s, const u_char *data, size_t len);
 
+/*
+ * tests and benchmarks: 0 hands wide glyphs to libvterm instead of the
+ * model's own path for them, which must leave the same screen (1, the
+ * default)
+ */
+void ngx_pty_screen_set_fast_wide(ngx_pty_screen_t *s, unsigned on);
+
 /* 0 ok, -1 bad size or ENOMEM (the model is unchanged then) */
 int ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows);
 

@@ -112,6 +112,28 @@ fuzz_same(ngx_pty_screen_t *a, ngx_pty_screen_t *b, unsigned cols,
 }
 
 
+/* the snapshots of a and c, byte for byte */
+static void
+fuzz_same_bytes(ngx_pty_screen_t *a, ngx_pty_screen_t *c)
+{
+    u_char  *sa, *sc;
+    size_t   la, lc;
+
+    sa = ngx_pty_screen_snapshot(a, &la);
+    sc = ngx_pty_screen_snapshot(c, &lc);
+    fuzz_assert(sa && sc);
+
+    if (la != lc || memcmp(sa, sc, la) != 0) {
+        fprintf(stderr, "with and without the wide-glyph path: snapshots "
+                "of %zu and %zu bytes differ\n", la, lc);
+        abort();
+    }
+
+    free(sa);
+    free(sc);
+}
+
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -119,7 +141,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t             slen, left, n, half;
     unsigned           cols, rows, rcols, rrows, resize;
     fuzz_cuts_t        cuts;
-    ngx_pty_screen_t  *a, *b;
+    ngx_pty_screen_t  *a, *b, *c;
 
     if (size < 3) {
         return 0;
@@ -135,7 +157,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_cuts_init(&cuts, &data, &size);
 
     a = ngx_pty_screen_create(cols, rows);
-    fuzz_assert(a != NULL);
+    c = ngx_pty_screen_create(cols, rows);
+    fuzz_assert(a != NULL && c != NULL);
+    ngx_pty_screen_set_fast_wide(c, 0);
 
     half = size / 2;
 
@@ -146,10 +170,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rcols = (resize & 0x7f) % 99 + 2;
             rrows = (resize >> 3) % 40 + 1;
             fuzz_assert(ngx_pty_screen_resize(a, rcols, rrows) == 0);
+            fuzz_assert(ngx_pty_screen_resize(c, rcols, rrows) == 0);
         }
 
         ngx_pty_screen_feed(a, data, n);
+        ngx_pty_screen_feed(c, data, n);
     }
+
+    fuzz_same_bytes(a, c);
+    ngx_pty_screen_destroy(c);
 
     (void) ngx_pty_screen_memory(a);
     ngx_pty_screen_size(a, &cols, &rows);

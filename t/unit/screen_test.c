@@ -1951,6 +1951,231 @@ test_el_pending_wrap_cut(void)
 }
 
 
+/* a and b show the same: their snapshots and texts byte for byte */
+static int
+same_screens(ngx_pty_screen_t *a, ngx_pty_screen_t *b, const char *desc)
+{
+    int      same;
+    size_t   la, lb, tla, tlb;
+    u_char  *sa, *sb, *ta, *tb;
+
+    sa = ngx_pty_screen_snapshot(a, &la);
+    sb = ngx_pty_screen_snapshot(b, &lb);
+    ta = ngx_pty_screen_text(a, &tla);
+    tb = ngx_pty_screen_text(b, &tlb);
+
+    same = sa && sb && ta && tb && la == lb && memcmp(sa, sb, la) == 0
+           && tla == tlb && memcmp(ta, tb, tla) == 0;
+
+    if (!same && sa && sb) {
+        printf("# %s: snapshots of %zu and %zu bytes differ\n", desc, la, lb);
+    }
+
+    free(sa);
+    free(sb);
+    free(ta);
+    free(tb);
+
+    return same;
+}
+
+
+/*
+ * A stream fed in pieces of up to "piece" bytes (0: whole) to a model
+ * with the wide-glyph path and to one without; then each model's
+ * snapshot fed to a fresh pair; then more bytes (libvterm's cursor and
+ * state behind the screen): the same screens all the way
+ */
+static int
+same_paths(const char *desc, unsigned cols, unsigned rows, const u_char *p,
+    size_t len, unsigned piece)
+{
+    int                 k, same;
+    u_char             *snap;
+    size_t              off, n, slen;
+    ngx_pty_screen_t   *m[4];
+    static const char   more[] = "\x1b[C\xe4\xb8\xad\x1b[2;2H\xe6\x96\x87x"
+                                 "\x1b[D\xe5\xad\x97\r\n\xe4\xb8\xad\x1b[K";
+
+    for (k = 0; k < 4; k++) {
+        m[k] = ngx_pty_screen_create(cols, rows);
+        ngx_pty_screen_set_fast_wide(m[k], k % 2 == 0);
+    }
+
+    for (off = 0; off < len; off += n) {
+        n = piece ? (size_t) (rand() % piece) + 1 : len;
+        n = n < len - off ? n : len - off;
+        ngx_pty_screen_feed(m[0], p + off, n);
+        ngx_pty_screen_feed(m[1], p + off, n);
+    }
+
+    same = same_screens(m[0], m[1], desc);
+
+    snap = ngx_pty_screen_snapshot(m[0], &slen);
+
+    if (snap != NULL) {
+        ngx_pty_screen_feed(m[2], snap, slen);
+        ngx_pty_screen_feed(m[3], snap, slen);
+        free(snap);
+    }
+
+    same = same && snap && same_screens(m[2], m[3], desc);
+
+    for (k = 0; k < 4; k++) {
+        ngx_pty_screen_feed(m[k], (const u_char *) more, sizeof(more) - 1);
+    }
+
+    same = same && same_screens(m[0], m[1], desc)
+           && same_screens(m[2], m[3], desc);
+
+    for (k = 0; k < 4; k++) {
+        ngx_pty_screen_destroy(m[k]);
+    }
+
+    return same;
+}
+
+
+static size_t
+put_utf8(u_char *p, uint32_t cp)
+{
+    if (cp < 0x800) {
+        p[0] = 0xc0 | (cp >> 6);
+        p[1] = 0x80 | (cp & 0x3f);
+        return 2;
+    }
+
+    if (cp < 0x10000) {
+        p[0] = 0xe0 | (cp >> 12);
+        p[1] = 0x80 | ((cp >> 6) & 0x3f);
+        p[2] = 0x80 | (cp & 0x3f);
+        return 3;
+    }
+
+    p[0] = 0xf0 | (cp >> 18);
+    p[1] = 0x80 | ((cp >> 12) & 0x3f);
+    p[2] = 0x80 | ((cp >> 6) & 0x3f);
+    p[3] = 0x80 | (cp & 0x3f);
+    return 4;
+}
+
+
+/*
+ * The wide-glyph path (ngx_pty_fast_wide): a model that hands the same
+ * glyphs to libvterm must show the same, byte for byte.  Every code point
+ * of the blocks the path takes from is printed at either parity of
+ * column (a width libvterm gives otherwise, or a mark it or the model
+ * combines, shows as a shift), then random streams of wide glyphs among
+ * what meets them in real output, fed in random pieces.
+ */
+static void
+test_fast_wide(void)
+{
+    int                 i, k, bad;
+    char                desc[64];
+    u_char              u[4];
+    buf_t               b = { 0 };
+    uint32_t            cp, first, range;
+    unsigned            cols, rows, seed;
+    ngx_pty_screen_t   *fast, *slow;
+    static const uint32_t  blocks[][2] = {
+        { 0x3000, 0xa000 }, { 0xac00, 0xd7b0 }, { 0x1f300, 0x1f700 }
+    };
+    static const struct {
+        const char  *desc;
+        const char  *stream;
+    } cases[] = {
+        { "over the halves of others",
+          "\xe4\xb8\xad\xe6\x96\x87\xe5\xad\x97\r x\xe4\xb8\xad\r\n"
+          "\xe4\xb8\xad\xe6\x96\x87\x1b[2G\xe5\xad\x97y" },
+        { "a mark after one",
+          "\xe3\x81\x8b\xe3\x82\x99\xe3\x81\x8b\xcc\x81z" },
+        { "a move to the column after one",
+          "\x1b[1\"q\xe6\x96\x87\x1b[1;2H\x1b[X\x1b[C\xe5\xad\x97" },
+        { "protected, then a selective erase",
+          "\x1b[1\"q\xe6\x96\x87\xe5\xad\x97" "a\x1b[0\"q\xe4\xb8\xad\x1b[?K" },
+        { "in colour, then erased",
+          "\x1b[44m\xe4\xb8\xad\xf0\x9f\x98\x80 x\x1b[m\xea\xb0\x80\x1b[2D"
+          "\x1b[K" }
+    };
+    static const char  *tok[] = {
+        "\xe4\xb8\xad\xe6\x96\x87", "\xf0\x9f\x98\x80", "\xea\xb0\x80",
+        "\xe3\x81\x8b", "ab", " ", "\r\n", "\n", "\r", "\xe3\x82\x99",
+        "\xcc\x81", "\xe3\x80\x80", "\xef\xbd\x81", "\x1b[31m", "\x1b[m",
+        "\x1b[4h", "\x1b[4l", "\x1b[?7l", "\x1b[?7h", "\x1b[K", "\x1b[1K",
+        "\x1b[2;3r", "\x1b[r", "\x1b[H", "\x1b[3;5H", "\x1b[2P", "\x1b[2@",
+        "\x1b(0", "\x1b(B", "\x1b[20h", "\x1b[20l", "\x1b[?6h", "\x1b[?6l",
+        "\x1b[1\"q", "\x1b[0\"q", "\x1b[?1049h", "\x1b[?1049l", "\b", "\t",
+        "\x1b[2b", "\xe4\xb8", "\xad", "\x1b" "7", "\x1b" "8", "\x1b[5G",
+        "\x1b[C", "\x1b[D", "\x1b[A", "\x1b[X", "\x1b[?K", "\x1b[1;2H"
+    };
+
+    bad = 0;
+
+    for (k = 0; k < 3; k++) {
+        for (first = blocks[k][0]; first < blocks[k][1]; first += 64) {
+            fast = ngx_pty_screen_create(200, 4);
+            slow = ngx_pty_screen_create(200, 4);
+            ngx_pty_screen_set_fast_wide(slow, 0);
+            b.len = 0;
+
+            for (range = 0; range < 2; range++) {
+                adds(&b, range ? "\r\nx" : "");
+
+                for (cp = first; cp < first + 64 && cp < blocks[k][1]; cp++) {
+                    add(&b, u, put_utf8(u, cp));
+                    adds(&b, (cp & 7) == 7 ? "\r\n" : "");
+                }
+            }
+
+            ngx_pty_screen_feed(fast, b.p, b.len);
+            ngx_pty_screen_feed(slow, b.p, b.len);
+            snprintf(desc, sizeof(desc), "U+%04X..", first);
+            bad += !same_screens(fast, slow, desc);
+
+            ngx_pty_screen_destroy(fast);
+            ngx_pty_screen_destroy(slow);
+        }
+    }
+
+    ok(bad == 0, "wide glyphs: every code point near the path's ranges "
+       "prints as libvterm prints it (%d blocks of 64 differ)", bad);
+
+    checks("wide glyphs: up to the edge, then wrapped", 9, 3,
+           "\xe4\xb8\xad\xe6\x96\x87\xe5\xad\x97\xe7\xac\xa6\xe4\xb8\xad"
+           "\r\nab\xe4\xb8\xad\xe6\x96\x87\xe5\xad\x97", "\xe4\xb8\xadx");
+
+    for (i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++) {
+        ok(same_paths(cases[i].desc, 10, 3, (const u_char *) cases[i].stream,
+                      strlen(cases[i].stream), 0),
+           "wide glyphs: %s, with and without the wide-glyph path",
+           cases[i].desc);
+    }
+
+    bad = 0;
+
+    for (i = 1; i <= 400; i++) {
+        seed = i * 7741;
+        srand(seed);
+        cols = 2 + rand() % 21;
+        rows = 1 + rand() % 6;
+        b.len = 0;
+
+        for (k = 0; k < 150; k++) {
+            adds(&b, tok[rand() % 3 ? (size_t) rand() % 9
+                                    : (size_t) rand() % (sizeof(tok) / sizeof(tok[0]))]);
+        }
+
+        snprintf(desc, sizeof(desc), "wide seed %d (%ux%u)", i, cols, rows);
+        bad += !same_paths(desc, cols, rows, b.p, b.len, i % 2 ? 40 : 0);
+    }
+
+    ok(bad == 0, "400 random wide-glyph streams: the same screen with and "
+       "without the wide-glyph path (%d bad)", bad);
+    free(b.p);
+}
+
+
 int
 main(void)
 {
@@ -1970,6 +2195,7 @@ main(void)
     test_geometry();
     test_fuzz();
     test_fast_text();
+    test_fast_wide();
     test_skip_lines();
     test_fast_csi();
     test_split_st();
