@@ -3713,6 +3713,68 @@ ngx_pty_fast_put(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned col,
 }
 
 
+/*
+ * A wide glyph (ngx_pty_wide_len()) at p[i] with autowrap off and the
+ * cursor in the last column or past it: xterm.js drops it and leaves the
+ * cursor in that column; libvterm 0.1.4 wraps it all the same (its wrap
+ * looks at the width only).  Returns its length if it was dropped, else 0.
+ */
+static size_t
+ngx_pty_wide_dropped(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t n)
+{
+    size_t           len;
+    uint32_t         cp;
+    unsigned         col;
+    VTermPos         pos;
+    ngx_pty_pen_t    pen;
+    ngx_pty_row_t   *row;
+
+    len = ngx_pty_wide_len(p, i, n, &cp);
+
+    if (len == 0) {
+        return 0;
+    }
+
+    ngx_pty_flush(s, p, start, i);
+
+    if (!s->phantom && (unsigned) ngx_pty_cursor(s).col + 1 < s->cols) {
+        return 0;
+    }
+
+    /*
+     * the cursor in the last column, not waiting to wrap (libvterm's
+     * stays on a wide glyph printed at the edge)
+     */
+    pos = ngx_pty_cursor(s);
+
+    if ((unsigned) pos.col != s->cols - 1) {
+        pos.col = s->cols - 1;
+        ngx_pty_vt_cup(s, pos);
+    }
+
+    s->phantom = 0;
+    s->diverged++;
+    *start = i + len;
+
+    /*
+     * a wide glyph's right half there: xterm.js's print() ends by
+     * blanking the cell under the cursor in its pen, which cuts the
+     * glyph (a cut one is a blank in its own pen, ngx_pty_edge_cut())
+     */
+    row = s->cur->rows[pos.row];
+    col = s->cols - 1;
+
+    if (col > 0 && col < row->len && row->cells[col].ch == NGX_PTY_CONT) {
+        pen = row->cells[col - 1].pen;
+        ngx_pty_cell_blank(s, &row->cells[col - 1], &pen);
+        ngx_pty_print_blank(s, &row->cells[col], s->protect);
+    }
+
+    return len;
+}
+
+
 /* the halves of wide glyphs a stretch of glyphs from..to left in a row */
 static ngx_inline void
 ngx_pty_fast_halves(ngx_pty_screen_t *s, int row, unsigned from, unsigned to)
@@ -5293,6 +5355,13 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             ngx_pty_flush(s, p, start, i);
             i += 2;
             *start = i;
+            continue;
+        }
+
+        if (!s->autowrap && c >= 0xe3 && c <= 0xf0 && !s->vt_text
+            && (len = ngx_pty_wide_dropped(s, p, start, i, n)) != 0)
+        {
+            i += len;
             continue;
         }
 
