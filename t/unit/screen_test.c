@@ -2120,11 +2120,16 @@ test_fast_wide(void)
             b.len = 0;
 
             for (range = 0; range < 2; range++) {
-                adds(&b, range ? "\r\nx" : "");
+                if (range) {
+                    adds(&b, "\r\nx");
+                }
 
                 for (cp = first; cp < first + 64 && cp < blocks[k][1]; cp++) {
                     add(&b, u, put_utf8(u, cp));
-                    adds(&b, (cp & 7) == 7 ? "\r\n" : "");
+
+                    if ((cp & 7) == 7) {
+                        adds(&b, "\r\n");
+                    }
                 }
             }
 
