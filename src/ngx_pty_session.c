@@ -1322,6 +1322,11 @@ ngx_pty_session_screen_handler(ngx_event_t *ev)
 
     s = ev->data;
 
+    if (s->screen == NULL) {
+        /* a resize while the keeper is forked: folded with the output */
+        return;
+    }
+
     ngx_pty_session_fold(s, NGX_PTY_SCREEN_BUDGET);
 
     if (s->screen_off < s->sh->ring->head) {
@@ -1598,11 +1603,14 @@ ngx_pty_session_input_taken(ngx_pty_session_t *s, size_t n)
 }
 
 
-/* the keeper has not handed the terminal over yet, but will */
+/*
+ * The keeper has not handed the terminal over yet, but will; or it is
+ * still being forked (no spare was there for the start)
+ */
 static ngx_uint_t
 ngx_pty_session_coming(ngx_pty_session_t *s)
 {
-    return s->ctl != NULL && !s->exited && !s->closed;
+    return (s->ctl != NULL || s->spawn != NULL) && !s->exited && !s->closed;
 }
 
 

@@ -33,6 +33,8 @@ my $t = pty_nginx(
         location /masked/ {
             pty_api;
             pty_redact on;
+            # Keyframes of the session's own in what a late joiner replays
+            pty_keyframe_interval_frames 1;
         }
 
         location /admin/agents/ {

@@ -23,7 +23,7 @@ use MIME::Base64 ();
 use Test::More ();
 
 use Test::Nginx::PtyWS qw(session_frame_kind);
-use Test::Nginx::Pty qw(EXT_URI send_input);
+use Test::Nginx::Pty qw(EXT_URI send_input joiner_keyframe);
 
 our @EXPORT = qw(join_flush kind without_output drain seqs SHELL
     ready_shell go);
@@ -62,12 +62,8 @@ sub join_flush {
     $env{replay_from} = $o{replay_from} if exists $o{replay_from};
     $ws->send_json({ op => 'pty.join_session', payload => \%payload, %env });
 
-    my $ra;
-    return $ws->recv_until(sub {
-        my $k = kind($_[0]);
-        $ra //= $_[0]{sequence} if $k eq 'RoleAssigned';
-        return $k eq 'Keyframe' && defined $ra && $_[0]{sequence} > $ra;
-    }, $o{timeout} // 10, 'the joiner\'s Keyframe');
+    return $ws->recv_until(joiner_keyframe(), $o{timeout} // 10,
+        'the joiner\'s Keyframe');
 }
 
 # waits for the "ready$ " prompt on a joined connection; @seen: frames
