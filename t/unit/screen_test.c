@@ -2012,6 +2012,7 @@ same_paths(const char *desc, unsigned cols, unsigned rows, const u_char *p,
     same = same_screens(m[0], m[1], desc);
 
     snap = ngx_pty_screen_snapshot(m[0], &slen);
+    same = same && snap != NULL;
 
     if (snap != NULL) {
         ngx_pty_screen_feed(m[2], snap, slen);
@@ -2019,7 +2020,7 @@ same_paths(const char *desc, unsigned cols, unsigned rows, const u_char *p,
         free(snap);
     }
 
-    same = same && snap && same_screens(m[2], m[3], desc);
+    same = same && same_screens(m[2], m[3], desc);
 
     for (k = 0; k < 4; k++) {
         ngx_pty_screen_feed(m[k], (const u_char *) more, sizeof(more) - 1);
