@@ -2083,6 +2083,22 @@ ngx_pty_feed_final(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 }
 
 
+/*
+ * p[i], the final byte of SU, IL or DL, whose scroll keeps no line for
+ * the scrollback; the text before it, which may scroll lines there, is
+ * given to libvterm first
+ */
+static void
+ngx_pty_feed_final_no_sb(ngx_pty_screen_t *s, const u_char *p,
+    size_t *start, size_t i)
+{
+    ngx_pty_flush(s, p, start, i);
+    s->no_sb = 1;
+    ngx_pty_feed_final(s, p, start, i);
+    s->no_sb = 0;
+}
+
+
 static int ngx_pty_shift_outside(ngx_pty_screen_t *s,
     const u_char *p, size_t *start, size_t i, size_t esc, u_char c);
 static void ngx_pty_dch_ends(ngx_pty_screen_t *s);
@@ -2948,20 +2964,14 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         break;
 
     case 'S':
-        /* the text before may scroll lines into the scrollback, SU not */
-        ngx_pty_flush(s, p, start, i);
-        s->no_sb = 1;
-        ngx_pty_feed_final(s, p, start, i);
-        s->no_sb = 0;
+        ngx_pty_feed_final_no_sb(s, p, start, i);
         break;
 
     case 'L':
     case 'M':
+        ngx_pty_feed_final_no_sb(s, p, start, i);
+
         /* xterm.js: IL and DL in the scroll region go to the first column */
-        ngx_pty_flush(s, p, start, i);
-        s->no_sb = 1;
-        ngx_pty_feed_final(s, p, start, i);
-        s->no_sb = 0;
         pos = ngx_pty_cursor(s);
         end = (s->bottom < 0) ? (long) s->rows : s->bottom;
 
@@ -3802,7 +3812,7 @@ ngx_pty_fast_wide(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     uint32_t            cp;
     unsigned            from;
     VTermPos            cur, glyph;
-    ngx_pty_cell_t      cell;
+    ngx_pty_cell_t      cell, last;
     ngx_pty_fast_pos_t  pos;
 
     if (*start < i) {
@@ -3859,8 +3869,7 @@ ngx_pty_fast_wide(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         ngx_pty_fast_put(s, s->cur->rows[pos.row], pos.col, &cell);
         glyph.row = pos.row;
         glyph.col = pos.col;
-        s->vt_glyph = cp;
-        s->combine_w = cell.width;
+        last = cell;
         pos.col += cell.width;
     }
 
@@ -3871,6 +3880,8 @@ ngx_pty_fast_wide(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     ngx_pty_fast_halves(s, pos.row, from, pos.col);
 
     /* what ngx_pty_cb_putglyph() keeps of the last glyph */
+    s->vt_glyph = last.ch;
+    s->combine_w = last.width;
     s->edge_pos = glyph;
     s->ph_pos = glyph;
     s->edge = 0;

@@ -483,7 +483,7 @@ vtref_screen(vtref_t *r)
 }
 
 
-static size_t
+size_t
 vtref_utf8(char *p, uint32_t c)
 {
     if (c < 0x80) {

@@ -31,6 +31,9 @@ VTermScreen *vtref_screen(vtref_t *r);
 /* the visible screen as text, same rules as ngx_pty_screen_text() */
 char *vtref_text(vtref_t *r, size_t *len);
 
+/* code point c as UTF-8 at p (up to 4 bytes): returns its length */
+size_t vtref_utf8(char *p, uint32_t c);
+
 /*
  * Compares cells (chars incl. combining, width, attributes, colours),
  * cursor position and visibility, the alternate screen flag, and, through

@@ -2037,30 +2037,6 @@ same_paths(const char *desc, unsigned cols, unsigned rows, const u_char *p,
 }
 
 
-static size_t
-put_utf8(u_char *p, uint32_t cp)
-{
-    if (cp < 0x800) {
-        p[0] = 0xc0 | (cp >> 6);
-        p[1] = 0x80 | (cp & 0x3f);
-        return 2;
-    }
-
-    if (cp < 0x10000) {
-        p[0] = 0xe0 | (cp >> 12);
-        p[1] = 0x80 | ((cp >> 6) & 0x3f);
-        p[2] = 0x80 | (cp & 0x3f);
-        return 3;
-    }
-
-    p[0] = 0xf0 | (cp >> 18);
-    p[1] = 0x80 | ((cp >> 12) & 0x3f);
-    p[2] = 0x80 | ((cp >> 6) & 0x3f);
-    p[3] = 0x80 | (cp & 0x3f);
-    return 4;
-}
-
-
 /*
  * The wide-glyph path (ngx_pty_fast_wide): a model that hands the same
  * glyphs to libvterm must show the same, byte for byte.  Every code point
@@ -2074,7 +2050,7 @@ test_fast_wide(void)
 {
     int                 i, k, bad;
     char                desc[64];
-    u_char              u[4];
+    char                u[4];
     buf_t               b = { 0 };
     uint32_t            cp, first, range;
     unsigned            cols, rows, seed;
@@ -2126,7 +2102,7 @@ test_fast_wide(void)
                 }
 
                 for (cp = first; cp < first + 64 && cp < blocks[k][1]; cp++) {
-                    add(&b, u, put_utf8(u, cp));
+                    add(&b, u, vtref_utf8(u, cp));
 
                     if ((cp & 7) == 7) {
                         adds(&b, "\r\n");
