@@ -994,8 +994,9 @@ ngx_pty_store_exit_process(ngx_cycle_t *cycle)
 void
 ngx_pty_store_note(ngx_pty_session_sh_t *sh)
 {
-    ngx_msec_t  delay;
-    ngx_uint_t  urgent;
+    ngx_msec_t       delay;
+    ngx_uint_t       urgent;
+    ngx_pty_zone_t  *zone;
 
     if (ngx_pty_store_conf == NULL || ngx_process == NGX_PROCESS_MASTER
         || ngx_pty_store_timer.handler == NULL)
@@ -1004,8 +1005,22 @@ ngx_pty_store_note(ngx_pty_session_sh_t *sh)
     }
 
     if (ngx_pty_store_backoff) {
-        /* the file is failing: its retry timer is set, a flood waits too */
-        return;
+        zone = ngx_pty_shm_zone();
+
+        if (zone == NULL || zone->sh->arch_failing) {
+            /*
+             * the file is failing: a flood waits for the retry too; a
+             * retry that found nothing to store set no timer
+             */
+            if (!ngx_pty_store_timer.timer_set && !ngx_pty_store_busy) {
+                ngx_add_timer(&ngx_pty_store_timer, ngx_pty_store_backoff);
+            }
+
+            return;
+        }
+
+        /* another worker has written since: the fault is over */
+        ngx_pty_store_backoff = 0;
     }
 
     /* unlocked: a hint; typing and prompts wait for the batch */
