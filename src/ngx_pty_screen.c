@@ -139,8 +139,13 @@ struct ngx_pty_screen_s {
      */
     u_char                       *sb_raw;
     size_t                        sb_raw_len;
-    /* the main buffer's cursor row while the alternate one is in use */
+    /*
+     * the main buffer's cursor while the alternate one is in use (a
+     * resize reflows the main buffer around it; norm_x is cols when a
+     * wrap was pending)
+     */
     int                           norm_y;
+    int                           norm_x;
     /* and its scroll region (xterm.js keeps one per buffer) */
     int                           norm_top;
     int                           norm_bottom;
@@ -1828,6 +1833,7 @@ ngx_pty_cb_settermprop(VTermProp prop, VTermValue *val, void *user)
             s->alt = 1;
             vterm_state_get_cursorpos(s->state, &pos);
             s->norm_y = pos.row;
+            s->norm_x = s->phantom ? (int) s->cols : pos.col;
             ngx_pty_unwrap(s, 0, s->rows);
 
         } else {
@@ -6358,7 +6364,7 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
     if (s->alt) {
         /* xterm.js's main buffer keeps the cursor it had when left */
         cur[0].row = s->norm_y;
-        cur[0].col = 0;
+        cur[0].col = s->norm_x;
     }
 
     if (ngx_pty_grid_alloc(&ng[0], cols, rows, &s->default_pen) != 0) {
@@ -6414,6 +6420,7 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
 
     if (s->alt) {
         s->norm_y = cur[0].row;
+        s->norm_x = cur[0].col;
 
     } else {
         cur[1] = cur[0];
@@ -8024,8 +8031,10 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
     ngx_pty_emit_saved(&e, s, 0);
 
     if (s->alt) {
-        /* the main buffer's own region */
+        /* the main buffer's own region, and its cursor: a reflow's anchor */
         ngx_pty_emit_region(&e, s, s->norm_top, s->norm_bottom);
+        ngx_pty_emit_move(&e, s->norm_y, s->norm_x < (int) s->cols
+                                         ? s->norm_x : (int) s->cols - 1);
     }
 
     if (s->alt || s->saved_valid[1]) {
