@@ -2142,6 +2142,32 @@ ngx_pty_save_cursor(ngx_pty_screen_t *s)
 
 
 /*
+ * xterm.js saves and restores a pen's colour and flag words only: the
+ * underline's colour and style (its "extended" attributes) stay as they
+ * were, the style showing where the restored pen underlines (single if
+ * the pen before did not)
+ */
+static void
+ngx_pty_pen_keep_ul(ngx_pty_pen_t *pen, const ngx_pty_pen_t *cur)
+{
+    pen->ul = cur->ul;
+
+    if (!(pen->attr & NGX_PTY_A_UL)) {
+        return;
+    }
+
+    if (cur->attr & NGX_PTY_A_UL) {
+        pen->attr = (pen->attr & ~NGX_PTY_A_UL) | (cur->attr & NGX_PTY_A_UL);
+        pen->xattr = (pen->xattr & ~NGX_PTY_X_UL) | (cur->xattr & NGX_PTY_X_UL);
+
+    } else {
+        pen->attr = (pen->attr & ~NGX_PTY_A_UL) | (1 << NGX_PTY_A_UL_SHIFT);
+        pen->xattr &= ~NGX_PTY_X_UL;
+    }
+}
+
+
+/*
  * Where DECRC puts the cursor saved in buffer b: the row is a line of
  * xterm.js's buffer, so one that went into the scrollback is the top row
  * (and a reflow can leave it below the screen); a wrap pending at the
@@ -2164,10 +2190,11 @@ ngx_pty_saved_at(ngx_pty_screen_t *s, unsigned b)
 /*
  * After libvterm's DECRC, which restored its single slot: the buffer's own
  * (home and the default pen when it has none, as in xterm.js) instead;
- * "visible" is the cursor's visibility before
+ * "visible" and "cur" are the cursor's visibility and the pen before
  */
 static void
-ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible)
+ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible,
+    const ngx_pty_pen_t *cur)
 {
     VTermPos        pos, vt;
     ngx_pty_pen_t   pen;
@@ -2180,6 +2207,8 @@ ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible)
         pos = ngx_pty_saved_at(s, s->alt);
         pen = s->saved_pen[s->alt];
     }
+
+    ngx_pty_pen_keep_ul(&pen, cur);
 
     vterm_state_get_cursorpos(s->state, &vt);
 
@@ -2586,6 +2615,7 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     int            k;
     unsigned       visible, was_alt;
     unsigned long  v;
+    ngx_pty_pen_t  pen;
 
     /* libvterm 0.1.4 applies only the first parameter */
     v = NGX_PTY_ARG(s->args[0]);
@@ -2665,9 +2695,10 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
             ngx_pty_buffer_region(s, was_alt);
 
         } else {
+            pen = s->pen;
             ngx_pty_feed_final(s, p, start, i);
             ngx_pty_buffer_region(s, was_alt);
-            ngx_pty_restore_cursor(s, visible);
+            ngx_pty_restore_cursor(s, visible, &pen);
         }
 
         break;
@@ -3056,7 +3087,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         if (c == 's') {
             ngx_pty_save_cursor(s);
         } else {
-            ngx_pty_restore_cursor(s, s->visible);
+            ngx_pty_restore_cursor(s, s->visible, &s->pen);
         }
 
         s->diverged++;
@@ -3138,9 +3169,10 @@ static void
 ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     size_t esc, u_char c)
 {
-    unsigned  phantom, k, visible;
-    VTermPos  ph_pos;
-    int       combine_w;
+    unsigned       phantom, k, visible;
+    VTermPos       ph_pos;
+    int            combine_w;
+    ngx_pty_pen_t  pen;
 
     if (s->intermedlen == 1 && s->intermed == '#' && c >= '3' && c <= '6') {
         /* DECDHL, DECSWL, DECDWL: xterm.js has no line attributes */
@@ -3209,8 +3241,9 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
     case '8':
         visible = s->visible;
+        pen = s->pen;
         ngx_pty_feed_final(s, p, start, i);
-        ngx_pty_restore_cursor(s, visible);
+        ngx_pty_restore_cursor(s, visible, &pen);
         break;
 
     case '=':
