@@ -161,6 +161,7 @@ static ngx_event_t             ngx_pty_store_timer;
 static ngx_uint_t              ngx_pty_store_busy;
 static ngx_uint_t              ngx_pty_store_again;
 static ngx_msec_t              ngx_pty_store_backoff;
+static ngx_msec_t              ngx_pty_store_hurried;
 static u_char                 *ngx_pty_store_buf;
 
 
@@ -1007,7 +1008,10 @@ ngx_pty_store_note(ngx_pty_session_sh_t *sh)
     if (ngx_pty_store_backoff) {
         zone = ngx_pty_shm_zone();
 
-        if (zone == NULL || zone->sh->arch_failing) {
+        if (zone == NULL || zone->sh->arch_failing
+            || ngx_current_msec - ngx_pty_store_hurried
+               < ngx_pty_store_backoff)
+        {
             /*
              * the file is failing: a flood waits for the retry too; a
              * retry that found nothing to store set no timer
@@ -1019,8 +1023,12 @@ ngx_pty_store_note(ngx_pty_session_sh_t *sh)
             return;
         }
 
-        /* another worker has written since: the fault is over */
-        ngx_pty_store_backoff = 0;
+        /*
+         * another worker has written since: the fault is over, most
+         * likely, so the retry is now; once a backoff at most, as a
+         * fault of this worker's own would log at every other's batch
+         */
+        ngx_pty_store_hurried = ngx_current_msec;
     }
 
     /* unlocked: a hint; typing and prompts wait for the batch */
