@@ -5408,7 +5408,8 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             continue;
         }
 
-        if (!s->autowrap && c >= 0xe3 && c <= 0xf0 && !s->vt_text
+        /* no set draws a wide glyph otherwise: also while libvterm decodes */
+        if (!s->autowrap && c >= 0xe3 && c <= 0xf0
             && (len = ngx_pty_wide_dropped(s, p, start, i, n)) != 0)
         {
             i += len;
