@@ -6157,7 +6157,9 @@ ngx_pty_rbuf_from_grid(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
     b->rows = g->nrows;
     b->x = cursor.col;
     b->y = cursor.row;
-    b->saved_y = (long) b->ybase + s->saved_pos[k].row;
+    /* xterm.js's saved row is a line of the buffer: never saved, its first */
+    b->saved_y = s->saved_valid[k] ? (long) b->ybase + s->saved_pos[k].row
+                                   : 0;
     b->saved_y = b->saved_y > 0 ? b->saved_y : 0;
     b->saved_x = s->saved_pos[k].col;
     b->null_pen = s->default_pen;
@@ -6305,11 +6307,14 @@ ngx_pty_grid_from_rbuf(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
 }
 
 
-/* buffer k resized as xterm.js resizes it, into the new grid ng */
+/*
+ * buffer k resized as xterm.js resizes it, into the new grid ng; "moved"
+ * is whether the saved row is another line than the buffer's first now
+ */
 static int
 ngx_pty_resize_buffer(ngx_pty_screen_t *s, unsigned k, unsigned cols,
     unsigned rows, ngx_pty_grid_t *ng, VTermPos *cursor, VTermPos *saved,
-    unsigned *lost)
+    unsigned *moved, unsigned *lost)
 {
     int             rc;
     ngx_pty_rbuf_t  b;
@@ -6328,6 +6333,7 @@ ngx_pty_resize_buffer(ngx_pty_screen_t *s, unsigned k, unsigned cols,
     cursor->col = b.x;
     saved->row = (int) (b.saved_y - (long) b.ybase);
     saved->col = b.saved_x;
+    *moved = (b.saved_y != 0);
 
     ngx_pty_rbuf_free(&b);
 
@@ -6375,7 +6381,7 @@ ngx_pty_cb_resize(int rows, int cols, VTermPos *delta, void *user)
 int
 ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
 {
-    unsigned        k, held, lost, alt_lost;
+    unsigned        k, held, lost, alt_lost, moved[2];
     VTermPos        cur[2], saved[2];
     ngx_pty_grid_t  ng[2];
 
@@ -6406,19 +6412,20 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
     }
 
     if (ngx_pty_resize_buffer(s, 0, cols, rows, &ng[0], &cur[0], &saved[0],
-                              &lost)
+                              &moved[0], &lost)
         != 0)
     {
         goto failed;
     }
 
     saved[1] = s->saved_pos[1];
+    moved[1] = 0;
 
     /* the alternate buffer not in use is empty in xterm.js: made anew */
     if (s->alt
         && (ngx_pty_grid_alloc(&ng[1], cols, rows, &s->default_pen) != 0
             || ngx_pty_resize_buffer(s, 1, cols, rows, &ng[1], &cur[1],
-                                     &saved[1], &alt_lost)
+                                     &saved[1], &moved[1], &alt_lost)
                != 0))
     {
         goto failed;
@@ -6445,7 +6452,7 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
          * a reflow moves xterm.js's saved row even if nothing was saved
          * (into the scrollback too: a Keyframe saves it there)
          */
-        if (!s->saved_valid[k] && saved[k].row != 0) {
+        if (!s->saved_valid[k] && moved[k]) {
             s->saved_valid[k] = 1;
             s->saved_pen[k] = s->default_pen;
             s->saved_set[k] = 0;
