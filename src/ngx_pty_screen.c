@@ -2108,6 +2108,7 @@ ngx_pty_feed_final_no_sb(ngx_pty_screen_t *s, const u_char *p,
 static int ngx_pty_shift_outside(ngx_pty_screen_t *s,
     const u_char *p, size_t *start, size_t i, size_t esc, u_char c);
 static void ngx_pty_dch_ends(ngx_pty_screen_t *s);
+static int ngx_pty_bs_past_wide(ngx_pty_screen_t *s);
 static void ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v);
 static void ngx_pty_dch_halves(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i);
@@ -2451,6 +2452,37 @@ ngx_pty_shift_outside(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     }
 
     return 1;
+}
+
+
+/*
+ * ICH or DCH with a wrap pending after a wide glyph in the last columns:
+ * xterm.js puts the cursor on the last column, the glyph's right half,
+ * and shifts from there (the glyph's left half becomes a blank), where
+ * libvterm's cursor is on the left half.  libvterm gets the shift there.
+ */
+static void
+ngx_pty_shift_past_wide(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t esc, u_char c)
+{
+    char      buf[32];
+    unsigned  n;
+    VTermPos  pos;
+
+    n = (unsigned) NGX_PTY_ARG_OR(s->args[0], 1);
+    n = (n == 0) ? 1 : (n > s->cols ? s->cols : n);
+
+    ngx_pty_csi_skip(s, p, start, i, esc);
+
+    pos = ngx_pty_cursor(s);
+    pos.col = s->cols - 1;
+
+    s->diverged++;
+    ngx_pty_vt_cup(s, pos);
+    s->phantom = 0;
+
+    vterm_input_write(s->vt, buf, ngx_pty_put_csi(buf, n, -1, (char) c));
+    ngx_pty_dch_ends(s);
 }
 
 
@@ -3041,6 +3073,11 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         if (c != 'X' && ngx_pty_shift_outside(s, p, start, i, esc, c)) {
             /* done, outside the scroll region, as xterm.js does it */
 
+        } else if (s->phantom
+                   && (unsigned) ngx_pty_cursor(s).col + 1 < s->cols)
+        {
+            ngx_pty_shift_past_wide(s, p, start, i, esc, c);
+
         } else if (s->phantom) {
             /* xterm.js puts the cursor back on the edge first */
             ngx_pty_feed_final(s, p, start, i);
@@ -3140,8 +3177,19 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
          */
         ngx_pty_flush(s, p, start, i);
         pos = ngx_pty_cursor(s);
+        w = (s->phantom && (unsigned) pos.col + 1 < s->cols);
         s->no_lf = 1;
         ngx_pty_flush(s, p, start, i + 1);
+
+        if (w && (c == 'D' || c == 'j')) {
+            /* back from the last column, not from a wide glyph's left half */
+            v = NGX_PTY_ARG_OR(s->args[0], 1);
+            v = (v < 1) ? 1 : v;
+            pos = ngx_pty_cursor(s);
+            pos.col = (v < (long) s->cols) ? (int) (s->cols - 1 - v) : 0;
+            s->diverged++;
+            ngx_pty_vt_cup(s, pos);
+        }
 
         if (c == 'A' || c == 'B' || c == 'E' || c == 'F') {
             v = NGX_PTY_ARG_OR(s->args[0], 1);
@@ -4501,7 +4549,11 @@ ngx_pty_fast_move(ngx_pty_screen_t *s, u_char c, const unsigned long *args,
 
     pos = ngx_pty_cursor(s);
     row = pos.row;
-    col = pos.col;
+    /*
+     * past the edge xterm.js moves from the last column (libvterm's
+     * cursor is on the left half of a wide glyph there)
+     */
+    col = s->phantom ? (long) s->cols - 1 : pos.col;
 
     a = NGX_PTY_ARG(args[0]);
     count = (a == NGX_PTY_ARG_MISSING || a == 0) ? 1 : a;
@@ -5447,6 +5499,17 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             continue;
         }
 
+        if (c == 0x08 && s->phantom) {
+            if (*start < i) {
+                ngx_pty_flush(s, p, start, i);
+            }
+
+            if (s->phantom && ngx_pty_bs_past_wide(s)) {
+                *start = ++i;
+                continue;
+            }
+        }
+
         if (c == 0x09) {
             if (*start < i) {
                 ngx_pty_flush(s, p, start, i);
@@ -5464,6 +5527,30 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     }
 
     return n;
+}
+
+
+/*
+ * BS past the edge after a wide glyph in the last columns: xterm.js backs
+ * up from the last column, libvterm from the glyph's left half.  1: done.
+ */
+static int
+ngx_pty_bs_past_wide(ngx_pty_screen_t *s)
+{
+    VTermPos  pos;
+
+    pos = ngx_pty_cursor(s);
+
+    if ((unsigned) pos.col + 1 >= s->cols || s->cols < 2) {
+        return 0;
+    }
+
+    pos.col = s->cols - 2;
+    s->diverged++;
+    ngx_pty_vt_cup(s, pos);
+    s->phantom = 0;
+
+    return 1;
 }
 
 
