@@ -55,13 +55,13 @@ is(session_frame_kind($closed), 'Closed', 'the session ended');
 
 # another, still running when nginx stops
 my $run = start_session($t, 'echo still-running; exec sleep 1000');
-my ($rws, undef, @rflush) = attach_join($t, $run);
+my ($rws, undef, @runflush) = attach_join($t, $run);
 # printed before the join (then the join's Keyframe shows it) or after
 $rws->recv_until(sub { decode_output($_[0]) =~ /still-running/ }, 10)
     unless grep { (decode_output($_) // '') =~ /still-running/
         || ((session_frame_kind($_) // '') eq 'Keyframe'
             && decode_base64($_->{payload}{snapshot}) =~ /still-running/) }
-        @rflush;
+        @runflush;
 
 $t->stop();
 
