@@ -2108,7 +2108,8 @@ ngx_pty_feed_final_no_sb(ngx_pty_screen_t *s, const u_char *p,
 static int ngx_pty_shift_outside(ngx_pty_screen_t *s,
     const u_char *p, size_t *start, size_t i, size_t esc, u_char c);
 static void ngx_pty_dch_ends(ngx_pty_screen_t *s);
-static int ngx_pty_bs_past_wide(ngx_pty_screen_t *s);
+static ngx_inline unsigned ngx_pty_past_wide(ngx_pty_screen_t *s);
+static void ngx_pty_vt_to_edge(ngx_pty_screen_t *s);
 static void ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v);
 static void ngx_pty_dch_halves(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i);
@@ -2456,23 +2457,22 @@ ngx_pty_shift_outside(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
 
 /*
- * ICH or DCH with a wrap pending after a wide glyph in the last columns:
- * xterm.js puts the cursor on the last column, the glyph's right half,
- * and shifts from there (the glyph's left half becomes a blank), where
- * libvterm's cursor is on the left half.  libvterm gets the shift there.
+ * A wrap pending after a wide glyph in the last two columns: libvterm's
+ * cursor is on the glyph's left half, xterm.js's past the edge, and what
+ * puts it back on the screen (BS, CUB, HPB, ICH, DCH) puts it on the last
+ * column, the right half.  libvterm's is put there too.
  */
-static void
-ngx_pty_shift_past_wide(ngx_pty_screen_t *s, const u_char *p, size_t *start,
-    size_t i, size_t esc, u_char c)
+static ngx_inline unsigned
+ngx_pty_past_wide(ngx_pty_screen_t *s)
 {
-    char      buf[32];
-    unsigned  n;
+    return s->phantom && (unsigned) ngx_pty_cursor(s).col + 1 < s->cols;
+}
+
+
+static void
+ngx_pty_vt_to_edge(ngx_pty_screen_t *s)
+{
     VTermPos  pos;
-
-    n = (unsigned) NGX_PTY_ARG_OR(s->args[0], 1);
-    n = (n == 0) ? 1 : (n > s->cols ? s->cols : n);
-
-    ngx_pty_csi_skip(s, p, start, i, esc);
 
     pos = ngx_pty_cursor(s);
     pos.col = s->cols - 1;
@@ -2480,9 +2480,23 @@ ngx_pty_shift_past_wide(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     s->diverged++;
     ngx_pty_vt_cup(s, pos);
     s->phantom = 0;
+}
 
+
+/* the CSI (one count) at p[i] from there: libvterm reads it again after */
+static void
+ngx_pty_csi_from_edge(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t esc, u_char c)
+{
+    char      buf[32];
+    unsigned  n;
+
+    n = (unsigned) NGX_PTY_ARG_OR(s->args[0], 1);
+    n = (n == 0) ? 1 : (n > s->cols ? s->cols : n);
+
+    ngx_pty_csi_skip(s, p, start, i, esc);
+    ngx_pty_vt_to_edge(s);
     vterm_input_write(s->vt, buf, ngx_pty_put_csi(buf, n, -1, (char) c));
-    ngx_pty_dch_ends(s);
 }
 
 
@@ -3073,10 +3087,10 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         if (c != 'X' && ngx_pty_shift_outside(s, p, start, i, esc, c)) {
             /* done, outside the scroll region, as xterm.js does it */
 
-        } else if (s->phantom
-                   && (unsigned) ngx_pty_cursor(s).col + 1 < s->cols)
-        {
-            ngx_pty_shift_past_wide(s, p, start, i, esc, c);
+        } else if (ngx_pty_past_wide(s)) {
+            /* the glyph's left half becomes a blank, as in xterm.js */
+            ngx_pty_csi_from_edge(s, p, start, i, esc, c);
+            ngx_pty_dch_ends(s);
 
         } else if (s->phantom) {
             /* xterm.js puts the cursor back on the edge first */
@@ -3176,20 +3190,15 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
          * alone starts a line in xterm.js
          */
         ngx_pty_flush(s, p, start, i);
+
+        if ((c == 'D' || c == 'j') && ngx_pty_past_wide(s)) {
+            ngx_pty_csi_from_edge(s, p, start, i, esc, c);
+            break;
+        }
+
         pos = ngx_pty_cursor(s);
-        w = (s->phantom && (unsigned) pos.col + 1 < s->cols);
         s->no_lf = 1;
         ngx_pty_flush(s, p, start, i + 1);
-
-        if (w && (c == 'D' || c == 'j')) {
-            /* back from the last column, not from a wide glyph's left half */
-            v = NGX_PTY_ARG_OR(s->args[0], 1);
-            v = (v < 1) ? 1 : v;
-            pos = ngx_pty_cursor(s);
-            pos.col = (v < (long) s->cols) ? (int) (s->cols - 1 - v) : 0;
-            s->diverged++;
-            ngx_pty_vt_cup(s, pos);
-        }
 
         if (c == 'A' || c == 'B' || c == 'E' || c == 'F') {
             v = NGX_PTY_ARG_OR(s->args[0], 1);
@@ -5504,9 +5513,9 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
                 ngx_pty_flush(s, p, start, i);
             }
 
-            if (s->phantom && ngx_pty_bs_past_wide(s)) {
-                *start = ++i;
-                continue;
+            /* libvterm backs up from where xterm.js does */
+            if (ngx_pty_past_wide(s)) {
+                ngx_pty_vt_to_edge(s);
             }
         }
 
@@ -5527,30 +5536,6 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     }
 
     return n;
-}
-
-
-/*
- * BS past the edge after a wide glyph in the last columns: xterm.js backs
- * up from the last column, libvterm from the glyph's left half.  1: done.
- */
-static int
-ngx_pty_bs_past_wide(ngx_pty_screen_t *s)
-{
-    VTermPos  pos;
-
-    pos = ngx_pty_cursor(s);
-
-    if ((unsigned) pos.col + 1 >= s->cols || s->cols < 2) {
-        return 0;
-    }
-
-    pos.col = s->cols - 2;
-    s->diverged++;
-    ngx_pty_vt_cup(s, pos);
-    s->phantom = 0;
-
-    return 1;
 }
 
 

@@ -14,7 +14,6 @@ use lib "$FindBin::Bin/lib";
 
 use Test::More;
 use JSON::PP;
-use Time::HiRes qw(time sleep);
 use Test::Nginx;
 use Test::Nginx::Pty;
 use Test::Nginx::PtyAPI qw(api_call);
@@ -29,23 +28,10 @@ my $port = $t->port(8080);
 
 # the file exists, then is read-only for the workers from their start
 start_session($t, 'true');
-my $deadline = time + 10 * Test::Nginx::timeout_scale();
-sleep 0.05 while !-s "$dir/arch/pty.db" && time < $deadline;
+$t->wait_until(sub { -s "$dir/arch/pty.db" }, 10);
 $t->stop();
 chmod(0444, "$dir/arch/pty.db");
 $t->run();
-
-sub count_log {
-    my ($re) = @_;
-    return scalar grep { /$re/ } split /\n/, $t->read_file('error.log');
-}
-
-sub wait_log {
-    my ($re, $secs) = @_;
-    my $deadline = time + $secs * Test::Nginx::timeout_scale();
-    sleep 0.05 while !count_log($re) && time < $deadline;
-    return count_log($re);
-}
 
 # sessions until each worker owns a ticker (frames all the time: both
 # workers try the file and fail) and an idle cat
@@ -64,7 +50,8 @@ for (1 .. 200) {
 }
 is(scalar(keys %ticker) . ' ' . scalar(keys %cat), '2 2',
     'each worker owns a ticker and a cat');
-ok(wait_log(qr/cannot be written: .*readonly/, 10), 'the fault is logged');
+ok($t->wait_for_log(qr/cannot be written: .*readonly/, 10),
+    'the fault is logged');
 
 # each ticker goes on past the log line: its worker has tried meanwhile
 for my $s (values %ticker) {
@@ -83,7 +70,7 @@ for my $s (values %ticker) {
 # the fault, one worker stores everything and the other finds nothing
 api_call($port, '/pty/kill', { id => $_->{id} }) for values %ticker;
 chmod(0644, "$dir/arch/pty.db");
-ok(wait_log(qr/is written again/, 40), 'writable again');
+ok($t->wait_for_log(qr/is written again/, 40), 'writable again');
 
 sub last_stored {
     my ($s) = @_;
@@ -105,8 +92,7 @@ for my $pid (sort keys %cat) {
         wait_ms => 5000 });
     # within a few batches: the fault is over for every worker once one
     # has written, not after each one's own backoff (up to 10 s)
-    $deadline = time + 3 * Test::Nginx::timeout_scale();
-    sleep 0.05 while last_stored($s) <= $before && time < $deadline;
+    $t->wait_until(sub { last_stored($s) > $before }, 3);
     ok($j->{matched} && last_stored($s) > $before,
         'a session of each worker is stored after the fault')
         or diag("stored up to $before, then " . last_stored($s));
