@@ -1,7 +1,8 @@
 
 /*
  * ngx_pty_module: the screen model's cells, rows and grids, shared by the
- * model (ngx_pty_screen.c) and its resize (ngx_pty_reflow.c).
+ * model (ngx_pty_screen.c) and its resize and xterm.js's line operations
+ * (ngx_pty_reflow.c).
  */
 
 
@@ -48,6 +49,15 @@ typedef struct {
     unsigned              wrapped:1; /* text wrapped into it (soft wrap) */
     unsigned              own:1;   /* allocated alone (scrollback) */
     ngx_pty_pen_t         fill;
+
+    /*
+     * the alternate buffer's cells past the edge: xterm.js does not cut
+     * its lines when it narrows (no reflow there), and shows them again
+     * when it widens
+     */
+    ngx_pty_cell_t       *tail;
+    uint32_t             *tail_comb; /* tail_len * NGX_PTY_MAX_COMB, lazily */
+    unsigned              tail_len;
 } ngx_pty_row_t;
 
 

@@ -11,6 +11,12 @@
  *
  * The model holds fewer scrollback lines than xterm.js: lines it does not
  * hold count in "lost" and come back blank.
+ *
+ * The alternate buffer is not reflowed, and its lines are not cut when it
+ * narrows: a line keeps its cells past the edge (the row's tail) until a
+ * widening shows them or cuts the line to the new width.  ICH, DCH and
+ * ECH work on the whole line there (BufferLine's insertCells(),
+ * deleteCells(), replaceCells(), below).
  */
 
 
@@ -337,6 +343,143 @@ ngx_pty_rcells_clear(ngx_pty_rbuf_t *b, ngx_pty_row_t *row, unsigned from,
     for ( /* void */ ; from < to && from < row->len; from++) {
         ngx_pty_rcell_null(b, row, from);
     }
+}
+
+
+/* the row's cells past the edge, after its line just added */
+void
+ngx_pty_rbuf_add_tail(ngx_pty_rbuf_t *b, ngx_pty_row_t *line,
+    const ngx_pty_row_t *row)
+{
+    unsigned   i, at;
+    uint32_t  *dc;
+
+    at = line->len;
+    memcpy(&line->cells[at], row->tail,
+           row->tail_len * sizeof(ngx_pty_cell_t));
+
+    for (i = 0; i < row->tail_len; i++) {
+        if (line->cells[at + i].ncomb == 0) {
+            continue;
+        }
+
+        dc = (row->tail_comb != NULL) ? ngx_pty_rline_comb(b, line) : NULL;
+
+        if (dc == NULL) {
+            line->cells[at + i].ncomb = 0;
+            continue;
+        }
+
+        memcpy(&dc[(at + i) * NGX_PTY_MAX_COMB],
+               &row->tail_comb[i * NGX_PTY_MAX_COMB],
+               NGX_PTY_MAX_COMB * sizeof(uint32_t));
+    }
+
+    line->len += row->tail_len;
+}
+
+
+static void
+ngx_pty_rcell_fill(ngx_pty_row_t *row, unsigned col, const ngx_pty_pen_t *pen)
+{
+    ngx_pty_cell_t  *c;
+
+    c = &row->cells[col];
+    c->ch = 0;
+    c->ncomb = 0;
+    c->width = 1;
+    c->pen = *pen;
+}
+
+
+static void
+ngx_pty_rcells_fill(ngx_pty_row_t *row, unsigned from, unsigned to,
+    const ngx_pty_pen_t *pen)
+{
+    while (from < to) {
+        ngx_pty_rcell_fill(row, from++, pen);
+    }
+}
+
+
+/* BufferLine's insertCells() over the whole line, fill the erase pen */
+void
+ngx_pty_rline_insert(ngx_pty_rbuf_t *b, ngx_pty_row_t *line, unsigned pos,
+    unsigned long n, const ngx_pty_pen_t *fill)
+{
+    unsigned  i, len;
+
+    len = line->len;
+    pos %= len;
+
+    if (pos && ngx_pty_rcell_width(line, pos - 1) == 2) {
+        ngx_pty_rcell_fill(line, pos - 1, fill);
+    }
+
+    if (n < len - pos) {
+        for (i = len - pos - n; i-- > 0; /* void */) {
+            ngx_pty_rcell_copy(b, line, pos + n + i, line, pos + i);
+        }
+
+        ngx_pty_rcells_fill(line, pos, pos + n, fill);
+
+    } else {
+        ngx_pty_rcells_fill(line, pos, len, fill);
+    }
+
+    if (ngx_pty_rcell_width(line, len - 1) == 2) {
+        ngx_pty_rcell_fill(line, len - 1, fill);
+    }
+}
+
+
+/* deleteCells() */
+void
+ngx_pty_rline_delete(ngx_pty_rbuf_t *b, ngx_pty_row_t *line, unsigned pos,
+    unsigned long n, const ngx_pty_pen_t *fill)
+{
+    unsigned  i, len;
+
+    len = line->len;
+    pos %= len;
+
+    if (n < len - pos) {
+        for (i = 0; i < len - pos - n; i++) {
+            ngx_pty_rcell_copy(b, line, pos + i, line, pos + n + i);
+        }
+
+        ngx_pty_rcells_fill(line, len - n, len, fill);
+
+    } else {
+        ngx_pty_rcells_fill(line, pos, len, fill);
+    }
+
+    if (pos && ngx_pty_rcell_width(line, pos - 1) == 2) {
+        ngx_pty_rcell_fill(line, pos - 1, fill);
+    }
+
+    if (ngx_pty_rcell_width(line, pos) == 0
+        && !ngx_pty_rcell_content(line, pos))
+    {
+        ngx_pty_rcell_fill(line, pos, fill);
+    }
+}
+
+
+/* replaceCells() without protection (ECH) */
+void
+ngx_pty_rline_replace(ngx_pty_row_t *line, unsigned start, unsigned long end,
+    const ngx_pty_pen_t *fill)
+{
+    if (start && ngx_pty_rcell_width(line, start - 1) == 2) {
+        ngx_pty_rcell_fill(line, start - 1, fill);
+    }
+
+    if (end < line->len && ngx_pty_rcell_width(line, end - 1) == 2) {
+        ngx_pty_rcell_fill(line, end, fill);
+    }
+
+    ngx_pty_rcells_fill(line, start, end < line->len ? end : line->len, fill);
 }
 
 
@@ -1033,7 +1176,8 @@ ngx_pty_rbuf_resize(ngx_pty_rbuf_t *b, unsigned cols, unsigned rows)
         }
     }
 
-    if (old > cols) {
+    /* the alternate buffer keeps the cells past the edge (a tail) */
+    if (old > cols && b->scrollback) {
         for (i = 0; i < b->n; i++) {
             b->line[i]->len = ngx_pty_rmin(b->line[i]->len, cols);
         }

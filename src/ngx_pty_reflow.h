@@ -44,6 +44,14 @@ int ngx_pty_rbuf_init(ngx_pty_rbuf_t *b, unsigned lines, unsigned width);
 ngx_pty_row_t *ngx_pty_rbuf_add(ngx_pty_rbuf_t *b, const ngx_pty_row_t *row,
     const uint32_t *comb, unsigned cols);
 int ngx_pty_rbuf_resize(ngx_pty_rbuf_t *b, unsigned cols, unsigned rows);
+void ngx_pty_rbuf_add_tail(ngx_pty_rbuf_t *b, ngx_pty_row_t *line,
+    const ngx_pty_row_t *row);
+void ngx_pty_rline_insert(ngx_pty_rbuf_t *b, ngx_pty_row_t *line, unsigned pos,
+    unsigned long n, const ngx_pty_pen_t *fill);
+void ngx_pty_rline_delete(ngx_pty_rbuf_t *b, ngx_pty_row_t *line, unsigned pos,
+    unsigned long n, const ngx_pty_pen_t *fill);
+void ngx_pty_rline_replace(ngx_pty_row_t *line, unsigned start,
+    unsigned long end, const ngx_pty_pen_t *fill);
 ngx_pty_row_t *ngx_pty_rbuf_get(ngx_pty_rbuf_t *b, long i);
 void ngx_pty_rbuf_free(ngx_pty_rbuf_t *b);
 

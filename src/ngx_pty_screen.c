@@ -127,6 +127,8 @@ struct ngx_pty_screen_s {
     size_t                        vt_mem;
     size_t                        comb_mem;
     size_t                        sb_mem;
+    size_t                        tail_mem;
+    unsigned                      tails;    /* rows with a tail */
 
     /* xterm.js's scrollback lines the model does not hold (the main buffer) */
     unsigned                      sb_lost;
@@ -328,6 +330,20 @@ static void ngx_pty_sb_free_raw(ngx_pty_screen_t *s);
 static void ngx_pty_unwrap(ngx_pty_screen_t *s, int from, int to);
 static void ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c,
     unsigned long v);
+static size_t ngx_pty_tail_size(const ngx_pty_row_t *row);
+static void ngx_pty_tail_drop(ngx_pty_screen_t *s, ngx_pty_row_t *row);
+static void ngx_pty_tails_drop_all(ngx_pty_screen_t *s);
+static int ngx_pty_tail_set(ngx_pty_screen_t *s, ngx_pty_row_t *row,
+    const ngx_pty_row_t *line, unsigned cols);
+static ngx_pty_row_t *ngx_pty_tail_line(ngx_pty_screen_t *s,
+    ngx_pty_row_t *row, ngx_pty_rbuf_t *b);
+static void ngx_pty_tail_insert(ngx_pty_screen_t *s, ngx_pty_row_t *row,
+    unsigned col, unsigned n);
+static void ngx_pty_tail_shift(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
+    ngx_pty_row_t *line, u_char c, long n);
+static void ngx_pty_tails_erase(ngx_pty_screen_t *s, unsigned long v,
+    unsigned selective);
+static void ngx_pty_tails_align(ngx_pty_screen_t *s);
 
 
 static int
@@ -834,6 +850,8 @@ ngx_pty_grid_free(ngx_pty_grid_t *g)
 
     for (i = 0; i < g->nrows; i++) {
         free(g->row_mem[i].comb);
+        free(g->row_mem[i].tail);
+        free(g->row_mem[i].tail_comb);
     }
 
     free(g->sb);
@@ -1604,6 +1622,10 @@ ngx_pty_scroll_rows(ngx_pty_screen_t *s, ngx_pty_grid_t *g, int top, int end,
         row->len = 0;
         row->wrapped = 0;
         row->fill = ngx_pty_erase_pen(s);
+
+        if (row->tail) {
+            ngx_pty_tail_drop(s, row);
+        }
     }
 }
 
@@ -1637,6 +1659,14 @@ ngx_pty_cb_scrollrect(VTermRect rect, int down, int right, void *user)
         return 1;
     }
 
+    if (right < 0 && h == 1 && (unsigned) rect.end_col == s->cols
+        && g->rows[rect.start_row]->tail)
+    {
+        /* ICH, insert mode: the cells pushed past the edge go on there */
+        ngx_pty_tail_insert(s, g->rows[rect.start_row], rect.start_col,
+                            -right);
+    }
+
     if (down >= h || -down >= h || right >= w || -right >= w) {
         ngx_pty_erase_rect(s, rect, 0);
 
@@ -1646,6 +1676,10 @@ ngx_pty_cb_scrollrect(VTermRect rect, int down, int right, void *user)
             /* new lines (IL, DL, SU, SD past the region): not wrapped */
             for (r = rect.start_row; r < rect.end_row; r++) {
                 g->rows[r]->wrapped = 0;
+
+                if (g->rows[r]->tail) {
+                    ngx_pty_tail_drop(s, g->rows[r]);
+                }
             }
         }
 
@@ -1829,6 +1863,7 @@ ngx_pty_cb_settermprop(VTermProp prop, VTermValue *val, void *user)
                 }
             }
 
+            ngx_pty_tails_drop_all(s);
             s->cur = &s->grid[1];
             s->alt = 1;
             vterm_state_get_cursorpos(s->state, &pos);
@@ -1837,6 +1872,7 @@ ngx_pty_cb_settermprop(VTermProp prop, VTermValue *val, void *user)
             ngx_pty_unwrap(s, 0, s->rows);
 
         } else {
+            ngx_pty_tails_drop_all(s);
             s->cur = &s->grid[0];
             s->alt = 0;
         }
@@ -2595,6 +2631,7 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
         }
     }
 
+    ngx_pty_tails_drop_all(s);
     ngx_pty_tabs_default(s, 0);
     ngx_pty_tabs_default(s, 1);
 }
@@ -2905,11 +2942,13 @@ static void
 ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     u_char c, size_t esc)
 {
-    u_char         leader, inter;
-    long           v, end;
-    unsigned       w;
-    VTermPos       pos;
-    ngx_pty_pen_t  pen;
+    u_char          leader, inter;
+    long            v, end;
+    unsigned        w;
+    VTermPos        pos;
+    ngx_pty_pen_t   pen;
+    ngx_pty_row_t  *line;
+    ngx_pty_rbuf_t  rb;
 
     leader = s->leaderlen ? s->leader : 0;
     inter = s->intermedlen ? s->intermed : 0;
@@ -3024,6 +3063,10 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             break;
         }
 
+        if (c == 'J' && s->tails) {
+            ngx_pty_tails_erase(s, v, leader == '?');
+        }
+
         if (c == 'J' && v == 3 && !s->alt) {
             /* xterm.js drops its scrollback; its saved row stays a line */
             s->saved_pos[0].row += s->grid[0].sb_len + s->sb_lost;
@@ -3083,6 +3126,10 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     case 'P':
         /* the text before it first: it may have put the cursor past the edge */
         ngx_pty_flush(s, p, start, i);
+        line = s->tails ? ngx_pty_tail_line(s, s->cur->rows[
+                                                ngx_pty_cursor(s).row], &rb)
+                        : NULL;
+        v = NGX_PTY_ARG_OR(s->args[0], 1);
 
         if (c != 'X' && ngx_pty_shift_outside(s, p, start, i, esc, c)) {
             /* done, outside the scroll region, as xterm.js does it */
@@ -3106,6 +3153,15 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
         if (c == '@') {
             ngx_pty_ich_edge(s);
+        }
+
+        if (line != NULL) {
+            /* past the edge too (the alternate buffer after a narrowing) */
+            if (*start <= i) {
+                ngx_pty_feed_final(s, p, start, i);
+            }
+
+            ngx_pty_tail_shift(s, &rb, line, c, v);
         }
 
         break;
@@ -3226,9 +3282,8 @@ static void
 ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     size_t esc, u_char c)
 {
-    unsigned       phantom, k, visible;
-    VTermPos       ph_pos;
-    int            combine_w;
+    unsigned       k, visible;
+    VTermPos       home;
     ngx_pty_pen_t  pen;
 
     if (s->intermedlen == 1 && s->intermed == '#' && c >= '3' && c <= '6') {
@@ -3239,17 +3294,26 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     }
 
     if (s->intermedlen == 1 && s->intermed == '#' && c == '8') {
-        /* DECALN writes every cell but leaves the wrap state alone */
+        /*
+         * DECALN writes every cell (the tails too); xterm.js then homes
+         * the cursor (to the region's top in origin mode), libvterm keeps
+         * it where it was
+         */
         ngx_pty_flush(s, p, start, i);
-        phantom = s->phantom;
-        ph_pos = s->ph_pos;
-        combine_w = s->combine_w;
         s->untracked = 1;
         ngx_pty_feed_final(s, p, start, i);
         s->untracked = 0;
-        s->phantom = phantom;
-        s->ph_pos = ph_pos;
-        s->combine_w = combine_w;
+
+        if (s->tails) {
+            ngx_pty_tails_align(s);
+        }
+
+        home.row = s->origin ? s->top : 0;
+        home.col = 0;
+        s->diverged++;
+        ngx_pty_vt_cup(s, home);
+        s->phantom = 0;
+        s->edge = 0;
         return;
     }
 
@@ -4478,6 +4542,10 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
     ngx_pty_erase_wraps(s, c, v);
     pos = ngx_pty_cursor(s);
 
+    if (c == 'J' && s->tails) {
+        ngx_pty_tails_erase(s, v, 0);
+    }
+
     rect.start_row = (c == 'J' && v != 0) ? 0 : pos.row;
     rect.end_row = (c == 'J' && v == 1) ? pos.row : pos.row + 1;
     rect.start_col = (v == 0) ? pos.col : 0;
@@ -5508,7 +5576,8 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             continue;
         }
 
-        if (c == 0x08 && s->phantom) {
+        if (c == 0x08 && (s->phantom || *start < i)) {
+            /* the text before may be what put the cursor past the edge */
             if (*start < i) {
                 ngx_pty_flush(s, p, start, i);
             }
@@ -6139,8 +6208,301 @@ ngx_pty_row_forget(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
         s->comb_mem -= (size_t) g->cols * NGX_PTY_MAX_COMB * sizeof(uint32_t);
     }
 
+    if (row->tail) {
+        s->tail_mem -= ngx_pty_tail_size(row);
+        s->tails--;
+    }
+
     if (row->own) {
         s->sb_mem -= sizeof(ngx_pty_row_t) + g->cols * sizeof(ngx_pty_cell_t);
+    }
+}
+
+
+static size_t
+ngx_pty_tail_size(const ngx_pty_row_t *row)
+{
+    return row->tail_len * (sizeof(ngx_pty_cell_t)
+                            + (row->tail_comb ? NGX_PTY_MAX_COMB
+                                                * sizeof(uint32_t)
+                                              : 0));
+}
+
+
+static void
+ngx_pty_tail_drop(ngx_pty_screen_t *s, ngx_pty_row_t *row)
+{
+    if (row->tail == NULL) {
+        return;
+    }
+
+    s->tail_mem -= ngx_pty_tail_size(row);
+    s->tails--;
+
+    free(row->tail);
+    free(row->tail_comb);
+    row->tail = NULL;
+    row->tail_comb = NULL;
+    row->tail_len = 0;
+}
+
+
+/* xterm.js makes the alternate buffer's lines anew on entering and leaving */
+static void
+ngx_pty_tails_drop_all(ngx_pty_screen_t *s)
+{
+    unsigned  r;
+
+    for (r = 0; s->tails && r < s->grid[1].nrows; r++) {
+        ngx_pty_tail_drop(s, s->grid[1].rows[r]);
+    }
+}
+
+
+/* the cells of an xterm.js line past cols, into the row's tail */
+static int
+ngx_pty_tail_set(ngx_pty_screen_t *s, ngx_pty_row_t *row,
+    const ngx_pty_row_t *line, unsigned cols)
+{
+    unsigned  i, n, marks;
+
+    n = line->len - cols;
+
+    if (row->tail == NULL || row->tail_len != n) {
+        ngx_pty_tail_drop(s, row);
+
+        row->tail = malloc(n * sizeof(ngx_pty_cell_t));
+        if (row->tail == NULL) {
+            return -1;
+        }
+
+        row->tail_len = n;
+        s->tails++;
+        s->tail_mem += ngx_pty_tail_size(row);
+    }
+
+    memcpy(row->tail, &line->cells[cols], n * sizeof(ngx_pty_cell_t));
+
+    for (marks = 0, i = 0; i < n; i++) {
+        marks += (row->tail[i].ncomb != 0);
+    }
+
+    if (marks && line->comb && row->tail_comb == NULL) {
+        row->tail_comb = malloc(n * NGX_PTY_MAX_COMB * sizeof(uint32_t));
+
+        if (row->tail_comb != NULL) {
+            s->tail_mem += n * NGX_PTY_MAX_COMB * sizeof(uint32_t);
+        }
+    }
+
+    if (marks && line->comb && row->tail_comb) {
+        memcpy(row->tail_comb, &line->comb[cols * NGX_PTY_MAX_COMB],
+               n * NGX_PTY_MAX_COMB * sizeof(uint32_t));
+        return 0;
+    }
+
+    for (i = 0; i < n; i++) {
+        row->tail[i].ncomb = 0;
+    }
+
+    return 0;
+}
+
+
+/*
+ * A row as xterm.js's whole line, its tail included (NULL when it has no
+ * tail, or out of memory: the model then changes the screen's part only)
+ */
+static ngx_pty_row_t *
+ngx_pty_tail_line(ngx_pty_screen_t *s, ngx_pty_row_t *row, ngx_pty_rbuf_t *b)
+{
+    ngx_pty_row_t  *line;
+
+    if (row->tail == NULL
+        || ngx_pty_rbuf_init(b, 1, s->cols + row->tail_len) != 0)
+    {
+        return NULL;
+    }
+
+    line = ngx_pty_rbuf_add(b, row, row->comb, s->cols);
+
+    if (line == NULL) {
+        ngx_pty_rbuf_free(b);
+        return NULL;
+    }
+
+    ngx_pty_rbuf_add_tail(b, line, row);
+
+    return line;
+}
+
+
+/* text in insert mode: xterm.js shifts the whole line, the tail too */
+static void
+ngx_pty_tail_insert(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned col,
+    unsigned n)
+{
+    ngx_pty_pen_t    pen;
+    ngx_pty_row_t   *line;
+    ngx_pty_rbuf_t   b;
+
+    line = ngx_pty_tail_line(s, row, &b);
+    if (line == NULL) {
+        return;
+    }
+
+    pen = ngx_pty_erase_pen(s);
+    ngx_pty_rline_insert(&b, line, col, n, &pen);
+
+    if (ngx_pty_tail_set(s, row, line, s->cols) != 0) {
+        ngx_pty_tail_drop(s, row);
+    }
+
+    ngx_pty_rbuf_free(&b);
+}
+
+
+/*
+ * ICH, DCH or ECH (c, count n) as xterm.js does it to the whole line, put
+ * back over what the model did to the screen's part
+ */
+static void
+ngx_pty_tail_shift(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
+    ngx_pty_row_t *line, u_char c, long n)
+{
+    unsigned         x, i;
+    uint32_t        *comb;
+    VTermPos         pos;
+    ngx_pty_pen_t    pen;
+    ngx_pty_row_t   *row;
+    ngx_pty_cell_t  *cell;
+
+    pos = ngx_pty_cursor(s);
+    row = s->cur->rows[pos.row];
+    x = (unsigned) pos.col < s->cols ? (unsigned) pos.col : s->cols - 1;
+    pen = ngx_pty_erase_pen(s);
+    n = (n < 1) ? 1 : (n > (long) line->len ? (long) line->len : n);
+
+    if (c == '@') {
+        ngx_pty_rline_insert(b, line, x, n, &pen);
+
+    } else if (c == 'P') {
+        ngx_pty_rline_delete(b, line, x, n, &pen);
+
+    } else {
+        ngx_pty_rline_replace(line, x, x + n, &pen);
+    }
+
+    ngx_pty_row_materialize(row, s->cols);
+    comb = NULL;
+
+    for (i = 0; i < s->cols; i++) {
+        row->cells[i] = line->cells[i];
+
+        if (row->cells[i].ncomb == 0) {
+            continue;
+        }
+
+        comb = (line->comb != NULL) ? ngx_pty_row_comb(s, row) : NULL;
+
+        if (comb == NULL) {
+            row->cells[i].ncomb = 0;
+            continue;
+        }
+
+        memcpy(&comb[i * NGX_PTY_MAX_COMB], &line->comb[i * NGX_PTY_MAX_COMB],
+               NGX_PTY_MAX_COMB * sizeof(uint32_t));
+    }
+
+    /* a glyph whose right half is past the edge: no stream writes it */
+    cell = &row->cells[s->cols - 1];
+
+    if (cell->ch != 0 && cell->ch != NGX_PTY_CONT && cell->width == 2) {
+        ngx_pty_cell_blank(s, cell, &pen);
+    }
+
+    if (ngx_pty_tail_set(s, row, line, s->cols) != 0) {
+        ngx_pty_tail_drop(s, row);
+    }
+
+    s->diverged++;
+    ngx_pty_rbuf_free(b);
+}
+
+
+/* ED: xterm.js's fill() of the whole lines it erases, tails too */
+static void
+ngx_pty_tails_erase(ngx_pty_screen_t *s, unsigned long v, unsigned selective)
+{
+    int              r, from, to;
+    unsigned         i;
+    VTermPos         pos;
+    ngx_pty_pen_t    pen;
+    ngx_pty_row_t   *row;
+    ngx_pty_cell_t  *c;
+
+    pos = ngx_pty_cursor(s);
+
+    switch (v) {
+    case 0:
+        from = pos.row + 1;
+        to = s->rows;
+        break;
+    case 1:
+        from = 0;
+        to = pos.row;
+        break;
+    case 2:
+        from = 0;
+        to = s->rows;
+        break;
+    default:
+        return;
+    }
+
+    pen = ngx_pty_erase_pen(s);
+
+    for (r = from; r < to; r++) {
+        row = s->cur->rows[r];
+
+        for (i = 0; i < row->tail_len; i++) {
+            c = &row->tail[i];
+
+            if (selective && (c->pen.attr & NGX_PTY_A_PROTECT)) {
+                continue;
+            }
+
+            c->ch = 0;
+            c->ncomb = 0;
+            c->width = 1;
+            c->pen = pen;
+        }
+    }
+}
+
+
+/* DECALN: xterm.js's fill() of every line with the E it draws */
+static void
+ngx_pty_tails_align(ngx_pty_screen_t *s)
+{
+    unsigned         r, i;
+    ngx_pty_cell_t   tmp;
+    ngx_pty_row_t   *row;
+    const ngx_pty_cell_t  *e;
+
+    for (r = 0; r < s->rows; r++) {
+        row = s->cur->rows[r];
+
+        if (row->tail == NULL) {
+            continue;
+        }
+
+        e = ngx_pty_row_cell(row, 0, &tmp);
+
+        for (i = 0; i < row->tail_len; i++) {
+            row->tail[i] = *e;
+            row->tail[i].ncomb = 0;
+        }
     }
 }
 
@@ -6194,13 +6556,20 @@ ngx_pty_rbuf_from_grid(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
     ngx_pty_grid_t *g, unsigned cols, VTermPos cursor, unsigned k)
 {
     long            raw;
-    unsigned        i, n;
-    ngx_pty_row_t  *row;
+    unsigned        i, n, width;
+    ngx_pty_row_t  *row, *line;
 
     n = g->sb_len + g->nrows;
     raw = 0;
+    width = g->cols;
 
-    if (ngx_pty_rbuf_init(b, n, cols > g->cols ? cols : g->cols) != 0) {
+    for (i = 0; s->tails && i < g->nrows; i++) {
+        if (g->cols + g->rows[i]->tail_len > width) {
+            width = g->cols + g->rows[i]->tail_len;
+        }
+    }
+
+    if (ngx_pty_rbuf_init(b, n, cols > width ? cols : width) != 0) {
         return -1;
     }
 
@@ -6215,10 +6584,15 @@ ngx_pty_rbuf_from_grid(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
 
     for (i = 0; i < n; i++) {
         row = ngx_pty_grid_line(g, i);
+        line = ngx_pty_rbuf_add(b, row, row->comb, g->cols);
 
-        if (ngx_pty_rbuf_add(b, row, row->comb, g->cols) == NULL) {
+        if (line == NULL) {
             ngx_pty_rbuf_free(b);
             return -1;
+        }
+
+        if (row->tail) {
+            ngx_pty_rbuf_add_tail(b, line, row);
         }
     }
 
@@ -6286,6 +6660,10 @@ ngx_pty_row_from_line(ngx_pty_screen_t *s, ngx_pty_row_t *row,
 
     memcpy(row->cells, line->cells, n * sizeof(ngx_pty_cell_t));
     row->len = n;
+
+    if (line->len > cols && ngx_pty_tail_set(s, row, line, cols) != 0) {
+        return -1;
+    }
 
     for (i = 0; i < n && row->cells[i].ncomb == 0; i++) {
         /* void */
@@ -6739,7 +7117,7 @@ ngx_pty_screen_memory(ngx_pty_screen_t *s)
                                + (size_t) s->cols * sizeof(ngx_pty_cell_t));
 
     size = sizeof(ngx_pty_screen_t) + grid + s->comb_mem + s->vt_mem
-           + s->sb_mem;
+           + s->sb_mem + s->tail_mem;
 
     if (s->grid[1].rows) {
         size += grid;

@@ -1095,6 +1095,57 @@ test_shrink(void)
 }
 
 
+/* the alternate screen keeps its cells past the edge, as xterm.js does */
+static void
+test_alt_tails(void)
+{
+    size_t             len, mem_tails, mem_left;
+    u_char            *text;
+    ngx_pty_screen_t  *s;
+
+    s = ngx_pty_screen_create(30, 3);
+    ngx_pty_screen_feed(s, (const u_char *)
+                        "\x1b[?1049h0123456789abcdefghijklmnopqrst", 38);
+    ngx_pty_screen_resize(s, 20, 3);
+    mem_tails = ngx_pty_screen_memory(s);
+
+    /* DCH brings cells back from past the edge */
+    ngx_pty_screen_feed(s, (const u_char *) "\x1b[1;3H\x1b[3P", 10);
+    text = ngx_pty_screen_text(s, &len);
+    ok(text && len >= 20 && memcmp(text, "0156789abcdefghijklm", 20) == 0,
+       "DCH on a narrowed alternate screen brings cells from past the edge "
+       "(%.*s)", (int) len, text);
+    free(text);
+
+    /* ICH pushes them there, a widening shows them again */
+    ngx_pty_screen_feed(s, (const u_char *) "\x1b[1;1H\x1b[2@", 10);
+    ngx_pty_screen_resize(s, 30, 3);
+    text = ngx_pty_screen_text(s, &len);
+    ok(text && len >= 29
+       && memcmp(text, "  0156789abcdefghijklmnopqrst", 29) == 0,
+       "ICH pushes cells past the edge and the widening shows them (%.*s)",
+       (int) len, text);
+    free(text);
+
+    /* a widening cuts the line: narrowed again, nothing is past the edge */
+    ngx_pty_screen_resize(s, 10, 3);
+    ngx_pty_screen_resize(s, 12, 3);
+    ngx_pty_screen_resize(s, 30, 3);
+    text = ngx_pty_screen_text(s, &len);
+    ok(text && len >= 12 && memcmp(text, "  0156789abc", 12) == 0
+       && (len == 12 || text[12] == '\n'),
+       "a widening cuts the line at its width (%.*s)", (int) len, text);
+    free(text);
+
+    ngx_pty_screen_resize(s, 20, 3);
+    ngx_pty_screen_feed(s, (const u_char *) "\x1b[?1049l", 8);
+    mem_left = ngx_pty_screen_memory(s);
+    ok(mem_left < mem_tails, "leaving the alternate screen frees its tails "
+       "(%zu, %zu bytes)", mem_left, mem_tails);
+    ngx_pty_screen_destroy(s);
+}
+
+
 static void
 test_hostile(void)
 {
@@ -2174,6 +2225,7 @@ main(void)
     test_modes();
     test_hostile();
     test_shrink();
+    test_alt_tails();
     test_geometry();
     test_fuzz();
     test_fast_text();
