@@ -34,6 +34,9 @@
 #define NGX_PTY_STORE_SESSIONS   64           /* sessions per batch */
 #define NGX_PTY_STORE_BYTES      (4 * 1024 * 1024) /* bytes per batch */
 #define NGX_PTY_STORE_CHUNK      (256 * 1024)  /* copied per lock */
+#define NGX_PTY_STORE_WAL_PAGES  512          /* 8 MiB: a checkpoint when idle */
+#define NGX_PTY_STORE_WAL_MAX    4096         /* 64 MiB: one all the same */
+#define NGX_PTY_STORE_FLOOD      (1024 * 1024) /* stored in a second: a flood */
 #define NGX_PTY_STORE_READ_MAX   (8 * 1024 * 1024)
 #define NGX_PTY_STORE_BACKOFF    10000        /* ms, the longest retry */
 #define NGX_PTY_STORE_BUSY       5000         /* ms a writer waits a lock */
@@ -64,6 +67,7 @@ typedef struct {
     size_t                     len;
     ngx_uint_t                 more;         /* frames were left behind */
     ngx_uint_t                 prune;        /* prune after storing */
+    ngx_uint_t                 flood;        /* output is pouring in */
     ngx_int_t                  rc;
     u_char                     err[160];
     ngx_uint_t                 pruned;
@@ -81,6 +85,7 @@ typedef struct {
     sqlite3_stmt              *add_gap;
     u_char                    *sealed;       /* a frame, encrypted */
     size_t                     sealed_size;
+    int                        wal_pages;    /* in the WAL at the last commit */
 } ngx_pty_store_writer_t;
 
 
@@ -95,6 +100,11 @@ static void ngx_pty_store_fail(sqlite3 *db, const char *what, u_char *err);
 
 static void ngx_pty_store_timer_handler(ngx_event_t *ev);
 static ngx_pty_store_batch_t *ngx_pty_store_collect(void);
+static void ngx_pty_store_rate(ngx_pty_store_batch_t *b);
+static int ngx_pty_store_wal_hook(void *data, sqlite3 *db, const char *name,
+    int pages);
+static void ngx_pty_store_checkpoint(ngx_pty_store_writer_t *w,
+    ngx_pty_store_batch_t *b);
 static ngx_uint_t ngx_pty_store_claim(ngx_pty_session_sh_t *sh);
 static void ngx_pty_store_copy(ngx_pty_store_batch_t *b,
     ngx_pty_store_entry_t *e);
@@ -1070,6 +1080,8 @@ ngx_pty_store_timer_handler(ngx_event_t *ev)
         return;
     }
 
+    ngx_pty_store_rate(b);
+
     task = ngx_calloc(sizeof(ngx_thread_task_t), ev->log);
     if (task == NULL) {
         ngx_pty_store_commit(b, NULL);     /* gives the claims back */
@@ -1091,6 +1103,24 @@ ngx_pty_store_timer_handler(ngx_event_t *ev)
     }
 
     ngx_pty_store_busy = 1;
+}
+
+
+/* the bytes stored in this second and the one before: a flood's mark */
+static void
+ngx_pty_store_rate(ngx_pty_store_batch_t *b)
+{
+    static ngx_msec_t  start;
+    static size_t      now, before;
+
+    if (ngx_current_msec - start >= 1000) {
+        before = (ngx_current_msec - start < 2000) ? now : 0;
+        now = 0;
+        start = ngx_current_msec;
+    }
+
+    now += b->len;
+    b->flood = (now + before >= NGX_PTY_STORE_FLOOD);
 }
 
 
@@ -1402,6 +1432,8 @@ ngx_pty_store_write(ngx_pty_store_batch_t *b)
         goto failed;
     }
 
+    ngx_pty_store_checkpoint(w, b);
+
     if (b->prune && ngx_pty_store_prune(w->db, b->err) == NGX_OK) {
         b->pruned = 1;
     }
@@ -1416,6 +1448,47 @@ failed:
     ngx_pty_store_writer_close(w);
 
     return NGX_ERROR;
+}
+
+
+static int
+ngx_pty_store_wal_hook(void *data, sqlite3 *db, const char *name, int pages)
+{
+    ngx_pty_store_writer_t  *w = data;
+
+    w->wal_pages = pages;
+
+    return SQLITE_OK;
+}
+
+
+/*
+ * A checkpoint copies the WAL's pages into the file: during a flood (1 MiB
+ * stored within the last one to two seconds, or a batch that left frames
+ * behind) it waits until the output has calmed down, up to 64 MiB of WAL,
+ * so that the flood's pages are not copied again while the flood still
+ * needs the CPU
+ */
+static void
+ngx_pty_store_checkpoint(ngx_pty_store_writer_t *w, ngx_pty_store_batch_t *b)
+{
+    ngx_uint_t  flood;
+
+    flood = (b->more || b->flood);
+
+    if (w->wal_pages < NGX_PTY_STORE_WAL_PAGES
+        || (flood && w->wal_pages < NGX_PTY_STORE_WAL_MAX))
+    {
+        return;
+    }
+
+    /* passive: readers are not waited for; what they hold goes next time */
+    if (sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                  NULL, NULL)
+        == SQLITE_OK)
+    {
+        w->wal_pages = 0;
+    }
 }
 
 
@@ -1722,13 +1795,16 @@ ngx_pty_store_writer_open(ngx_pty_store_writer_t *w, u_char *err)
 
     if (ngx_pty_store_migrate(w->db, err) != NGX_OK
         || ngx_pty_store_exec(w->db, "PRAGMA synchronous = NORMAL;"
-                              "PRAGMA wal_autocheckpoint = 512;"
                               "PRAGMA cache_size = -16384;"
                               "PRAGMA journal_size_limit = 67108864", err)
            != NGX_OK)
     {
         goto failed;
     }
+
+    /* in place of SQLite's checkpoint at every 512 pages committed */
+    w->wal_pages = 0;
+    (void) sqlite3_wal_hook(w->db, ngx_pty_store_wal_hook, w);
 
     if (sqlite3_prepare_v2(w->db,
             "INSERT INTO sessions (id, name, command, acl, cols, rows,"
