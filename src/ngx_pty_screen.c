@@ -1660,9 +1660,12 @@ ngx_pty_cb_scrollrect(VTermRect rect, int down, int right, void *user)
     }
 
     if (right < 0 && h == 1 && (unsigned) rect.end_col == s->cols
-        && g->rows[rect.start_row]->tail)
+        && g->rows[rect.start_row]->tail && !s->untracked)
     {
-        /* ICH, insert mode: the cells pushed past the edge go on there */
+        /*
+         * ICH, insert mode: the cells pushed past the edge go on there
+         * (not for a glyph the model prints again only for libvterm)
+         */
         ngx_pty_tail_insert(s, g->rows[rect.start_row], rect.start_col,
                             -right);
     }
