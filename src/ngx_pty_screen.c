@@ -64,6 +64,7 @@
 #define NGX_PTY_ARG_MORE      (1UL << 31)
 #define NGX_PTY_ARG_MISSING   ((1UL << 31) - 1)
 #define NGX_PTY_ARG(a)        ((a) & ~NGX_PTY_ARG_MORE)
+#define NGX_PTY_REP_MAX       65536   /* glyphs a REP prints at most */
 #define NGX_PTY_ARG_OR(a, d)                                                  \
     (NGX_PTY_ARG(a) == NGX_PTY_ARG_MISSING ? (long) (d) : (long) NGX_PTY_ARG(a))
 
@@ -181,6 +182,7 @@ struct ngx_pty_screen_s {
     unsigned                      edge:1;
     unsigned                      untracked:1; /* DECALN, ngx_pty_vt_prime */
     unsigned                      last_text:1;
+    unsigned                      esc_glyph:1; /* a glyph before the ESC */
     unsigned                      put:1;      /* a glyph since the move */
     unsigned                      visible:1;
     unsigned                      reverse:1;
@@ -344,6 +346,9 @@ static void ngx_pty_tail_shift(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
 static void ngx_pty_tails_erase(ngx_pty_screen_t *s, unsigned long v,
     unsigned selective);
 static void ngx_pty_tails_align(ngx_pty_screen_t *s);
+static void ngx_pty_rep(ngx_pty_screen_t *s, long n);
+static unsigned ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p,
+    size_t normal, size_t i);
 
 
 static int
@@ -2947,9 +2952,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 {
     u_char          leader, inter;
     long            v, end;
-    unsigned        w;
     VTermPos        pos;
-    ngx_pty_pen_t   pen;
     ngx_pty_row_t  *line;
     ngx_pty_rbuf_t  rb;
 
@@ -3205,36 +3208,16 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         break;
 
     case 'b':
-        /* REP with nothing to repeat loops forever in libvterm 0.1.4 */
-        ngx_pty_flush(s, p, start, i);
-        vterm_state_get_cursorpos(s->state, &pos);
-        w = s->cols;
+        /*
+         * REP: xterm.js prints the glyph printed just before again, as
+         * text (wrapping, in insert mode too); libvterm 0.1.4 repeats it
+         * to the end of the row at most, also after other sequences
+         */
+        ngx_pty_csi_skip(s, p, start, i, esc);
+        s->diverged++;
 
-        if (s->combine_w == 0) {
-            vterm_input_write(s->vt, "\x18", 1);
-            *start = i + 1;
-            break;
-        }
-
-        /* where libvterm's loop stops decides the wrap, not the clamp */
-        v = NGX_PTY_ARG(s->args[0]);
-        v = (v == NGX_PTY_ARG_MISSING || v == 0) ? 1 : v;
-        end = pos.col + v < (long) w ? pos.col + v : (long) w;
-        v = pos.col;
-
-        if (end > v) {
-            v += (end - v + s->combine_w - 1) / s->combine_w * s->combine_w;
-        }
-
-        ngx_pty_feed_final(s, p, start, i);
-
-        /* libvterm's REP puts half a wide glyph in the last column */
-        pen = ngx_pty_erase_pen(s);
-        ngx_pty_edge_cut(s, s->cur->rows[pos.row], &pen);
-
-        if (s->autowrap && v + s->combine_w >= (long) w) {
-            s->phantom = 1;
-            vterm_state_get_cursorpos(s->state, &s->ph_pos);
+        if (s->esc_glyph && !leader && !inter) {
+            ngx_pty_rep(s, NGX_PTY_ARG_OR(s->args[0], 1));
         }
 
         break;
@@ -5754,6 +5737,10 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
              * libvterm stays in the string through more ESCs (and the
              * controls between): ESC_STRING until a byte ends it there
              */
+            /* for REP: xterm.js repeats only a glyph printed just before */
+            s->esc_glyph = (s->ps == NGX_PTY_PS_NORMAL
+                            && ngx_pty_glyph_before(s, p, normal, i));
+
             s->intermedlen = 0;
             s->ps = (s->ps == NGX_PTY_PS_STRING
                      || s->ps == NGX_PTY_PS_ESC_STRING)
@@ -5946,6 +5933,70 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
     /* did the input end in a glyph (which combining marks may extend)? */
     s->last_text = (s->ps == NGX_PTY_PS_NORMAL
                     && ngx_pty_glyph_before(s, p, normal, n));
+}
+
+
+/*
+ * REP as xterm.js does it: the glyph left of the cursor (with its marks)
+ * is the program's text again, count times (NGX_PTY_REP_MAX at most)
+ */
+static void
+ngx_pty_rep(ngx_pty_screen_t *s, long n)
+{
+    u_char                 glyph[4 * NGX_PTY_MAX_CHARS], buf[1024];
+    size_t                 glen, len, noskip_end;
+    unsigned               col, k;
+    uint32_t              *comb;
+    VTermPos               pos;
+    ngx_pty_row_t         *row;
+    ngx_pty_cell_t         tmp;
+    const u_char          *noskip_p;
+    const ngx_pty_cell_t  *c;
+
+    pos = ngx_pty_cursor(s);
+    col = (unsigned) ngx_pty_xterm_col(s);
+    row = s->cur->rows[pos.row];
+
+    if (col == 0) {
+        return;
+    }
+
+    col--;
+    c = ngx_pty_row_cell(row, col, &tmp);
+
+    if (c->ch == NGX_PTY_CONT && col > 0) {
+        c = ngx_pty_row_cell(row, --col, &tmp);
+    }
+
+    if (c->ch == 0 || c->ch == NGX_PTY_CONT || c->width == 0) {
+        return;
+    }
+
+    glen = ngx_pty_utf8_put(glyph, c->ch);
+    comb = row->comb;
+
+    for (k = 0; comb != NULL && k < c->ncomb; k++) {
+        glen += ngx_pty_utf8_put(glyph + glen,
+                                 comb[col * NGX_PTY_MAX_COMB + k]);
+    }
+
+    n = (n < 1) ? 1 : (n > NGX_PTY_REP_MAX ? NGX_PTY_REP_MAX : n);
+
+    /* the skip's note points into the piece being read: kept for it */
+    noskip_p = s->noskip_p;
+    noskip_end = s->noskip_end;
+
+    while (n > 0) {
+        for (len = 0; n > 0 && len + glen <= sizeof(buf); n--) {
+            memcpy(buf + len, glyph, glen);
+            len += glen;
+        }
+
+        ngx_pty_screen_scan(s, buf, len);
+    }
+
+    s->noskip_p = noskip_p;
+    s->noskip_end = noskip_end;
 }
 
 
@@ -8354,7 +8405,8 @@ ngx_pty_set_maps(ngx_pty_screen_t *s, uint32_t ch)
 /*
  * The input ended in text: a combining mark that comes next (or the
  * UTF-8 character it stopped in) joins the glyph left of the cursor in
- * xterm.js only if a glyph was the last thing printed, and the
+ * xterm.js only if a glyph was the last thing printed (and REP repeats
+ * it, also when the input stopped inside the REP), and the
  * snapshot's last act was a move.  That glyph is printed again, from one
  * or two columns back, when that gives the same cell (its pen is the
  * pen, the plain cases).
@@ -8368,7 +8420,9 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     const ngx_pty_row_t   *row;
     const ngx_pty_cell_t  *c;
 
-    if (!s->last_text || s->phantom || s->insert || s->protect || s->pend_len)
+    /* in a sequence: a REP it may be repeats that glyph (esc_glyph) */
+    if (!(s->pend_len ? s->esc_glyph : s->last_text) || s->phantom
+        || s->insert || s->protect)
     {
         return;
     }
@@ -8497,6 +8551,7 @@ ngx_pty_row_erased(ngx_pty_screen_t *s, const ngx_pty_row_t *row,
 u_char *
 ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
 {
+    size_t                 glyph_end;
     VTermPos               pos;
     ngx_pty_emit_t         e;
     ngx_pty_cell_t         tmp;
@@ -8610,9 +8665,22 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
             }
         }
 
+        glyph_end = e.len;
         ngx_pty_emit_protect(&e, s->protect);
         ngx_pty_emit_write_modes(&e, s);
         ngx_pty_emit_sgr(&e, &s->pen, &s->default_pen);
+
+        if (e.len == glyph_end
+            && !(s->pend_len ? s->esc_glyph : s->last_text))
+        {
+            /*
+             * the glyph written again must not be the last thing printed
+             * (a REP would repeat it): the pen again, from SGR 0
+             */
+            ngx_pty_emit(&e, "\x1b[m", 3);
+            e.pen = s->default_pen;
+            ngx_pty_emit_sgr(&e, &s->pen, &s->default_pen);
+        }
     }
 
     ngx_pty_emit_tail(&e, s);

@@ -16,9 +16,9 @@
 # 3. The classes known to differ still (t/xterm/known): TODO, one each.
 # 4. Random streams of the classes that pass (gen.js): XTERM_STREAMS of
 #    them (default 2000; 300 under CI), a quarter as many with resizes
-#    before and after the Keyframe, and a quarter as many of SGR, tabs,
+#    before and after the Keyframe, a quarter as many of SGR, tabs,
 #    cursor moves, erases, line edits, long lines and character sets,
-#    seed XTERM_SEED (default: the day).
+#    and a quarter as many with REP, seed XTERM_SEED (default: the day).
 #    The full run: node t/xterm/difftest.js --random 100000.
 
 use strict;
@@ -224,5 +224,13 @@ my $mixed = int($streams / 4) || 1;
 ok($fail == 0 && $pass == $mixed, "$mixed random streams "
     . "of SGR, tabs, cursor moves, erases, line edits and character sets "
     . "(seed $seed)") or diag($log);
+
+# REP (ncurses' rep) among text, SGR, cursor moves, erases and long lines
+($pass, $fail, $log) = difftest('--quiet', '--random', $mixed,
+    '--seed', $seed, '--classes', 'text,rep,sgr,cursor,erase,lines,wrap',
+    '--max-fail', 3);
+ok($fail == 0 && $pass == $mixed, "$mixed random streams "
+    . "of REP with text, SGR, cursor moves and erases (seed $seed)")
+    or diag($log);
 
 $t->done_testing();

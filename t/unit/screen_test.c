@@ -1840,8 +1840,15 @@ test_fast_csi(void)
              "\x1b[4;1H\x1b[7m status \x1b[m\x1b[K", "Z");
     checks("fast CSI: a combining mark after a move back behind a glyph",
            20, 3, "abcdefghij\x1b[31m\x1b[1;11H", "\xcc\x81" "x");
-    checks("fast CSI: REP of a glyph the model wrote", 20, 3,
-           "abcdefgh\x1b[31m\x1b[2b\x1b[2;1Hxy\x1b[3b", "z");
+    /* ncurses' rep: a run up to the last column but one, then its glyph */
+    check_as("REP ending before the last column, a glyph there", 6, 3,
+             "abc\x1b[2bZ", "abcccZ", "y");
+    check_as("REP across the edge wraps, as text does", 10, 4,
+             "ab\x1b[15b", "abbbbbbbbbbbbbbbb", "x");
+    /* xterm.js repeats only a glyph printed just before (not after SGR) */
+    check_as("fast CSI: REP of a glyph the model wrote", 20, 3,
+             "abcdefgh\x1b[31m\x1b[2b\x1b[2;1Hxy\x1b[3b",
+             "abcdefgh\x1b[31m\x1b[2;1Hxyyyy", "z");
     check_as("fast CSI: SGR and CUP inside a character (xterm.js)", 20, 3,
              "ab\x1b[m\xe4\x1b[31m\xb8\x1b[2;3H\xad cd",
              "ab\x1b[m\x1b[31m\x1b[2;3H cd", "e");
