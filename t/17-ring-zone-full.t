@@ -74,7 +74,9 @@ for (1 .. 20) {
         wait_for => 'done-2', wait_ms => 5000 });
 }
 ok($r->{matched}, 'the session keeps working')
-    or diag("status $st: " . join(' ', map { "$_=" . (ref $r->{$_} ? join(',', %{$r->{$_}}) : $r->{$_} // '') } sort keys %$r));
+    or diag("status $st: " . join(' ', map { "$_=" . (ref $r->{$_} eq 'HASH'
+        ? join(',', %{$r->{$_}}) : ref $r->{$_} eq 'ARRAY'
+        ? join(',', @{$r->{$_}}) : $r->{$_} // '') } sort keys %$r));
 
 my $log = $t->read_file('error.log');
 my @ring = $log =~ /the ring of session \Q$id\E stays at \d+ bytes and evicts: the shared zone is full; raise the size in "pty_zone"/g;
