@@ -149,6 +149,8 @@ static void ngx_pty_agent_wait_release(ngx_pty_agent_wait_t *w);
 static void ngx_pty_agent_wait_cleanup(void *data);
 
 static ngx_int_t ngx_pty_agent_text_check(ngx_pty_agent_wait_t *w);
+static ngx_int_t ngx_pty_agent_answer_region(ngx_pty_agent_wait_t *w,
+    ngx_pty_text_view_t *v, size_t *from, size_t *to);
 static void ngx_pty_agent_text_answer(ngx_pty_agent_wait_t *w);
 static ngx_int_t ngx_pty_agent_closed_check(ngx_pty_agent_wait_t *w);
 static void ngx_pty_agent_describe_answer(ngx_pty_agent_wait_t *w);
@@ -1693,6 +1695,40 @@ ngx_pty_agent_wait_cleanup(void *data)
 
 /* write and start: settled text */
 
+
+/*
+ * The text that may answer the input: after its echo; when a loss (the
+ * scrollback wrapped before it was read) swallowed the echo, after the
+ * loss, as the echo will not come any more
+ */
+static ngx_int_t
+ngx_pty_agent_answer_region(ngx_pty_agent_wait_t *w, ngx_pty_text_view_t *v,
+    size_t *from, size_t *to)
+{
+    size_t      base, gap;
+    ngx_int_t   rc;
+
+    base = ngx_min(w->base, v->len);
+
+    rc = ngx_pty_echo_region(w->echo, (u_char *) v->data, v->len, base,
+                             w->session->sh->tty_noecho, from, to);
+
+    if (rc != NGX_AGAIN) {
+        return rc;
+    }
+
+    gap = ngx_pty_reader_after_gap((u_char *) v->data, base, v->len);
+
+    if (gap == 0) {
+        return NGX_AGAIN;
+    }
+
+    *from = gap;
+    *to = v->len;
+
+    return NGX_OK;
+}
+
 static ngx_int_t
 ngx_pty_agent_text_check(ngx_pty_agent_wait_t *w)
 {
@@ -1730,10 +1766,7 @@ ngx_pty_agent_text_check(ngx_pty_agent_wait_t *w)
     }
 
     if (ngx_pty_matcher_set(&w->match) && !w->matched
-        && ngx_pty_echo_region(w->echo, (u_char *) v.data, v.len,
-                               ngx_min(w->base, v.len), sh->tty_noecho,
-                               &from, &to)
-           == NGX_OK
+        && ngx_pty_agent_answer_region(w, &v, &from, &to) == NGX_OK
         && ngx_pty_match_find(&w->match, (u_char *) v.data + from, to - from,
                               w->call->log))
     {

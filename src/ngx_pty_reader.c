@@ -408,6 +408,40 @@ ngx_pty_reader_mark(ngx_pty_reader_t *rd, uint64_t gap)
 }
 
 
+/*
+ * Where the text after the last loss note in text[from, len) starts, or 0
+ * when there is none: what a loss may have swallowed (an input's echo)
+ * is not waited for past it
+ */
+size_t
+ngx_pty_reader_after_gap(const u_char *text, size_t from, size_t len)
+{
+    size_t         pre, post;
+    const u_char  *p, *q, *last;
+
+    pre = sizeof("[pty: ") - 1;
+    post = sizeof(" bytes of output missed]\n") - 1;
+    last = NULL;
+
+    for (p = text + from; p + pre + post <= text + len; p = q + 1) {
+        q = memchr(p, '\n', text + len - p);
+        if (q == NULL) {
+            break;
+        }
+
+        if (q + 1 - p >= (ssize_t) (pre + post)
+            && ngx_strncmp(p, "[pty: ", pre) == 0
+            && ngx_strncmp(q + 1 - post, " bytes of output missed]\n", post)
+               == 0)
+        {
+            last = q + 1;
+        }
+    }
+
+    return last ? (size_t) (last - text) : 0;
+}
+
+
 ngx_int_t
 ngx_pty_reader_peek(ngx_pty_reader_t *rd, ngx_pty_text_view_t *v)
 {

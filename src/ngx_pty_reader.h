@@ -78,6 +78,8 @@ ngx_int_t ngx_pty_reader_peek(ngx_pty_reader_t *rd, ngx_pty_text_view_t *v);
 /* text waiting: what an earlier call left, and raw output not yet fed */
 ngx_uint_t ngx_pty_reader_waiting(ngx_pty_session_sh_t *sh);
 size_t ngx_pty_reader_left(ngx_pty_session_sh_t *sh);
+size_t ngx_pty_reader_after_gap(const u_char *text, size_t from,
+    size_t len);
 
 /*
  * The next page as o[key], with "missed", "more" and "offset".  A page

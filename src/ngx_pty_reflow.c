@@ -270,7 +270,7 @@ ngx_pty_rwrapped_trimmed(ngx_pty_row_t **l, unsigned n, unsigned i,
 
 
 static void
-ngx_pty_rcell_null(ngx_pty_rbuf_t *b, ngx_pty_row_t *row, unsigned col)
+ngx_pty_rcell_fill(ngx_pty_row_t *row, unsigned col, const ngx_pty_pen_t *pen)
 {
     ngx_pty_cell_t  *c;
 
@@ -278,7 +278,14 @@ ngx_pty_rcell_null(ngx_pty_rbuf_t *b, ngx_pty_row_t *row, unsigned col)
     c->ch = 0;
     c->ncomb = 0;
     c->width = 1;
-    c->pen = b->null_pen;
+    c->pen = *pen;
+}
+
+
+static void
+ngx_pty_rcell_null(ngx_pty_rbuf_t *b, ngx_pty_row_t *row, unsigned col)
+{
+    ngx_pty_rcell_fill(row, col, &b->null_pen);
 }
 
 
@@ -376,19 +383,6 @@ ngx_pty_rbuf_add_tail(ngx_pty_rbuf_t *b, ngx_pty_row_t *line,
     }
 
     line->len += row->tail_len;
-}
-
-
-static void
-ngx_pty_rcell_fill(ngx_pty_row_t *row, unsigned col, const ngx_pty_pen_t *pen)
-{
-    ngx_pty_cell_t  *c;
-
-    c = &row->cells[col];
-    c->ch = 0;
-    c->ncomb = 0;
-    c->width = 1;
-    c->pen = *pen;
 }
 
 

@@ -64,7 +64,6 @@
 #define NGX_PTY_ARG_MORE      (1UL << 31)
 #define NGX_PTY_ARG_MISSING   ((1UL << 31) - 1)
 #define NGX_PTY_ARG(a)        ((a) & ~NGX_PTY_ARG_MORE)
-#define NGX_PTY_REP_MAX       65536   /* glyphs a REP prints at most */
 #define NGX_PTY_ARG_OR(a, d)                                                  \
     (NGX_PTY_ARG(a) == NGX_PTY_ARG_MISSING ? (long) (d) : (long) NGX_PTY_ARG(a))
 
@@ -346,6 +345,8 @@ static void ngx_pty_tail_shift(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
 static void ngx_pty_tails_erase(ngx_pty_screen_t *s, unsigned long v,
     unsigned selective);
 static void ngx_pty_tails_align(ngx_pty_screen_t *s);
+static void ngx_pty_cells_erase(ngx_pty_cell_t *c, unsigned n,
+    const ngx_pty_pen_t *pen, unsigned selective);
 static void ngx_pty_rep(ngx_pty_screen_t *s, long n);
 static unsigned ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p,
     size_t normal, size_t i);
@@ -1526,10 +1527,9 @@ static void
 ngx_pty_erase_rect(ngx_pty_screen_t *s, VTermRect rect, int selective)
 {
     int              r;
-    unsigned         col, from, to;
+    unsigned         from, to;
     ngx_pty_pen_t    pen;
     ngx_pty_row_t   *row;
-    ngx_pty_cell_t  *c;
 
     from = rect.start_col < 0 ? 0 : rect.start_col;
     to = (unsigned) rect.end_col > s->cols ? s->cols : (unsigned) rect.end_col;
@@ -1551,19 +1551,25 @@ ngx_pty_erase_rect(ngx_pty_screen_t *s, VTermRect rect, int selective)
         }
 
         ngx_pty_row_materialize(row, to);
+        ngx_pty_cells_erase(&row->cells[from], to - from, &pen, 1);
+    }
+}
 
-        for (col = from; col < to; col++) {
-            c = &row->cells[col];
 
-            if (c->pen.attr & NGX_PTY_A_PROTECT) {
-                continue;
-            }
-
-            c->ch = 0;
-            c->ncomb = 0;
-            c->width = 1;
-            c->pen = pen;
+/* n cells blank in pen; "selective": not those DECSCA protects */
+static void
+ngx_pty_cells_erase(ngx_pty_cell_t *c, unsigned n, const ngx_pty_pen_t *pen,
+    unsigned selective)
+{
+    for ( /* void */ ; n; c++, n--) {
+        if (selective && (c->pen.attr & NGX_PTY_A_PROTECT)) {
+            continue;
         }
+
+        c->ch = 0;
+        c->ncomb = 0;
+        c->width = 1;
+        c->pen = *pen;
     }
 }
 
@@ -5938,7 +5944,9 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
 
 /*
  * REP as xterm.js does it: the glyph left of the cursor (with its marks)
- * is the program's text again, count times (NGX_PTY_REP_MAX at most)
+ * is the program's text again, count times; a row's width at most, as
+ * libvterm's REP, so that a few bytes cannot cost the worker more than a
+ * row of glyphs (xterm.js prints them all)
  */
 static void
 ngx_pty_rep(ngx_pty_screen_t *s, long n)
@@ -5980,7 +5988,7 @@ ngx_pty_rep(ngx_pty_screen_t *s, long n)
                                  comb[col * NGX_PTY_MAX_COMB + k]);
     }
 
-    n = (n < 1) ? 1 : (n > NGX_PTY_REP_MAX ? NGX_PTY_REP_MAX : n);
+    n = (n < 1) ? 1 : (n > (long) s->cols ? (long) s->cols : n);
 
     /* the skip's note points into the piece being read: kept for it */
     noskip_p = s->noskip_p;
@@ -6424,8 +6432,7 @@ static void
 ngx_pty_tail_shift(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
     ngx_pty_row_t *line, u_char c, long n)
 {
-    unsigned         x, i;
-    uint32_t        *comb;
+    unsigned         x;
     VTermPos         pos;
     ngx_pty_pen_t    pen;
     ngx_pty_row_t   *row;
@@ -6447,26 +6454,7 @@ ngx_pty_tail_shift(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
         ngx_pty_rline_replace(line, x, x + n, &pen);
     }
 
-    ngx_pty_row_materialize(row, s->cols);
-    comb = NULL;
-
-    for (i = 0; i < s->cols; i++) {
-        row->cells[i] = line->cells[i];
-
-        if (row->cells[i].ncomb == 0) {
-            continue;
-        }
-
-        comb = (line->comb != NULL) ? ngx_pty_row_comb(s, row) : NULL;
-
-        if (comb == NULL) {
-            row->cells[i].ncomb = 0;
-            continue;
-        }
-
-        memcpy(&comb[i * NGX_PTY_MAX_COMB], &line->comb[i * NGX_PTY_MAX_COMB],
-               NGX_PTY_MAX_COMB * sizeof(uint32_t));
-    }
+    ngx_pty_row_copy(s, row, 0, line, 0, s->cols);
 
     /* a glyph whose right half is past the edge: no stream writes it */
     cell = &row->cells[s->cols - 1];
@@ -6489,11 +6477,9 @@ static void
 ngx_pty_tails_erase(ngx_pty_screen_t *s, unsigned long v, unsigned selective)
 {
     int              r, from, to;
-    unsigned         i;
     VTermPos         pos;
     ngx_pty_pen_t    pen;
     ngx_pty_row_t   *row;
-    ngx_pty_cell_t  *c;
 
     pos = ngx_pty_cursor(s);
 
@@ -6518,19 +6504,7 @@ ngx_pty_tails_erase(ngx_pty_screen_t *s, unsigned long v, unsigned selective)
 
     for (r = from; r < to; r++) {
         row = s->cur->rows[r];
-
-        for (i = 0; i < row->tail_len; i++) {
-            c = &row->tail[i];
-
-            if (selective && (c->pen.attr & NGX_PTY_A_PROTECT)) {
-                continue;
-            }
-
-            c->ch = 0;
-            c->ncomb = 0;
-            c->width = 1;
-            c->pen = pen;
-        }
+        ngx_pty_cells_erase(row->tail, row->tail_len, &pen, selective);
     }
 }
 

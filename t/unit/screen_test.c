@@ -1844,7 +1844,10 @@ test_fast_csi(void)
     check_as("REP ending before the last column, a glyph there", 6, 3,
              "abc\x1b[2bZ", "abcccZ", "y");
     check_as("REP across the edge wraps, as text does", 10, 4,
-             "ab\x1b[15b", "abbbbbbbbbbbbbbbb", "x");
+             "abcdef\x1b[8b", "abcdefffffffff", "x");
+    /* a row's width at most (xterm.js prints all: a deliberate bound) */
+    check_as("REP of more than a row's width prints a row's width", 10, 4,
+             "ab\x1b[99b", "abbbbbbbbbbb", "x");
     /* xterm.js repeats only a glyph printed just before (not after SGR) */
     check_as("fast CSI: REP of a glyph the model wrote", 20, 3,
              "abcdefgh\x1b[31m\x1b[2b\x1b[2;1Hxy\x1b[3b",

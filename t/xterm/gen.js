@@ -93,7 +93,8 @@ const CLASSES = {
     tabs: (r) => r.pick(['\t', E + 'H', CSI + 'g', CSI + '3g',
         CSI + r.int(3) + 'I', CSI + r.int(3) + 'Z']),
     wrap: (r) => 'x'.repeat(20 + r.int(100)),
-    rep: (r) => CSI + (r.int(4) ? r.int(12) : '') + 'b',
+    // at most a row's width (the narrowest is 10): docs/SNAPSHOT.md
+    rep: (r) => CSI + (r.int(4) ? r.int(11) : '') + 'b',
     resize: null,
     'late-resize': null,
 };
