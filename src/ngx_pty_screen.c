@@ -201,6 +201,18 @@ struct ngx_pty_screen_s {
     u_char                        scs[4];   /* their SCS final byte, or 0 */
     u_char                        ascii;    /* G0-G3 given ASCII since reset */
     unsigned                      gl;
+    /*
+     * GL draws the set a DECRC gave back, not its designation (xterm.js
+     * restores the set in use, not G0-G3): libvterm's copy of G<ov_g>
+     * holds that set meanwhile, ov_* the designation, until a shift or
+     * a designation of G<ov_g>
+     */
+    unsigned                      ov;
+    unsigned                      ov_g;
+    u_char                        ov_charset;
+    u_char                        ov_scs;
+    u_char                        ov_ascii;
+    unsigned                      ov_shift; /* a shift inside a sequence */
     unsigned                      vt_text;  /* libvterm must decode text */
     unsigned                      vt_esc;   /* an ESC held back from it */
     unsigned                      wide;     /* a wide glyph was written */
@@ -320,6 +332,9 @@ static void ngx_pty_print_blank(ngx_pty_screen_t *s, ngx_pty_cell_t *c,
 static void ngx_pty_print_halves(ngx_pty_screen_t *s, ngx_pty_row_t *row,
     unsigned col, unsigned end, unsigned protect);
 static void ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n);
+static void ngx_pty_restore_set(ngx_pty_screen_t *s);
+static void ngx_pty_set_back(ngx_pty_screen_t *s);
+static void ngx_pty_ov_settle(ngx_pty_screen_t *s);
 static void ngx_pty_row_forget(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     ngx_pty_row_t *row);
 static ngx_pty_row_t *ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
@@ -2140,6 +2155,21 @@ ngx_pty_feed_final(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
 
 /*
+ * p[i] ends a DECRC: libvterm's move to its saved cursor is no line feed,
+ * which a move one row down to the same column looks like
+ */
+static void
+ngx_pty_feed_restore(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i)
+{
+    ngx_pty_flush(s, p, start, i);
+    s->no_lf = 1;
+    ngx_pty_feed_final(s, p, start, i);
+    s->no_lf = 0;
+}
+
+
+/*
  * p[i], the final byte of SU, IL or DL, whose scroll keeps no line for
  * the scrollback; the text before it, which may scroll lines there, is
  * given to libvterm first
@@ -2179,6 +2209,22 @@ ngx_pty_end_wrap(ngx_pty_screen_t *s)
 }
 
 
+/*
+ * The set GL draws: G0-G3's as libvterm has them, but for a shift inside
+ * a sequence after a DECRC gave a set back (libvterm's G<ov_g> is given
+ * its designation again when the sequence has ended)
+ */
+static u_char
+ngx_pty_set_drawn(ngx_pty_screen_t *s)
+{
+    if (s->ov && s->ov_shift && s->gl == s->ov_g) {
+        return s->ov_charset ? s->ov_scs : 0;
+    }
+
+    return s->charset[s->gl] ? s->scs[s->gl] : 0;
+}
+
+
 /* into the buffer in use: xterm.js keeps a saved cursor per buffer */
 static void
 ngx_pty_save_cursor(ngx_pty_screen_t *s)
@@ -2189,7 +2235,7 @@ ngx_pty_save_cursor(ngx_pty_screen_t *s)
     s->saved_pos[s->alt].col = ngx_pty_xterm_col(s);
     s->saved_pen[s->alt] = s->pen;
     /* xterm.js saves the set in use with the cursor */
-    s->saved_set[s->alt] = s->charset[s->gl] ? s->scs[s->gl] : 0;
+    s->saved_set[s->alt] = ngx_pty_set_drawn(s);
 }
 
 
@@ -2282,6 +2328,83 @@ ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible,
     if (s->visible != visible) {
         vterm_input_write(s->vt, visible ? "\x1b[?25h" : "\x1b[?25l", 6);
     }
+
+    ngx_pty_restore_set(s);
+}
+
+
+/*
+ * xterm.js's DECRC gives back the set that was in GL at the save (ASCII
+ * when nothing was saved), and leaves G0-G3 and the shift as they are
+ */
+static void
+ngx_pty_restore_set(ngx_pty_screen_t *s)
+{
+    u_char  want, buf[3];
+
+    want = s->saved_valid[s->alt] ? s->saved_set[s->alt] : 0;
+
+    ngx_pty_ov_settle(s);
+
+    if (s->charset[s->gl] == (want != 0) && s->scs[s->gl] == want) {
+        return;
+    }
+
+    if (!s->ov) {
+        s->ov = 1;
+        s->ov_shift = 0;
+        s->ov_g = s->gl;
+        s->ov_charset = s->charset[s->gl];
+        s->ov_scs = s->scs[s->gl];
+        s->ov_ascii = (s->ascii >> s->gl) & 1;
+        /* an "ESC ( B" must reach libvterm, and end this */
+        s->ascii &= ~(1 << s->gl);
+    }
+
+    buf[0] = '\x1b';
+    buf[1] = (u_char) ('(' + s->gl);
+    buf[2] = want ? want : 'B';
+    ngx_pty_vt_write(s, buf, 3);
+
+    s->charset[s->gl] = (want != 0);
+    s->scs[s->gl] = want;
+    s->vt_text = 1;
+    s->diverged++;
+
+    if (s->ov_charset == (want != 0) && s->ov_scs == want) {
+        s->ov = 0;
+        s->ascii |= s->ov_ascii << s->gl;
+    }
+}
+
+
+/* a shift inside a sequence since DECRC gave a set back: it acts now */
+static void
+ngx_pty_ov_settle(ngx_pty_screen_t *s)
+{
+    if (s->ov && s->ov_shift) {
+        ngx_pty_set_back(s);
+    }
+}
+
+
+/* a shift ends what DECRC gave back: G<ov_g> as designated, in libvterm too */
+static void
+ngx_pty_set_back(ngx_pty_screen_t *s)
+{
+    u_char  buf[3];
+
+    buf[0] = '\x1b';
+    buf[1] = (u_char) ('(' + s->ov_g);
+    buf[2] = s->ov_scs ? s->ov_scs : 'B';
+    ngx_pty_vt_write(s, buf, 3);
+
+    s->charset[s->ov_g] = s->ov_charset;
+    s->scs[s->ov_g] = s->ov_scs;
+    s->ascii |= s->ov_ascii << s->ov_g;
+    s->ov = 0;
+    s->ov_shift = 0;
+    s->vt_text = 1;
 }
 
 
@@ -2396,6 +2519,8 @@ ngx_pty_modes_reset(ngx_pty_screen_t *s)
     s->top = 0;
     s->bottom = -1;
     s->gl = 0;
+    s->ov = 0;
+    s->ov_shift = 0;
     s->ascii = 0;
     memset(s->charset, 0, sizeof(s->charset));
     memset(s->scs, 0, sizeof(s->scs));
@@ -2793,7 +2918,7 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
         } else {
             pen = s->pen;
-            ngx_pty_feed_final(s, p, start, i);
+            ngx_pty_feed_restore(s, p, start, i);
             ngx_pty_buffer_region(s, was_alt);
             ngx_pty_restore_cursor(s, visible, &pen);
         }
@@ -3319,6 +3444,11 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         k = s->intermed - '(';
         s->charset[k] = (c != 'B');
 
+        if (s->ov && k == s->ov_g) {
+            s->ov = 0;              /* GL draws its designation again */
+            s->ov_shift = 0;
+        }
+
         /* the sets libvterm knows: DEC graphics, UK, ASCII */
         if (c == '0' || c == 'A' || c == 'B') {
             s->scs[k] = (c == 'B') ? 0 : c;
@@ -3343,6 +3473,11 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
     case 'n':
     case 'o':
+        if (s->ov) {
+            ngx_pty_feed_final(s, p, start, i);
+            ngx_pty_set_back(s);
+        }
+
         s->gl = (c == 'n') ? 2 : 3;
         s->vt_text = 1;
         break;
@@ -3355,7 +3490,7 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     case '8':
         visible = s->visible;
         pen = s->pen;
-        ngx_pty_feed_final(s, p, start, i);
+        ngx_pty_feed_restore(s, p, start, i);
         ngx_pty_restore_cursor(s, visible, &pen);
         break;
 
@@ -5437,7 +5572,8 @@ ngx_pty_dec_yz(ngx_pty_screen_t *s, u_char c)
  * libvterm's decoders.  Returns how many bytes that covers.
  */
 static size_t
-ngx_pty_text_ascii(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t n)
+ngx_pty_text_ascii(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t n)
 {
     u_char  c;
 
@@ -5445,6 +5581,11 @@ ngx_pty_text_ascii(ngx_pty_screen_t *s, const u_char *p, size_t i, size_t n)
 
     /* LS1, LS0: which of G0-G3 the text uses */
     if (c == 0x0e || c == 0x0f) {
+        if (s->ov) {
+            ngx_pty_feed_final(s, p, start, i);
+            ngx_pty_set_back(s);
+        }
+
         s->gl = (c == 0x0e);
         s->vt_text = 1;
     }
@@ -5475,6 +5616,11 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     u_char    c;
     size_t    len;
     unsigned  move;
+
+    if (s->ov_shift) {                  /* implies s->ov */
+        ngx_pty_flush(s, p, start, i);
+        ngx_pty_set_back(s);
+    }
 
     i = ngx_pty_skip_lines(s, p, start, i, n);
 
@@ -5593,7 +5739,7 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             }
         }
 
-        i += ngx_pty_text_ascii(s, p, i, n);
+        i += ngx_pty_text_ascii(s, p, start, i, n);
     }
 
     return n;
@@ -5765,7 +5911,11 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
                 ngx_pty_esc_bel(s, p, &start, i);
 
             } else if (c == 0x0e || c == 0x0f) {
-                /* LS1, LS0 inside a sequence act where they are */
+                /*
+                 * LS1, LS0 inside a sequence act where they are (nothing
+                 * is drawn before it ends: G<ov_g> is given back then)
+                 */
+                s->ov_shift |= s->ov;
                 s->gl = (c == 0x0e);
                 s->vt_text = 1;
             }
@@ -7172,6 +7322,9 @@ typedef struct {
 } ngx_pty_emit_t;
 
 
+static void ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s);
+
+
 /* room for n more bytes; 0, or -1 when out of memory */
 static int
 ngx_pty_emit_reserve(ngx_pty_emit_t *e, size_t n)
@@ -8448,6 +8601,74 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
 
 /*
+ * GL draws the set a DECRC gave back: a DECRC gives it to the late
+ * joiner too, from the slot the Keyframe filled (the alternate buffer's,
+ * entered and left, when that one holds it and the main buffer is in
+ * use: a DECRC there, then a switch back), and the cursor is put back
+ * after it.  Not when neither slot holds that set, nor when the glyph a
+ * pending wrap follows is one that set draws otherwise.
+ */
+static void
+ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    u_char                 drawn, want, other;
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_cell_t  *c;
+
+    if (s->ov_shift || s->ov_g != s->gl
+        || (s->charset[s->gl] && s->scs[s->gl] == 0))
+    {
+        return;
+    }
+
+    drawn = s->scs[s->gl];
+
+    if (drawn == s->ov_scs) {
+        return;     /* a set libvterm does not know designated: ASCII */
+    }
+
+    want = s->saved_valid[s->alt] ? s->saved_set[s->alt] : 0;
+    other = s->saved_valid[1] ? s->saved_set[1] : 0;
+
+    if (drawn != want && (s->alt || drawn != other)) {
+        return;
+    }
+
+    if (s->phantom && drawn) {
+        c = ngx_pty_row_cell(s->cur->rows[s->ph_pos.row], s->ph_pos.col,
+                             &tmp);
+
+        if (c->ch && c->ch < 0x80 && ngx_pty_set_maps(s, c->ch)) {
+            return;
+        }
+    }
+
+    if (drawn != want) {
+        ngx_pty_emit(e, "\x1b[?1047h\x1b" "8\x1b[?1047l", 18);
+
+    } else {
+        ngx_pty_emit(e, "\x1b" "8", 2);
+    }
+
+    /*
+     * DECRC sets the saved pen's colours (and DECSCA): SGR 0 then; and
+     * libvterm's, its own saved visibility
+     */
+    ngx_pty_emit(e, "\x1b[m", 3);
+    ngx_pty_emit(e, s->visible ? "\x1b[?25h" : "\x1b[?25l", 6);
+    e->visible = s->visible;
+    e->pen = s->default_pen;
+    e->row = -1;
+    e->col = -1;
+
+    /* xterm.js's SGR 0 drops DECSCA, libvterm's not: say it either way */
+    e->protect = !s->protect;
+    ngx_pty_emit_protect(e, s->protect);
+    ngx_pty_emit_end(e, s);
+}
+
+
+/*
  * Last: the character sets (the cells are painted in code points, so not
  * before), then what the input stopped in the middle of: an escape
  * sequence, a UTF-8 character.
@@ -8460,16 +8681,22 @@ ngx_pty_emit_tail(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     static char  gl[][3] = { "\x0f", "\x0e", "\x1bn", "\x1bo" };
 
     for (k = 0; k < 4; k++) {
-        if (s->scs[k]) {
+        /* as designated, also where GL draws what a DECRC gave back */
+        buf[2] = (s->ov && k == s->ov_g) ? s->ov_scs : s->scs[k];
+
+        if (buf[2]) {
             buf[0] = '\x1b';
             buf[1] = (u_char) ('(' + k);
-            buf[2] = s->scs[k];
             ngx_pty_emit(e, buf, 3);
         }
     }
 
     if (s->gl) {
         ngx_pty_emit(e, gl[s->gl], s->gl == 1 ? 1 : 2);
+    }
+
+    if (s->ov) {
+        ngx_pty_emit_restored_set(e, s);
     }
 
     /* the glyph again (for marks to come), if the set in use keeps it */
@@ -8522,15 +8749,97 @@ ngx_pty_row_erased(ngx_pty_screen_t *s, const ngx_pty_row_t *row,
 }
 
 
-u_char *
-ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
+/*
+ * The cursor, its pen and the modes that write (step 6): a pending wrap
+ * by writing again the glyph it follows
+ */
+static void
+ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
     size_t                 glyph_end;
     VTermPos               pos;
-    ngx_pty_emit_t         e;
     ngx_pty_cell_t         tmp;
     const ngx_pty_row_t   *row;
     const ngx_pty_cell_t  *c;
+
+    vterm_state_get_cursorpos(s->state, &pos);
+    c = NULL;
+
+    if (s->phantom) {
+        row = s->cur->rows[s->ph_pos.row];
+        c = ngx_pty_row_cell(row, s->ph_pos.col, &tmp);
+
+        if (c->ch == NGX_PTY_CONT) {
+            c = NULL;
+        }
+    }
+
+    if (c == NULL) {
+        ngx_pty_emit_write_modes(e, s);
+        ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
+        ngx_pty_emit_cursor(e, s, pos);
+
+    } else {
+        /* a pending wrap: rewrite the glyph it follows */
+        ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
+        ngx_pty_emit_protect(e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+        ngx_pty_emit_cursor(e, s, s->ph_pos);
+
+        if (c->ch && c->width == 0) {
+            /* a lone mark: after a space and a move, as it was written */
+            ngx_pty_emit(e, " ", 1);
+            e->col = -1;
+            ngx_pty_emit_cursor(e, s, s->ph_pos);
+            ngx_pty_emit_chars(e, row, s->ph_pos.col, c);
+
+        } else if (c->ch) {
+            ngx_pty_emit_chars(e, row, s->ph_pos.col, c);
+
+        } else {
+            /*
+             * erased since: a blank glyph, then EL 1 if the whole row is
+             * blank in that pen (xterm.js keeps the wrap through EL 1,
+             * not through ECH); else a space stays in the cell
+             */
+            pos = s->ph_pos;
+            pos.col = s->cols - 1;
+            ngx_pty_emit_cursor(e, s, pos);
+            ngx_pty_emit(e, " ", 1);
+
+            switch (ngx_pty_row_erased(s, row, &c->pen)) {
+            case 1:
+                ngx_pty_emit(e, "\x1b[1K", 4);
+                break;
+            case 2:
+                ngx_pty_emit(e, "\x1b[?1K", 5);
+                break;
+            }
+        }
+
+        glyph_end = e->len;
+        ngx_pty_emit_protect(e, s->protect);
+        ngx_pty_emit_write_modes(e, s);
+        ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
+
+        if (e->len == glyph_end
+            && !(s->pend_len ? s->esc_glyph : s->last_text))
+        {
+            /*
+             * the glyph written again must not be the last thing printed
+             * (a REP would repeat it): the pen again, from SGR 0
+             */
+            ngx_pty_emit(e, "\x1b[m", 3);
+            e->pen = s->default_pen;
+            ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
+        }
+    }
+}
+
+
+u_char *
+ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
+{
+    ngx_pty_emit_t  e;
 
     memset(&e, 0, sizeof(ngx_pty_emit_t));
     e.cap = (size_t) s->cols * s->rows * 2 + 256;
@@ -8585,78 +8894,7 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
      */
     ngx_pty_emit_modes(&e, s);
 
-    vterm_state_get_cursorpos(s->state, &pos);
-    c = NULL;
-
-    if (s->phantom) {
-        row = s->cur->rows[s->ph_pos.row];
-        c = ngx_pty_row_cell(row, s->ph_pos.col, &tmp);
-
-        if (c->ch == NGX_PTY_CONT) {
-            c = NULL;
-        }
-    }
-
-    if (c == NULL) {
-        ngx_pty_emit_write_modes(&e, s);
-        ngx_pty_emit_sgr(&e, &s->pen, &s->default_pen);
-        ngx_pty_emit_cursor(&e, s, pos);
-
-    } else {
-        /* a pending wrap: rewrite the glyph it follows */
-        ngx_pty_emit_sgr(&e, &c->pen, &s->default_pen);
-        ngx_pty_emit_protect(&e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
-        ngx_pty_emit_cursor(&e, s, s->ph_pos);
-
-        if (c->ch && c->width == 0) {
-            /* a lone mark: after a space and a move, as it was written */
-            ngx_pty_emit(&e, " ", 1);
-            e.col = -1;
-            ngx_pty_emit_cursor(&e, s, s->ph_pos);
-            ngx_pty_emit_chars(&e, row, s->ph_pos.col, c);
-
-        } else if (c->ch) {
-            ngx_pty_emit_chars(&e, row, s->ph_pos.col, c);
-
-        } else {
-            /*
-             * erased since: a blank glyph, then EL 1 if the whole row is
-             * blank in that pen (xterm.js keeps the wrap through EL 1,
-             * not through ECH); else a space stays in the cell
-             */
-            pos = s->ph_pos;
-            pos.col = s->cols - 1;
-            ngx_pty_emit_cursor(&e, s, pos);
-            ngx_pty_emit(&e, " ", 1);
-
-            switch (ngx_pty_row_erased(s, row, &c->pen)) {
-            case 1:
-                ngx_pty_emit(&e, "\x1b[1K", 4);
-                break;
-            case 2:
-                ngx_pty_emit(&e, "\x1b[?1K", 5);
-                break;
-            }
-        }
-
-        glyph_end = e.len;
-        ngx_pty_emit_protect(&e, s->protect);
-        ngx_pty_emit_write_modes(&e, s);
-        ngx_pty_emit_sgr(&e, &s->pen, &s->default_pen);
-
-        if (e.len == glyph_end
-            && !(s->pend_len ? s->esc_glyph : s->last_text))
-        {
-            /*
-             * the glyph written again must not be the last thing printed
-             * (a REP would repeat it): the pen again, from SGR 0
-             */
-            ngx_pty_emit(&e, "\x1b[m", 3);
-            e.pen = s->default_pen;
-            ngx_pty_emit_sgr(&e, &s->pen, &s->default_pen);
-        }
-    }
-
+    ngx_pty_emit_end(&e, s);
     ngx_pty_emit_tail(&e, s);
 
     if (e.failed) {

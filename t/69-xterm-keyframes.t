@@ -18,7 +18,8 @@
 #    them (default 2000; 300 under CI), a quarter as many with resizes
 #    before and after the Keyframe, a quarter as many of SGR, tabs,
 #    cursor moves, erases, line edits, long lines and character sets,
-#    and a quarter as many with REP, seed XTERM_SEED (default: the day).
+#    a quarter as many with REP, and a quarter as many of saved cursors,
+#    modes and character sets, seed XTERM_SEED (default: the day).
 #    The full run: node t/xterm/difftest.js --random 100000.
 
 use strict;
@@ -200,37 +201,37 @@ TODO: {
 
 my $streams = $ENV{XTERM_STREAMS} // ($ENV{CI} ? 300 : 2000);
 my $seed = $ENV{XTERM_SEED} // int(time / 86400);
-($pass, $fail, $log) = difftest('--quiet', '--random', $streams,
-    '--seed', $seed, '--classes', 'text,wide,combining', '--max-fail', 3);
-ok($fail == 0 && $pass == $streams, "$streams random streams of text and "
-    . "wide glyphs (seed $seed)") or diag($log);
+my $quarter = int($streams / 4) || 1;
 
-# resizes before and after the Keyframe: reflow, rows from and into the
-# scrollback (the late joiner's comes with its Keyframe)
-my $resizes = int($streams / 4) || 1;
-($pass, $fail, $log) = difftest('--quiet', '--random', $resizes,
-    '--seed', $seed, '--classes', 'text,wide,wrap,resize,late-resize',
-    '--max-fail', 3);
-ok($fail == 0 && $pass == $resizes, "$resizes random streams of text and "
-    . "wide glyphs with resizes before and after the Keyframe "
-    . "(seed $seed)") or diag($log);
+# [how many, gen.js classes, what they are]
+my @sets = (
+    [$streams, 'text,wide,combining', 'text and wide glyphs'],
 
-# SGR, tab stops, cursor moves, erases, line edits, long lines and
-# character sets, with text
-my $mixed = int($streams / 4) || 1;
-($pass, $fail, $log) = difftest('--quiet', '--random', $mixed,
-    '--seed', $seed, '--classes',
-    'text,sgr,tabs,cursor,erase,lines,wrap,charsets', '--max-fail', 3);
-ok($fail == 0 && $pass == $mixed, "$mixed random streams "
-    . "of SGR, tabs, cursor moves, erases, line edits and character sets "
-    . "(seed $seed)") or diag($log);
+    # reflow, rows from and into the scrollback (the late joiner's comes
+    # with its Keyframe)
+    [$quarter, 'text,wide,wrap,resize,late-resize',
+     'text and wide glyphs with resizes before and after the Keyframe'],
 
-# REP (ncurses' rep) among text, SGR, cursor moves, erases and long lines
-($pass, $fail, $log) = difftest('--quiet', '--random', $mixed,
-    '--seed', $seed, '--classes', 'text,rep,sgr,cursor,erase,lines,wrap',
-    '--max-fail', 3);
-ok($fail == 0 && $pass == $mixed, "$mixed random streams "
-    . "of REP with text, SGR, cursor moves and erases (seed $seed)")
-    or diag($log);
+    [$quarter, 'text,sgr,tabs,cursor,erase,lines,wrap,charsets',
+     'SGR, tabs, cursor moves, erases, line edits and character sets'],
+
+    # ncurses' rep
+    [$quarter, 'text,rep,sgr,cursor,erase,lines,wrap',
+     'REP with text, SGR, cursor moves and erases'],
+
+    # DECSC, DECRC and ?1049, which xterm.js restores otherwise than
+    # libvterm (the character set in use among them)
+    [$quarter, 'text,cursor,wrap,modes,charsets',
+     'saved cursors, modes and character sets with text'],
+);
+
+for my $set (@sets) {
+    my ($n, $classes, $what) = @$set;
+
+    ($pass, $fail, $log) = difftest('--quiet', '--random', $n,
+        '--seed', $seed, '--classes', $classes, '--max-fail', 3);
+    ok($fail == 0 && $pass == $n, "$n random streams of $what (seed $seed)")
+        or diag($log);
+}
 
 $t->done_testing();

@@ -1849,6 +1849,16 @@ test_fast_csi(void)
     check_as("REP of more than a row's width prints a row's width", 10, 4,
              "ab\x1b[99b", "abbbbbbbbbbb", "x");
     /* xterm.js repeats only a glyph printed just before (not after SGR) */
+    /* xterm.js's DECRC gives back the set in use at the save, not G0-G3 */
+    check_as("DECRC without a save draws ASCII, G0 stays DEC graphics", 10, 3,
+             "\x1b(0qq\x1b" "8qq\x1b[3H", "\x1b(0qq\x1b(B\x1b[Hqq\x1b[3H",
+             "12");
+    check_as("DECRC gives back DEC graphics until SI", 10, 3,
+             "\x1b(0\x1b" "7\x1b(Bab\x1b" "8qq\x0fqq",
+             "\x1b(0\x1b" "7\x1b(Bab\x1b(0\x1b[Hqq\x1b(Bqq", "qq");
+    check_as("DECRC's set ends at a shift inside a sequence", 10, 3,
+             "\x1b(0\x1b" "7\x1b(B\x1b" "8qq\x1b[2\x0f;2Hqq",
+             "\x1b(0qq\x1b(B\x1b[2;2Hqq", "qq");
     check_as("fast CSI: REP of a glyph the model wrote", 20, 3,
              "abcdefgh\x1b[31m\x1b[2b\x1b[2;1Hxy\x1b[3b",
              "abcdefgh\x1b[31m\x1b[2;1Hxyyyy", "z");

@@ -137,6 +137,8 @@ function state(t) {
             + core.coreMouseService.activeEncoding,
         glevel: cs.glevel,
         charsets: [0, 1, 2, 3].map((i) => charsetName(cs._charsets[i])),
+        // the set GL draws: after a DECRC, not always its designation
+        charset: charsetName(cs.charset),
         pen: attrKey(attrs(ih._curAttrData)),
         title: t._title,
         buffer: bufState(core, bs.buffer, rows, cols),
