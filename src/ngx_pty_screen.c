@@ -105,6 +105,7 @@
 #define NGX_PTY_VT_POS        0x01  /* the cursor is vt_cur */
 #define NGX_PTY_VT_PEN        0x02  /* the pen is s->pen, libvterm's vt_pen */
 #define NGX_PTY_VT_GLYPH      0x04  /* the last glyph is vt_glyph at edge_pos */
+#define NGX_PTY_VT_PROTECT    0x08  /* DECSCA is s->protect */
 
 
 struct ngx_pty_screen_s {
@@ -164,6 +165,7 @@ struct ngx_pty_screen_s {
     u_char                        saved_valid[2];
     u_char                        saved_set[2]; /* the set in GL then: its
                                                    SCS final, 0: ASCII */
+    u_char                        saved_protect[2]; /* DECSCA then */
 
     /* xterm.js's way taken where libvterm 0.1.4 goes another (tests) */
     unsigned long                 diverged;
@@ -334,6 +336,12 @@ static void ngx_pty_print_halves(ngx_pty_screen_t *s, ngx_pty_row_t *row,
 static void ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n);
 static void ngx_pty_restore_set(ngx_pty_screen_t *s);
 static void ngx_pty_set_back(ngx_pty_screen_t *s);
+static void ngx_pty_protect(ngx_pty_screen_t *s, unsigned on);
+static void ngx_pty_selective_erase(ngx_pty_screen_t *s, const u_char *p,
+    size_t *start, size_t i, u_char c, size_t esc);
+static void ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v,
+    unsigned selective);
+static void ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c, unsigned long v);
 static void ngx_pty_ov_settle(ngx_pty_screen_t *s);
 static void ngx_pty_row_forget(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     ngx_pty_row_t *row);
@@ -2102,6 +2110,10 @@ ngx_pty_vt_sync(ngx_pty_screen_t *s)
         s->no_lf = 0;
     }
 
+    if (dirty & NGX_PTY_VT_PROTECT) {
+        vterm_input_write(s->vt, s->protect ? "\x1b[1\"q" : "\x1b[0\"q", 5);
+    }
+
     if (dirty & NGX_PTY_VT_PEN) {
         /* libvterm does not know SGR 8; the model keeps it itself */
         p = ngx_pty_sgr_diff(buf, &s->vt_pen, &s->pen,
@@ -2190,7 +2202,6 @@ static int ngx_pty_shift_outside(ngx_pty_screen_t *s,
 static void ngx_pty_dch_ends(ngx_pty_screen_t *s);
 static ngx_inline unsigned ngx_pty_past_wide(ngx_pty_screen_t *s);
 static void ngx_pty_vt_to_edge(ngx_pty_screen_t *s);
-static void ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v);
 static void ngx_pty_dch_halves(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i);
 static void ngx_pty_csi_skip(ngx_pty_screen_t *s, const u_char *p,
@@ -2206,6 +2217,18 @@ ngx_pty_end_wrap(ngx_pty_screen_t *s)
     s->diverged++;
     ngx_pty_vt_cup(s, ngx_pty_cursor(s));
     s->phantom = 0;
+}
+
+
+/* DECSCA as xterm.js changes it besides DECSCA itself: libvterm told later */
+static void
+ngx_pty_protect(ngx_pty_screen_t *s, unsigned on)
+{
+    if (s->protect != on) {
+        s->protect = on;
+        s->vt_dirty |= NGX_PTY_VT_PROTECT;
+        s->diverged++;
+    }
 }
 
 
@@ -2236,6 +2259,7 @@ ngx_pty_save_cursor(ngx_pty_screen_t *s)
     s->saved_pen[s->alt] = s->pen;
     /* xterm.js saves the set in use with the cursor */
     s->saved_set[s->alt] = ngx_pty_set_drawn(s);
+    s->saved_protect[s->alt] = s->protect;
 }
 
 
@@ -2323,6 +2347,9 @@ ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible,
     s->vt_pen = s->pen;
     s->pen = pen;
     s->vt_dirty |= NGX_PTY_VT_PEN;
+
+    /* xterm.js keeps DECSCA with the pen's colours: saved and restored */
+    ngx_pty_protect(s, s->saved_valid[s->alt] && s->saved_protect[s->alt]);
 
     /* and the cursor's visibility, which xterm.js leaves as it is */
     if (s->visible != visible) {
@@ -2756,6 +2783,7 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     s->saved_valid[1] = 0;
     memset(s->saved_pos, 0, sizeof(s->saved_pos));
     memset(s->saved_set, 0, sizeof(s->saved_set));
+    memset(s->saved_protect, 0, sizeof(s->saved_protect));
     ngx_pty_sb_clear(s);
     s->vt_text = 0;
 
@@ -3100,6 +3128,13 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     if (inter == '"' && c == 'q' && !leader) {
         v = NGX_PTY_ARG_OR(s->args[0], 0);
 
+        if ((s->vt_dirty & NGX_PTY_VT_PROTECT)
+            && esc != NGX_PTY_NO_ESC && esc >= *start)
+        {
+            /* the text before takes what an SGR 0 left, in libvterm too */
+            ngx_pty_flush(s, p, start, esc);
+        }
+
         if (v == 0 || v == 2) {
             s->protect = 0;
         } else if (v == 1) {
@@ -3136,6 +3171,9 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     if (leader == '?') {
         if (c == 'h' || c == 'l') {
             ngx_pty_dec_mode(s, p, start, i, esc, c == 'h');
+
+        } else if (c == 'J' || c == 'K') {
+            ngx_pty_selective_erase(s, p, start, i, c, esc);
         }
 
         return;
@@ -3196,12 +3234,12 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         if (c == 'J' && v == 0 && s->phantom) {
             /* the same on the cursor's row; the rows below are erased */
             ngx_pty_csi_skip(s, p, start, i, esc);
-            ngx_pty_fast_erase(s, c, v);
+            ngx_pty_fast_erase(s, c, v, 0);
             break;
         }
 
         if (c == 'J' && s->tails) {
-            ngx_pty_tails_erase(s, v, leader == '?');
+            ngx_pty_tails_erase(s, v, 0);
         }
 
         if (c == 'J' && v == 3 && !s->alt) {
@@ -4403,6 +4441,8 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
 
     case NGX_PTY_ARG_MISSING:
     case 0:
+        /* xterm.js's SGR 0 drops DECSCA too (libvterm's not) */
+        ngx_pty_protect(s, 0);
         pen->attr &= ~NGX_PTY_A_SGR;
         pen->xattr = 0;
         pen->fg = s->default_pen.fg;
@@ -4618,6 +4658,37 @@ ngx_pty_esc_bel(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 }
 
 
+/*
+ * DECSED, DECSERA (CSI ? J, CSI ? K): libvterm erases as for ED and EL,
+ * but for the protected cells; xterm.js clears the same soft-wrap flags
+ * and the alternate screen's cells past the edge as ED and EL do
+ */
+static void
+ngx_pty_selective_erase(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, u_char c, size_t esc)
+{
+    unsigned long  v;
+
+    v = NGX_PTY_ARG(s->args[0]);
+    v = (v == NGX_PTY_ARG_MISSING) ? 0 : v;
+
+    ngx_pty_flush(s, p, start, i);
+
+    if (v == 0 && s->phantom) {
+        /* xterm.js has the cursor past the edge, as for ED and EL */
+        ngx_pty_csi_skip(s, p, start, i, esc);
+        ngx_pty_fast_erase(s, c, v, 1);
+        return;
+    }
+
+    if (c == 'J' && s->tails) {
+        ngx_pty_tails_erase(s, v, 1);
+    }
+
+    ngx_pty_erase_wraps(s, c, v);
+}
+
+
 /* the soft-wrap flags EL and ED clear in xterm.js */
 static void
 ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c, unsigned long v)
@@ -4660,7 +4731,8 @@ ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c, unsigned long v)
 
 /* EL, ED (v: 0, 1 or 2) at the cursor, as libvterm's on_csi() erases */
 static void
-ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
+ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v,
+    unsigned selective)
 {
     unsigned   end;
     VTermPos   pos;
@@ -4670,7 +4742,7 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
     pos = ngx_pty_cursor(s);
 
     if (c == 'J' && s->tails) {
-        ngx_pty_tails_erase(s, v, 0);
+        ngx_pty_tails_erase(s, v, selective);
     }
 
     rect.start_row = (c == 'J' && v != 0) ? 0 : pos.row;
@@ -4702,20 +4774,20 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v)
         rect.end_row = s->rows;
     }
 
-    ngx_pty_erase_rect(s, rect, 0);
+    ngx_pty_erase_rect(s, rect, selective);
 
     if (c == 'J' && v == 0) {
         /* the rows below */
         rect.start_row = pos.row + 1;
         rect.end_row = s->rows;
         rect.start_col = 0;
-        ngx_pty_erase_rect(s, rect, 0);
+        ngx_pty_erase_rect(s, rect, selective);
 
     } else if (c == 'J' && v == 1) {
         rect.start_row = pos.row;
         rect.end_row = pos.row + 1;
         rect.end_col = end;
-        ngx_pty_erase_rect(s, rect, 0);
+        ngx_pty_erase_rect(s, rect, selective);
     }
 }
 
@@ -4855,7 +4927,7 @@ ngx_pty_fast_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start,
             return 0;
         }
 
-        ngx_pty_fast_erase(s, c, v);
+        ngx_pty_fast_erase(s, c, v, 0);
 
     } else {
         ngx_pty_fast_move(s, c, args, argc);
@@ -7084,6 +7156,7 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
             s->saved_valid[k] = 1;
             s->saved_pen[k] = s->default_pen;
             s->saved_set[k] = 0;
+            s->saved_protect[k] = 0;
         }
     }
 
@@ -7316,13 +7389,18 @@ typedef struct {
     int             col;
     int             shift;      /* lines scrolled away: row is row - shift */
     unsigned        visible:1;
-    unsigned        protect:1;
     unsigned        saved_main:1;   /* main buffer's DECSC already sent */
     ngx_pty_pen_t   pen;
+    u_char          protect;    /* DECSCA: 0, 1, NGX_PTY_PROTECT_UNKNOWN */
 } ngx_pty_emit_t;
 
 
+/* after an SGR 0 (xterm.js drops DECSCA there, libvterm not), a DECRC */
+#define NGX_PTY_PROTECT_UNKNOWN  2
+
+
 static void ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s);
+static void ngx_pty_emit_sgr0(ngx_pty_emit_t *e, const ngx_pty_pen_t *def);
 
 
 /* room for n more bytes; 0, or -1 when out of memory */
@@ -7429,8 +7507,7 @@ ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
     }
 
     if (ngx_pty_pen_eq(want, def, NGX_PTY_A_SGR)) {
-        ngx_pty_emit(e, "\x1b[m", 3);
-        e->pen = *def;
+        ngx_pty_emit_sgr0(e, def);
         return;
     }
 
@@ -7438,14 +7515,28 @@ ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
         && !ngx_pty_color_eq(&e->pen.ul, &def->ul))
     {
         /* only SGR 0 gives xterm.js its default underline colour back */
-        ngx_pty_emit(e, "\x1b[m", 3);
-        e->pen = *def;
+        ngx_pty_emit_sgr0(e, def);
     }
 
     p = ngx_pty_sgr_diff(buf, &e->pen, want, NGX_PTY_A_SGR, 1);
     ngx_pty_emit(e, buf, p - buf);
 
     e->pen = *want;
+}
+
+
+/*
+ * xterm.js's SGR 0 drops DECSCA's protection too, libvterm's not: which
+ * one the terminal has is not known until DECSCA is said again
+ */
+static void
+ngx_pty_emit_sgr0(ngx_pty_emit_t *e, const ngx_pty_pen_t *def)
+{
+    ngx_pty_emit(e, "\x1b[m", 3);
+    e->pen = *def;
+    if (e->protect) {
+        e->protect = NGX_PTY_PROTECT_UNKNOWN;
+    }
 }
 
 
@@ -7696,7 +7787,9 @@ ngx_pty_paint_run(ngx_pty_emit_t *e, const ngx_pty_row_t *row, unsigned col,
     }
 
     p = e->buf + e->len;
-    protect = e->protect ? NGX_PTY_A_PROTECT : 0;
+    /* not known: no cell matches, DECSCA is said first */
+    protect = (e->protect == NGX_PTY_PROTECT_UNKNOWN) ? ~0U
+              : e->protect ? NGX_PTY_A_PROTECT : 0;
 
     for ( /* void */ ; col < end; col++) {
         c = &row->cells[col];
@@ -8393,6 +8486,7 @@ ngx_pty_emit_saved(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
     pos = ngx_pty_saved_at(s, b);
     ngx_pty_emit_move(e, pos.row, pos.col);
     ngx_pty_emit_sgr(e, &s->saved_pen[b], &s->default_pen);
+    ngx_pty_emit_protect(e, s->saved_protect[b]);
     ngx_pty_emit_decsc(e, s, b);
 }
 
@@ -8430,6 +8524,7 @@ ngx_pty_emit_saved_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
     pos = ngx_pty_saved_at(s, 0);
     ngx_pty_emit_move(e, r, pos.col);
     ngx_pty_emit_sgr(e, &s->saved_pen[0], &s->default_pen);
+    ngx_pty_emit_protect(e, s->saved_protect[0]);
     ngx_pty_emit_decsc(e, s, 0);
     e->saved_main = 1;
 }
@@ -8654,15 +8749,13 @@ ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
      * DECRC sets the saved pen's colours (and DECSCA): SGR 0 then; and
      * libvterm's, its own saved visibility
      */
-    ngx_pty_emit(e, "\x1b[m", 3);
+    e->protect = NGX_PTY_PROTECT_UNKNOWN;     /* the slot's */
+    ngx_pty_emit_sgr0(e, &s->default_pen);
     ngx_pty_emit(e, s->visible ? "\x1b[?25h" : "\x1b[?25l", 6);
     e->visible = s->visible;
-    e->pen = s->default_pen;
     e->row = -1;
     e->col = -1;
 
-    /* xterm.js's SGR 0 drops DECSCA, libvterm's not: say it either way */
-    e->protect = !s->protect;
     ngx_pty_emit_protect(e, s->protect);
     ngx_pty_emit_end(e, s);
 }
@@ -8828,8 +8921,8 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
              * the glyph written again must not be the last thing printed
              * (a REP would repeat it): the pen again, from SGR 0
              */
-            ngx_pty_emit(e, "\x1b[m", 3);
-            e->pen = s->default_pen;
+            ngx_pty_emit_sgr0(e, &s->default_pen);
+            ngx_pty_emit_protect(e, s->protect);
             ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
         }
     }

@@ -1859,6 +1859,15 @@ test_fast_csi(void)
     check_as("DECRC's set ends at a shift inside a sequence", 10, 3,
              "\x1b(0\x1b" "7\x1b(B\x1b" "8qq\x1b[2\x0f;2Hqq",
              "\x1b(0qq\x1b(B\x1b[2;2Hqq", "qq");
+    /* xterm.js keeps DECSCA in the pen's colours: SGR 0 and DECRC too */
+    check_as("SGR 0 drops DECSCA's protection (xterm.js)", 10, 3,
+             "\x1b[1\"qab\x1b[mcd\x1b[?2K",
+             "\x1b[1\"qab\x1b[0\"q\x1b[mcd\x1b[?2K", "x");
+    check_as("DECRC gives DECSCA back (xterm.js)", 10, 3,
+             "\x1b[1\"q\x1b" "7\x1b[0\"q\x1b" "8ab\x1b[?2K",
+             "\x1b[1\"qab\x1b[?2K", "x");
+    check_as("DECSED at a pending wrap keeps the last column (xterm.js)",
+             10, 3, "0123456789\x1b[?J", "0123456789", "x");
     check_as("fast CSI: REP of a glyph the model wrote", 20, 3,
              "abcdefgh\x1b[31m\x1b[2b\x1b[2;1Hxy\x1b[3b",
              "abcdefgh\x1b[31m\x1b[2;1Hxyyyy", "z");

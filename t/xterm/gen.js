@@ -95,13 +95,18 @@ const CLASSES = {
     wrap: (r) => 'x'.repeat(20 + r.int(100)),
     // at most a row's width (the narrowest is 10): docs/SNAPSHOT.md
     rep: (r) => CSI + (r.int(4) ? r.int(11) : '') + 'b',
+    // DECSCA and the selective erases it protects from
+    protect: (r) => r.pick([CSI + '1"q', CSI + '0"q', CSI + '2"q',
+        CSI + '?K', CSI + '?1K', CSI + '?2K', CSI + '?J', CSI + '?1J',
+        CSI + '?2J']),
     resize: null,
     'late-resize': null,
 };
 
-// every class but REP, which came later: the seeds' figures in
-// docs/SNAPSHOT.md stay those of the same streams
-const ALL = Object.keys(CLASSES).filter((k) => k !== 'rep');
+// every class but REP and DECSCA, which came later: the seeds' figures
+// in docs/SNAPSHOT.md stay those of the same streams
+const ALL = Object.keys(CLASSES).filter((k) => k !== 'rep'
+    && k !== 'protect');
 
 // ops: one per piece (so shrinking drops whole pieces), the Keyframe
 // between two or inside one (then cut in two there), resizes between:
