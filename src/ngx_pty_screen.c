@@ -336,6 +336,10 @@ static void ngx_pty_print_halves(ngx_pty_screen_t *s, ngx_pty_row_t *row,
 static void ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n);
 static void ngx_pty_restore_set(ngx_pty_screen_t *s);
 static void ngx_pty_set_back(ngx_pty_screen_t *s);
+static void ngx_pty_vt_designate(ngx_pty_screen_t *s, unsigned k,
+    u_char charset, u_char scs);
+static void ngx_pty_shift(ngx_pty_screen_t *s, const u_char *p,
+    size_t *start, size_t i, unsigned g);
 static void ngx_pty_protect(ngx_pty_screen_t *s, unsigned on);
 static void ngx_pty_selective_erase(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i, u_char c, size_t esc);
@@ -2240,7 +2244,7 @@ ngx_pty_protect(ngx_pty_screen_t *s, unsigned on)
 static u_char
 ngx_pty_set_drawn(ngx_pty_screen_t *s)
 {
-    if (s->ov && s->ov_shift && s->gl == s->ov_g) {
+    if (s->ov_shift && s->gl == s->ov_g) {
         return s->ov_charset ? s->ov_scs : 0;
     }
 
@@ -2367,7 +2371,7 @@ ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible,
 static void
 ngx_pty_restore_set(ngx_pty_screen_t *s)
 {
-    u_char  want, buf[3];
+    u_char  want;
 
     want = s->saved_valid[s->alt] ? s->saved_set[s->alt] : 0;
 
@@ -2388,14 +2392,7 @@ ngx_pty_restore_set(ngx_pty_screen_t *s)
         s->ascii &= ~(1 << s->gl);
     }
 
-    buf[0] = '\x1b';
-    buf[1] = (u_char) ('(' + s->gl);
-    buf[2] = want ? want : 'B';
-    ngx_pty_vt_write(s, buf, 3);
-
-    s->charset[s->gl] = (want != 0);
-    s->scs[s->gl] = want;
-    s->vt_text = 1;
+    ngx_pty_vt_designate(s, s->gl, want != 0, want);
     s->diverged++;
 
     if (s->ov_charset == (want != 0) && s->ov_scs == want) {
@@ -2409,7 +2406,7 @@ ngx_pty_restore_set(ngx_pty_screen_t *s)
 static void
 ngx_pty_ov_settle(ngx_pty_screen_t *s)
 {
-    if (s->ov && s->ov_shift) {
+    if (s->ov_shift) {                  /* implies s->ov */
         ngx_pty_set_back(s);
     }
 }
@@ -2419,18 +2416,45 @@ ngx_pty_ov_settle(ngx_pty_screen_t *s)
 static void
 ngx_pty_set_back(ngx_pty_screen_t *s)
 {
-    u_char  buf[3];
-
-    buf[0] = '\x1b';
-    buf[1] = (u_char) ('(' + s->ov_g);
-    buf[2] = s->ov_scs ? s->ov_scs : 'B';
-    ngx_pty_vt_write(s, buf, 3);
-
-    s->charset[s->ov_g] = s->ov_charset;
-    s->scs[s->ov_g] = s->ov_scs;
+    ngx_pty_vt_designate(s, s->ov_g, s->ov_charset, s->ov_scs);
     s->ascii |= s->ov_ascii << s->ov_g;
     s->ov = 0;
     s->ov_shift = 0;
+}
+
+
+/*
+ * G<k> given set "scs" (0: ASCII) in libvterm, and in the model's copy;
+ * "charset" as the model keeps it (a set libvterm does not know: 1, 0)
+ */
+static void
+ngx_pty_vt_designate(ngx_pty_screen_t *s, unsigned k, u_char charset,
+    u_char scs)
+{
+    u_char  buf[3];
+
+    buf[0] = '\x1b';
+    buf[1] = (u_char) ('(' + k);
+    buf[2] = scs ? scs : 'B';
+    ngx_pty_vt_write(s, buf, 3);
+
+    s->charset[k] = charset;
+    s->scs[k] = scs;
+    s->vt_text = 1;
+}
+
+
+/* SI, SO, LS2, LS3 at p[i]: GL draws G<g>, its designation */
+static void
+ngx_pty_shift(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
+    unsigned g)
+{
+    if (s->ov) {
+        ngx_pty_feed_final(s, p, start, i);
+        ngx_pty_set_back(s);
+    }
+
+    s->gl = g;
     s->vt_text = 1;
 }
 
@@ -3511,13 +3535,7 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
     case 'n':
     case 'o':
-        if (s->ov) {
-            ngx_pty_feed_final(s, p, start, i);
-            ngx_pty_set_back(s);
-        }
-
-        s->gl = (c == 'n') ? 2 : 3;
-        s->vt_text = 1;
+        ngx_pty_shift(s, p, start, i, (c == 'n') ? 2 : 3);
         break;
 
     case '7':
@@ -5653,13 +5671,7 @@ ngx_pty_text_ascii(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
     /* LS1, LS0: which of G0-G3 the text uses */
     if (c == 0x0e || c == 0x0f) {
-        if (s->ov) {
-            ngx_pty_feed_final(s, p, start, i);
-            ngx_pty_set_back(s);
-        }
-
-        s->gl = (c == 0x0e);
-        s->vt_text = 1;
+        ngx_pty_shift(s, p, start, i, c == 0x0e);
     }
 
     if (c < 0x20 && s->vt_text && i + 2 < n
@@ -7550,6 +7562,16 @@ ngx_pty_emit_protect(ngx_pty_emit_t *e, unsigned on)
 }
 
 
+/* a cell's pen and its DECSCA, in that order: an SGR 0 may drop DECSCA */
+static void
+ngx_pty_emit_pen(ngx_pty_emit_t *e, const ngx_pty_pen_t *pen,
+    const ngx_pty_pen_t *def)
+{
+    ngx_pty_emit_sgr(e, pen, def);
+    ngx_pty_emit_protect(e, (pen->attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+}
+
+
 /* the cursor's visibility, and its style only as the program set it */
 static void
 ngx_pty_emit_props(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
@@ -7609,8 +7631,7 @@ ngx_pty_emit_glyph_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_cell_t *c)
 {
     ngx_pty_emit_move(e, r, at);
-    ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
-    ngx_pty_emit_protect(e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+    ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
 
     if (c->width == 0 && at == 0) {
         /* a lone mark in the first column: xterm.js gives it the cell */
@@ -7716,8 +7737,7 @@ ngx_pty_paint_blank_whole(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r,
     unsigned col, const ngx_pty_cell_t *c)
 {
     ngx_pty_emit_move(e, r, col);
-    ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
-    ngx_pty_emit_protect(e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+    ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
     ngx_pty_emit(e, NGX_PTY_WIDE_FILL, sizeof(NGX_PTY_WIDE_FILL) - 1);
     e->col = -1;
 
@@ -7959,8 +7979,7 @@ ngx_pty_paint_wide_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_cell_t *blank, const ngx_pty_cell_t *glyph)
 {
     ngx_pty_emit_move(e, r - 1, s->cols - 1);
-    ngx_pty_emit_sgr(e, &blank->pen, &s->default_pen);
-    ngx_pty_emit_protect(e, (blank->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+    ngx_pty_emit_pen(e, &blank->pen, &s->default_pen);
     ngx_pty_emit_chars(e, row, 0, glyph);
 
     e->row = r;
@@ -8038,8 +8057,7 @@ ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
          * are painted again
          */
         ngx_pty_emit_move(e, r - 1, w - 1);
-        ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
-        ngx_pty_emit_protect(e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+        ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
         ngx_pty_emit(e, NGX_PTY_WIDE_FILL, sizeof(NGX_PTY_WIDE_FILL) - 1);
         e->row = r;
         e->col = 2;
@@ -8072,8 +8090,7 @@ ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     c = ngx_pty_row_cell(row, 0, &tmp);
 
     if (c->ch != 0 && c->ch != NGX_PTY_CONT && c->width == 1) {
-        ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
-        ngx_pty_emit_protect(e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+        ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
         ngx_pty_emit_chars(e, row, 0, c);
         from = 1;
 
@@ -8187,8 +8204,7 @@ ngx_pty_paint_edge_blank(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     }
 
     ngx_pty_emit_move(e, r - 1, s->cols - 1);
-    ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
-    ngx_pty_emit_protect(e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+    ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
     ngx_pty_emit(e, NGX_PTY_WIDE_FILL, sizeof(NGX_PTY_WIDE_FILL) - 1);
     e->row = r;
     e->col = 2;
@@ -8576,7 +8592,6 @@ ngx_pty_emit_modes(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     }
 
     ngx_pty_emit_props(e, s);
-    ngx_pty_emit_protect(e, s->protect);
 }
 
 
@@ -8756,7 +8771,6 @@ ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     e->row = -1;
     e->col = -1;
 
-    ngx_pty_emit_protect(e, s->protect);
     ngx_pty_emit_end(e, s);
 }
 
@@ -8870,12 +8884,12 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     if (c == NULL) {
         ngx_pty_emit_write_modes(e, s);
         ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
+        ngx_pty_emit_protect(e, s->protect);
         ngx_pty_emit_cursor(e, s, pos);
 
     } else {
         /* a pending wrap: rewrite the glyph it follows */
-        ngx_pty_emit_sgr(e, &c->pen, &s->default_pen);
-        ngx_pty_emit_protect(e, (c->pen.attr & NGX_PTY_A_PROTECT) ? 1 : 0);
+        ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
         ngx_pty_emit_cursor(e, s, s->ph_pos);
 
         if (c->ch && c->width == 0) {
@@ -8910,9 +8924,9 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         }
 
         glyph_end = e->len;
-        ngx_pty_emit_protect(e, s->protect);
         ngx_pty_emit_write_modes(e, s);
         ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
+        ngx_pty_emit_protect(e, s->protect);
 
         if (e->len == glyph_end
             && !(s->pend_len ? s->esc_glyph : s->last_text))
@@ -8922,8 +8936,8 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
              * (a REP would repeat it): the pen again, from SGR 0
              */
             ngx_pty_emit_sgr0(e, &s->default_pen);
-            ngx_pty_emit_protect(e, s->protect);
             ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
+            ngx_pty_emit_protect(e, s->protect);
         }
     }
 }
