@@ -111,6 +111,7 @@ ngx_pty_rbuf_init(ngx_pty_rbuf_t *b, unsigned lines, unsigned width)
     b->n = 0;
     b->cap = 0;
     b->width = width;
+    b->max_length = 0;
 
     return ngx_pty_rbuf_room(b, lines);
 }
@@ -1130,7 +1131,8 @@ ngx_pty_rbuf_resize(ngx_pty_rbuf_t *b, unsigned cols, unsigned rows)
 
     old = b->cols;
     newmax = rows + b->scrollback;
-    maxlen = ngx_pty_rmax(b->rows + b->scrollback, newmax);
+    maxlen = b->max_length ? b->max_length : b->rows + b->scrollback;
+    maxlen = ngx_pty_rmax(maxlen, newmax);
 
     if (old < cols) {
         ngx_pty_rlines_width(b, cols);

@@ -30,6 +30,7 @@ typedef struct {
     unsigned          lost;
     unsigned          ybase;     /* xterm.js's: the screen's first line */
     unsigned          scrollback; /* 0: the alternate buffer, no reflow */
+    unsigned          max_length; /* xterm.js's lines.maxLength */
     unsigned          cols;
     unsigned          rows;
     int               x;

@@ -152,6 +152,13 @@ struct ngx_pty_screen_s {
     /* and its scroll region (xterm.js keeps one per buffer) */
     int                           norm_top;
     int                           norm_bottom;
+    /*
+     * xterm.js's alternate buffer holds this many lines: the most rows
+     * the terminal had since the buffer was last left; those past the
+     * screen are lines above it (grid[1]'s ring), which text scrolls in
+     * and a resize brings back
+     */
+    unsigned                      alt_max;
 
     /* pending wrap ("phantom" column) */
     VTermPos                      ph_pos;
@@ -351,6 +358,9 @@ static void ngx_pty_row_forget(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     ngx_pty_row_t *row);
 static ngx_pty_row_t *ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     ngx_pty_row_t *row);
+static ngx_pty_row_t *ngx_pty_alt_push(ngx_pty_screen_t *s,
+    ngx_pty_grid_t *g, ngx_pty_row_t *row);
+static void ngx_pty_alt_clear(ngx_pty_screen_t *s);
 static int ngx_pty_xterm_col(ngx_pty_screen_t *s);
 static void ngx_pty_sb_keep_raw(ngx_pty_screen_t *s, const u_char *p,
     size_t i, size_t cut);
@@ -1045,6 +1055,86 @@ ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
 }
 
 
+/*
+ * A row leaves the top of the alternate screen: xterm.js keeps it above
+ * while its line list has room (alt_max), the oldest going when full;
+ * its saved row, a line of the list, goes up with it until then.
+ */
+static ngx_pty_row_t *
+ngx_pty_alt_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
+{
+    unsigned        slot;
+    ngx_pty_row_t  *spare;
+
+    if (g->sb == NULL) {
+        g->sb = calloc(s->alt_max - g->nrows, sizeof(ngx_pty_row_t *));
+        if (g->sb == NULL) {
+            return row;             /* not kept: it comes back blank */
+        }
+
+        g->sb_cap = s->alt_max - g->nrows;
+        g->sb_head = 0;
+        g->sb_len = 0;
+    }
+
+    slot = g->sb_head + g->sb_len;
+    slot -= (slot >= g->sb_cap) ? g->sb_cap : 0;
+    spare = (g->sb[slot] != NULL) ? g->sb[slot] : ngx_pty_row_new(s, g->cols);
+
+    if (spare == NULL) {
+        return row;
+    }
+
+    g->sb[slot] = row;
+
+    if (g->sb_len == g->sb_cap) {
+        g->sb_head = (g->sb_head + 1 == g->sb_cap) ? 0 : g->sb_head + 1;
+
+    } else {
+        g->sb_len++;
+        s->saved_pos[1].row--;
+    }
+
+    return spare;
+}
+
+
+/* xterm.js empties its alternate buffer (left, RIS): no lines above it */
+static void
+ngx_pty_alt_clear(ngx_pty_screen_t *s)
+{
+    unsigned         i;
+    ngx_pty_row_t   *row;
+    ngx_pty_grid_t  *g;
+
+    g = &s->grid[1];
+    s->alt_max = s->rows;
+
+    for (i = 0; g->sb && i < g->sb_cap; i++) {
+        row = g->sb[i];
+
+        if (row == NULL) {
+            continue;
+        }
+
+        if (row->tail) {
+            ngx_pty_tail_drop(s, row);
+        }
+
+        if (row->own) {
+            ngx_pty_row_forget(s, g, row);
+            ngx_pty_row_free_own(row);
+        }
+    }
+
+    free(g->sb);
+    g->sb = NULL;
+    g->sb_cap = 0;
+    g->sb_head = 0;
+    g->sb_len = 0;
+}
+
+
 /* line i of a grid in xterm.js's terms: the ring's oldest first, the screen */
 static ngx_pty_row_t *
 ngx_pty_grid_line(ngx_pty_grid_t *g, unsigned i)
@@ -1619,7 +1709,8 @@ ngx_pty_scroll_rows(ngx_pty_screen_t *s, ngx_pty_grid_t *g, int top, int end,
 
     h = end - top;
     d = down > 0 ? down : -down;
-    sb = (down > 0 && top == 0 && g == &s->grid[0] && !s->no_sb);
+    sb = (down > 0 && top == 0 && !s->no_sb
+          && (g == &s->grid[0] || s->alt_max > g->nrows));
 
     if (down > 0 && top == 0 && (unsigned) end == g->nrows) {
         /*
@@ -1652,7 +1743,9 @@ ngx_pty_scroll_rows(ngx_pty_screen_t *s, ngx_pty_grid_t *g, int top, int end,
 
     /* into xterm.js's scrollback, the rows that left the top, in order */
     for (h = 0; sb && h < d; h++) {
-        g->rows[r + h] = ngx_pty_sb_push(s, g, g->rows[r + h]);
+        g->rows[r + h] = (g == &s->grid[0])
+                         ? ngx_pty_sb_push(s, g, g->rows[r + h])
+                         : ngx_pty_alt_push(s, g, g->rows[r + h]);
     }
 
     for (h = 0; h < d; h++, r++) {
@@ -1914,6 +2007,12 @@ ngx_pty_cb_settermprop(VTermProp prop, VTermValue *val, void *user)
 
         } else {
             ngx_pty_tails_drop_all(s);
+
+            if (s->alt) {
+                /* xterm.js clears the buffer only when it leaves it */
+                ngx_pty_alt_clear(s);
+            }
+
             s->cur = &s->grid[0];
             s->alt = 0;
         }
@@ -2212,6 +2311,8 @@ static void ngx_pty_csi_skip(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i, size_t esc);
 static long ngx_pty_margin_stop(ngx_pty_screen_t *s, u_char c, long row,
     long count);
+static VTermPos ngx_pty_origin_move(ngx_pty_screen_t *s, u_char c,
+    VTermPos from, long n);
 
 
 /* xterm.js ends the pending wrap where libvterm keeps it: a CUP in place */
@@ -2823,6 +2924,7 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     }
 
     ngx_pty_tails_drop_all(s);
+    ngx_pty_alt_clear(s);
     ngx_pty_tabs_default(s, 0);
     ngx_pty_tabs_default(s, 1);
 }
@@ -2843,6 +2945,11 @@ ngx_pty_buffer_region(ngx_pty_screen_t *s, unsigned was_alt)
 
     if (s->alt == was_alt) {
         return;
+    }
+
+    if (!s->alt) {
+        /* leaving the alternate buffer sets its stops up anew */
+        ngx_pty_tabs_default(s, 1);
     }
 
     if (s->tabs_custom[0] || s->tabs_custom[1]) {
@@ -3135,7 +3242,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 {
     u_char          leader, inter;
     long            v, end;
-    VTermPos        pos;
+    VTermPos        pos, from;
     ngx_pty_row_t  *line;
     ngx_pty_rbuf_t  rb;
 
@@ -3270,6 +3377,12 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             /* xterm.js drops its scrollback; its saved row stays a line */
             s->saved_pos[0].row += s->grid[0].sb_len + s->sb_lost;
             ngx_pty_sb_clear(s);
+
+        } else if (c == 'J' && v == 3) {
+            /* and the alternate buffer's lines above the screen */
+            s->saved_pos[1].row += s->grid[1].sb_len;
+            s->grid[1].sb_len = 0;
+            s->grid[1].sb_head = 0;
         }
 
         ngx_pty_erase_wraps(s, c, v);
@@ -3432,10 +3545,18 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         }
 
         pos = ngx_pty_cursor(s);
+        from = pos;
         s->no_lf = 1;
         ngx_pty_flush(s, p, start, i + 1);
 
-        if (c == 'A' || c == 'B' || c == 'E' || c == 'F') {
+        if (s->origin && s->top > 0 && memchr("ABCDEFG`ae", c, 10) != NULL) {
+            /* xterm.js: down by the top margin too (docs/SNAPSHOT.md) */
+            v = NGX_PTY_ARG_OR(s->args[0], 1);
+            pos = ngx_pty_origin_move(s, c, from, v);
+            s->diverged++;
+            ngx_pty_vt_cup(s, pos);
+
+        } else if (c == 'A' || c == 'B' || c == 'E' || c == 'F') {
             v = NGX_PTY_ARG_OR(s->args[0], 1);
             v = (v < 1) ? 1 : (v > (long) s->rows ? (long) s->rows : v);
             end = ngx_pty_margin_stop(s, c, pos.row, v);
@@ -4833,6 +4954,59 @@ ngx_pty_margin_stop(ngx_pty_screen_t *s, u_char c, long row, long count)
 }
 
 
+/*
+ * Where xterm.js (5.5 and 6.0) puts the cursor for CUU, CUD, CUF, CUB,
+ * CNL, CPL, CHA, HPA, HPR and VPR in origin mode: its _setCursor() adds
+ * the top margin to the row, which these pass counted from the screen's
+ * top, so each goes down by the margin as well (clamped to the region).
+ * The model follows, as web IDEs draw it so (docs/SNAPSHOT.md).
+ */
+static VTermPos
+ngx_pty_origin_move(ngx_pty_screen_t *s, u_char c, VTermPos from, long n)
+{
+    long      top, bot, row, col, d;
+    VTermPos  to;
+
+    top = s->top;
+    bot = (s->bottom < 0 ? (long) s->rows : s->bottom) - 1;
+    n = (n < 1) ? 1 : (n > 65535 ? 65535 : n);
+    row = from.row;
+    col = s->phantom ? (long) s->cols - 1 : from.col;
+
+    /* cursorUp() and cursorDown() measure before the clamp below */
+    d = 0;
+
+    if (c == 'A' || c == 'F') {
+        d = row - top;
+        d = (d >= 0 && d < n) ? -d : -n;
+
+    } else if (c == 'B' || c == 'E') {
+        d = bot - row;
+        d = (d >= 0 && d < n) ? d : n;
+
+    } else if (c == 'e') {
+        d = n;
+    }
+
+    /* _moveCursor() clamps first, then _setCursor() adds the margin */
+    row = (row < top) ? top : (row > bot ? bot : row);
+
+    switch (c) {
+    case 'C': case 'a': col += n; break;
+    case 'D': col -= n; break;
+    case 'E': case 'F': col = 0; break;
+    case 'G': case '`': col = n - 1; break;
+    }
+
+    row += top + d;
+    to.row = (int) ((row < top) ? top : (row > bot ? bot : row));
+    to.col = (int) ((col < 0) ? 0
+                    : (col >= (long) s->cols ? (long) s->cols - 1 : col));
+
+    return to;
+}
+
+
 /* the cursor moves, as libvterm's on_csi() does them outside origin mode */
 static void
 ngx_pty_fast_move(ngx_pty_screen_t *s, u_char c, const unsigned long *args,
@@ -5228,8 +5402,9 @@ ngx_pty_lf_before(const u_char *p, size_t i, size_t k)
  * libvterm is moved there with CUP and given the SGR sequences that make
  * the pen.  Text, BS, HT, BEL and the like cannot move the cursor up or
  * change what libvterm keeps; other escapes and LS0/LS1 can, so the
- * stretch ends before them.  Returns where to go on from (i when nothing
- * can be skipped).
+ * stretch ends before them.  Not on an alternate screen that keeps lines
+ * above it (alt_max).  Returns where to go on from (i when nothing can
+ * be skipped).
  */
 static size_t
 ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
@@ -5243,7 +5418,7 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     ngx_pty_row_t *row;
 
     if (n - i < 4 * (size_t) s->rows || s->rows < 2 || s->vt_text
-        || s->no_skip
+        || s->no_skip || (s->alt && s->alt_max > s->rows)
         || s->origin || s->top != 0
         || (s->bottom >= 0 && (unsigned) s->bottom != s->rows)
         || (p == s->noskip_p && i < s->noskip_end))
@@ -6861,6 +7036,7 @@ ngx_pty_rbuf_from_grid(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
     b->lost = (k == 0) ? s->sb_lost - raw : 0;
     b->ybase = b->lost + raw + g->sb_len;
     b->scrollback = (k == 0) ? NGX_PTY_XTERM_SCROLLBACK : 0;
+    b->max_length = (k == 0) ? 0 : s->alt_max;
     b->cols = g->cols;
     b->rows = g->nrows;
     b->x = cursor.col;
@@ -7175,9 +7351,13 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
     if (s->alt) {
         s->norm_y = cur[0].row;
         s->norm_x = cur[0].col;
+        /* in use, the list was cut to the rows (ng[1] has none above) */
+        s->alt_max = rows;
 
     } else {
         cur[1] = cur[0];
+        /* empty, it only grows */
+        s->alt_max = (rows > s->alt_max) ? rows : s->alt_max;
     }
 
     /*
@@ -7302,6 +7482,7 @@ ngx_pty_screen_create(unsigned cols, unsigned rows)
 
     s->cols = cols;
     s->rows = rows;
+    s->alt_max = rows;
 
     s->vt = vterm_new_with_allocator(rows, cols, &ngx_pty_vt_allocator, s);
     if (s->vt == NULL) {
@@ -7404,6 +7585,7 @@ typedef struct {
     unsigned        saved_main:1;   /* main buffer's DECSC already sent */
     ngx_pty_pen_t   pen;
     u_char          protect;    /* DECSCA: 0, 1, NGX_PTY_PROTECT_UNKNOWN */
+    size_t          glyph_end;  /* after a pending wrap's glyph, 0: none */
 } ngx_pty_emit_t;
 
 
@@ -8639,6 +8821,46 @@ ngx_pty_set_maps(ngx_pty_screen_t *s, uint32_t ch)
 }
 
 
+/* whether printing cell c again, in the pen and set in use, gives c */
+static int
+ngx_pty_glyph_again(ngx_pty_screen_t *s, const ngx_pty_cell_t *c)
+{
+    return c->ch != 0 && c->ch != NGX_PTY_CONT && c->width != 0
+           && !(c->pen.attr & NGX_PTY_A_PROTECT)
+           && ngx_pty_pen_eq(&c->pen, &s->pen, NGX_PTY_A_SGR)
+           && !(c->ch < 0x80 && s->charset[s->gl]
+                && ngx_pty_set_maps(s, c->ch));
+}
+
+
+/*
+ * The same at a pending wrap: ngx_pty_emit_end() wrote the glyph again,
+ * but what the tail wrote after it (a designation, a shift) ends the
+ * join in xterm.js: once more from its cell, where nothing else differs
+ */
+static void
+ngx_pty_emit_join_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_row_t   *row;
+    const ngx_pty_cell_t  *c;
+
+    if (e->glyph_end == 0 || e->glyph_end == e->len || !s->autowrap) {
+        return;
+    }
+
+    row = s->cur->rows[s->ph_pos.row];
+    c = ngx_pty_row_cell(row, s->ph_pos.col, &tmp);
+
+    if (!ngx_pty_glyph_again(s, c)) {
+        return;
+    }
+
+    ngx_pty_emit_cursor(e, s, s->ph_pos);
+    ngx_pty_emit_chars(e, row, s->ph_pos.col, c);
+}
+
+
 /*
  * The input ended in text: a combining mark that comes next (or the
  * UTF-8 character it stopped in) joins the glyph left of the cursor in
@@ -8646,7 +8868,7 @@ ngx_pty_set_maps(ngx_pty_screen_t *s, uint32_t ch)
  * it, also when the input stopped inside the REP), and the
  * snapshot's last act was a move.  That glyph is printed again, from one
  * or two columns back, when that gives the same cell (its pen is the
- * pen, the plain cases).
+ * pen, the plain cases); in insert mode after a DCH of its width.
  */
 static void
 ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
@@ -8658,9 +8880,12 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     const ngx_pty_cell_t  *c;
 
     /* in a sequence: a REP it may be repeats that glyph (esc_glyph) */
-    if (!(s->pend_len ? s->esc_glyph : s->last_text) || s->phantom
-        || s->insert || s->protect)
-    {
+    if (!(s->pend_len ? s->esc_glyph : s->last_text) || s->protect) {
+        return;
+    }
+
+    if (s->phantom) {
+        ngx_pty_emit_join_edge(e, s);
         return;
     }
 
@@ -8680,12 +8905,7 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
     w = c->width ? c->width : 1;
 
-    if (c->ch == 0 || c->ch == NGX_PTY_CONT || c->width == 0
-        || col + w != (unsigned) pos.col
-        || (c->pen.attr & NGX_PTY_A_PROTECT)
-        || !ngx_pty_pen_eq(&c->pen, &s->pen, NGX_PTY_A_SGR)
-        || (c->ch < 0x80 && s->charset[s->gl] && ngx_pty_set_maps(s, c->ch)))
-    {
+    if (!ngx_pty_glyph_again(s, c) || col + w != (unsigned) pos.col) {
         return;
     }
 
@@ -8704,6 +8924,14 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
     } else {
         ngx_pty_emit(e, w == 2 ? "\x1b[2D" : "\x1b[D", w == 2 ? 4 : 3);
+    }
+
+    if (s->insert) {
+        /*
+         * the glyph is inserted: taken out first, the cells after it
+         * come back to their places, the blanks DCH brought in drop off
+         */
+        ngx_pty_emit(e, w == 2 ? "\x1b[2P" : "\x1b[P", w == 2 ? 4 : 3);
     }
 
     ngx_pty_emit_chars(e, row, col, c);
@@ -8871,6 +9099,7 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
     vterm_state_get_cursorpos(s->state, &pos);
     c = NULL;
+    e->glyph_end = 0;
 
     if (s->phantom) {
         row = s->cur->rows[s->ph_pos.row];
@@ -8901,6 +9130,7 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
         } else if (c->ch) {
             ngx_pty_emit_chars(e, row, s->ph_pos.col, c);
+            e->glyph_end = e->len;
 
         } else {
             /*

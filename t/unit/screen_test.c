@@ -1147,6 +1147,93 @@ test_alt_tails(void)
 
 
 static void
+feeds(ngx_pty_screen_t *s, const char *text)
+{
+    ngx_pty_screen_feed(s, (const u_char *) text, strlen(text));
+}
+
+
+/*
+ * xterm.js's alternate buffer holds as many lines as the most rows since
+ * it was last left: text scrolls lines above the screen, a resize with
+ * more rows brings them back, leaving the buffer forgets them
+ */
+static void
+test_alt_above(void)
+{
+    size_t             len;
+    u_char            *text;
+    unsigned           row, col, visible;
+    ngx_pty_screen_t  *s;
+
+    s = ngx_pty_screen_create(10, 6);
+    ngx_pty_screen_resize(s, 10, 2);
+    feeds(s, "\x1b[?1049hone\r\ntwo\r\nthree\r\nfour");
+    ngx_pty_screen_resize(s, 10, 5);
+    ngx_pty_screen_cursor(s, &row, &col, &visible);
+    text = ngx_pty_screen_text(s, &len);
+    ok(text && len >= 18 && memcmp(text, "one\ntwo\nthree\nfour", 18) == 0
+       && row == 3 && col == 4,
+       "a resize brings back the lines text scrolled above the alternate "
+       "screen (%.*s, cursor %u,%u)", (int) len, text, row, col);
+    free(text);
+    ngx_pty_screen_destroy(s);
+
+    /* left and entered again, the buffer holds only the screen's rows */
+    s = ngx_pty_screen_create(10, 6);
+    ngx_pty_screen_resize(s, 10, 2);
+    feeds(s, "\x1b[?1049h\x1b[?1049l\x1b[?1049h"
+                        "one\r\ntwo\r\nthree");
+    ngx_pty_screen_resize(s, 10, 4);
+    ngx_pty_screen_cursor(s, &row, &col, &visible);
+    ok(row == 1 && col == 5, "left and entered again, no lines above the "
+       "alternate screen (cursor %u,%u)", row, col);
+    ngx_pty_screen_destroy(s);
+
+    /* ED 3 forgets them */
+    s = ngx_pty_screen_create(10, 6);
+    ngx_pty_screen_resize(s, 10, 2);
+    feeds(s, "\x1b[?1049hone\r\ntwo\r\nthree\x1b[3J");
+    ngx_pty_screen_resize(s, 10, 4);
+    ngx_pty_screen_cursor(s, &row, &col, &visible);
+    ok(row == 1 && col == 5, "ED 3 forgets the lines above the alternate "
+       "screen (cursor %u,%u)", row, col);
+    ngx_pty_screen_destroy(s);
+}
+
+
+/* xterm.js adds the top margin to relative moves in origin mode */
+static void
+test_origin_moves(void)
+{
+    unsigned           row, col, visible;
+    ngx_pty_screen_t  *s;
+
+    s = ngx_pty_screen_create(20, 12);
+    feeds(s, "\x1b[4;10r\x1b[?6h\x1b[3C");
+    ngx_pty_screen_cursor(s, &row, &col, &visible);
+    ok(row == 6 && col == 3, "CUF in origin mode goes down by the top "
+       "margin, as xterm.js (cursor %u,%u)", row, col);
+
+    feeds(s, "\x1b[5G");
+    ngx_pty_screen_cursor(s, &row, &col, &visible);
+    ok(row == 9 && col == 4, "CHA in origin mode too, clamped to the "
+       "region (cursor %u,%u)", row, col);
+
+    feeds(s, "\x1b[2;2H\x1b[A");
+    ngx_pty_screen_cursor(s, &row, &col, &visible);
+    ok(row == 6 && col == 1, "CUU in origin mode stops at the margin, then "
+       "goes down by it (cursor %u,%u)", row, col);
+
+    feeds(s, "\x1b[?6l\x1b[5;5H\x1b[2C");
+    ngx_pty_screen_cursor(s, &row, &col, &visible);
+    ok(row == 4 && col == 6, "outside origin mode, as ever (cursor %u,%u)",
+       row, col);
+    ngx_pty_screen_destroy(s);
+}
+
+
+static void
 test_hostile(void)
 {
     size_t             i, len;
@@ -2255,6 +2342,8 @@ main(void)
     test_hostile();
     test_shrink();
     test_alt_tails();
+    test_alt_above();
+    test_origin_moves();
     test_geometry();
     test_fuzz();
     test_fast_text();

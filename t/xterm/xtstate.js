@@ -149,6 +149,110 @@ function state(t) {
     return st;
 }
 
+// What a terminal holds past its edges that no byte stream (and so no
+// Keyframe) can make, given from a (the stream's) to b (the late
+// joiner's); returns the names of those that differed:
+//
+//   tabs       tab stops at or past the edge, in each buffer: xterm.js
+//              keeps the ones set while the terminal was wider, for a
+//              resize wider, but HTS sets one under the cursor only
+//   alt-lines  the alternate buffer's line list: it holds the most rows
+//              the terminal had since the buffer was last left (only a
+//              resize makes it longer), and lines above the screen that
+//              text scrolled there, which a resize brings back
+//   alt-cells  the alternate buffer's cells past the edge (its lines keep
+//              them when it narrows, a widening shows them again)
+function copyPastTheEdges(a, b) {
+    const out = [];
+    if (copyTabs(a, b)) {
+        out.push('tabs');
+    }
+    if (copyAltLines(a, b)) {
+        out.push('alt-lines');
+    }
+    if (copyAltCells(a, b)) {
+        out.push('alt-cells');
+    }
+    return out;
+}
+
+function copyAltLines(a, b) {
+    const from = a._core._bufferService.buffers.alt;
+    const to = b._core._bufferService.buffers.alt;
+    let differed = false;
+    if (from.lines.maxLength > to.lines.maxLength) {
+        to.lines.maxLength = from.lines.maxLength;
+        differed = true;
+    }
+    if (a.buffer.active.type !== 'alternate'
+        || b.buffer.active.type !== 'alternate')
+    {
+        return differed;
+    }
+    const n = from.ybase - to.ybase;
+    if (n > 0) {
+        const above = [];
+        for (let i = 0; i < n; i++) {
+            above.push(from.lines.get(i).clone());
+        }
+        to.lines.splice(0, 0, ...above);
+        to.ybase += n;
+        to.ydisp += n;
+        // the saved row: the Keyframe's, unless it is a line above
+        to.savedY = from.savedY < from.ybase ? from.savedY : to.savedY + n;
+        differed = true;
+    }
+    return differed;
+}
+
+// the alternate buffer's cells past the edge: xterm.js does not cut its
+// lines when it narrows (no reflow there), and a widening shows them
+function copyAltCells(a, b) {
+    const from = a._core._bufferService.buffers.alt;
+    const to = b._core._bufferService.buffers.alt;
+    const cols = b.cols;
+    let differed = false;
+    if (a.buffer.active.type !== 'alternate'
+        || b.buffer.active.type !== 'alternate'
+        || from.lines.length !== to.lines.length)
+    {
+        return false;
+    }
+    for (let i = 0; i < from.lines.length; i++) {
+        const fl = from.lines.get(i);
+        const tl = to.lines.get(i);
+        if (fl.length <= cols || tl.length !== cols) {
+            continue;
+        }
+        tl.resize(fl.length, to.getNullCell());
+        tl.copyCellsFrom(fl, cols, cols, fl.length - cols, false);
+        differed = true;
+    }
+    return differed;
+}
+
+function copyTabs(a, b) {
+    const cols = b.cols;
+    let differed = false;
+    for (const k of ['normal', 'alt']) {
+        const from = a._core._bufferService.buffers[k].tabs;
+        const to = b._core._bufferService.buffers[k].tabs;
+        const keys = new Set([...Object.keys(from), ...Object.keys(to)]);
+        for (const x of keys) {
+            if (Number(x) < cols || !!from[x] === !!to[x]) {
+                continue;
+            }
+            differed = true;
+            if (from[x]) {
+                to[x] = true;
+            } else {
+                delete to[x];
+            }
+        }
+    }
+    return differed;
+}
+
 // differences between two states, as readable lines (at most max)
 function diff(a, b, max) {
     const out = [];
@@ -172,4 +276,5 @@ function diff(a, b, max) {
     return out;
 }
 
-module.exports = { VERSIONS, load, newTerminal, write, state, diff };
+module.exports = { VERSIONS, load, newTerminal, write, state, diff,
+                   copyPastTheEdges };
