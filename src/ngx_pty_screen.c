@@ -2930,6 +2930,19 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
 }
 
 
+/* CUP for libvterm that keeps a pending wrap (the model's and libvterm's) */
+static void
+ngx_pty_vt_cup_keep(ngx_pty_screen_t *s, VTermPos pos, unsigned phantom)
+{
+    ngx_pty_vt_cup(s, pos);
+
+    if (phantom) {
+        s->phantom = 1;
+        ngx_pty_vt_rephantom(s);
+    }
+}
+
+
 /*
  * libvterm switched buffers: xterm.js keeps a scroll region per buffer
  * (the alternate one's is the whole screen each time it is entered, as
@@ -2941,11 +2954,15 @@ ngx_pty_buffer_region(ngx_pty_screen_t *s, unsigned was_alt)
 {
     int       top, bottom;
     char      buf[32];
+    unsigned  phantom;
     VTermPos  pos;
 
     if (s->alt == was_alt) {
         return;
     }
+
+    /* xterm.js's other buffer waits to wrap too (its x is cols) */
+    phantom = s->phantom;
 
     if (!s->alt) {
         /* leaving the alternate buffer sets its stops up anew */
@@ -2957,7 +2974,7 @@ ngx_pty_buffer_region(ngx_pty_screen_t *s, unsigned was_alt)
         s->diverged++;
         pos = ngx_pty_cursor(s);
         ngx_pty_vt_tabs(s);
-        ngx_pty_vt_cup(s, pos);
+        ngx_pty_vt_cup_keep(s, pos, phantom);
     }
 
     top = s->top;
@@ -2985,7 +3002,7 @@ ngx_pty_buffer_region(ngx_pty_screen_t *s, unsigned was_alt)
                       ngx_pty_put_csi(buf, s->top + 1,
                                       s->bottom < 0 ? (int) s->rows
                                                     : s->bottom, 'r'));
-    ngx_pty_vt_cup(s, pos);
+    ngx_pty_vt_cup_keep(s, pos, phantom);
 }
 
 
@@ -5814,6 +5831,11 @@ ngx_pty_edge_lf(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         return 0;
     }
 
+    if (ngx_pty_past_wide(s)) {
+        /* xterm.js goes down from the last column, not the glyph's left */
+        ngx_pty_vt_to_edge(s);
+    }
+
     ngx_pty_flush(s, p, start, i + 1);
 
     if (s->phantom) {
@@ -6039,9 +6061,10 @@ ngx_pty_pend(ngx_pty_screen_t *s, const u_char *p, size_t esc, size_t n)
 static void
 ngx_pty_index(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
 {
-    unsigned  phantom;
+    unsigned  phantom, wide;
 
     phantom = s->phantom;
+    wide = ngx_pty_past_wide(s) && p[i] != 'E';
     s->no_lf = 1;
     ngx_pty_flush(s, p, start, i + 1);
 
@@ -6050,6 +6073,11 @@ ngx_pty_index(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i)
     }
 
     s->no_lf = 0;
+
+    if (wide) {
+        /* from the last column in xterm.js, not the glyph's left half */
+        ngx_pty_vt_to_edge(s);
+    }
 }
 
 
@@ -8671,6 +8699,10 @@ ngx_pty_emit_region(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int top,
 }
 
 
+static int ngx_pty_emit_past_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    unsigned b, VTermPos pos);
+
+
 /* DECSC of what the program saved in buffer b, in that buffer */
 static void
 ngx_pty_emit_saved(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
@@ -8682,10 +8714,56 @@ ngx_pty_emit_saved(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
     }
 
     pos = ngx_pty_saved_at(s, b);
-    ngx_pty_emit_move(e, pos.row, pos.col);
+
+    if (!ngx_pty_emit_past_edge(e, s, b, pos)) {
+        ngx_pty_emit_move(e, pos.row, pos.col);
+    }
+
     ngx_pty_emit_sgr(e, &s->saved_pen[b], &s->default_pen);
     ngx_pty_emit_protect(e, s->saved_protect[b]);
     ngx_pty_emit_decsc(e, s, b);
+}
+
+
+/*
+ * A cursor saved with a wrap pending: xterm.js saves the column past
+ * the edge, which a widening keeps (and DECRC gives the pending wrap
+ * back).  The glyph in the last column is written again, as painted,
+ * to put the cursor there; not when the cell holds none.
+ */
+static int
+ngx_pty_emit_past_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
+    VTermPos pos)
+{
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_row_t   *row;
+    const ngx_pty_cell_t  *c;
+
+    if (s->saved_pos[b].col < (int) s->cols || s->grid[b].rows == NULL) {
+        return 0;
+    }
+
+    row = s->grid[b].rows[pos.row];
+    pos.col = s->cols - 1;
+    c = ngx_pty_row_cell(row, pos.col, &tmp);
+
+    if (c->ch == NGX_PTY_CONT && pos.col > 0) {
+        c = ngx_pty_row_cell(row, --pos.col, &tmp);
+    }
+
+    if (c->ch == 0 || c->ch == NGX_PTY_CONT || c->width == 0
+        || pos.col + (c->width ? c->width : 1) != (int) s->cols
+        || (c->pen.attr & NGX_PTY_A_PROTECT))
+    {
+        return 0;
+    }
+
+    ngx_pty_emit_move(e, pos.row, pos.col);
+    ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
+    ngx_pty_emit_chars(e, row, pos.col, c);
+    e->col = -1;
+
+    return 1;
 }
 
 

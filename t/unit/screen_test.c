@@ -1233,6 +1233,27 @@ test_origin_moves(void)
 }
 
 
+/* past a wide glyph at the edge xterm.js moves on from the last column */
+static void
+test_wide_edge_moves(void)
+{
+    unsigned           k, row, col, visible;
+    ngx_pty_screen_t  *s;
+    static const char *moves[] = { "\n", "\x1b" "D", "\x0b", "\x0c" };
+
+    for (k = 0; k < 4; k++) {
+        s = ngx_pty_screen_create(6, 4);
+        feeds(s, "\x1b[2;1H\xe4\xb8\xad\xe6\x96\x87\xe5\xad\x97");
+        feeds(s, moves[k]);
+        ngx_pty_screen_cursor(s, &row, &col, &visible);
+        ok(row == 2 && col == 5, "a wide glyph at the edge, then %s: the "
+           "last column (cursor %u,%u)", k == 1 ? "IND" : "a line feed",
+           row, col);
+        ngx_pty_screen_destroy(s);
+    }
+}
+
+
 static void
 test_hostile(void)
 {
@@ -2344,6 +2365,7 @@ main(void)
     test_alt_tails();
     test_alt_above();
     test_origin_moves();
+    test_wide_edge_moves();
     test_geometry();
     test_fuzz();
     test_fast_text();

@@ -162,6 +162,8 @@ function state(t) {
 //              text scrolled there, which a resize brings back
 //   alt-cells  the alternate buffer's cells past the edge (its lines keep
 //              them when it narrows, a widening shows them again)
+//   saved-row  a saved cursor's line below the screen (a resize that took
+//              rows away can leave it past the buffer's end)
 function copyPastTheEdges(a, b) {
     const out = [];
     if (copyTabs(a, b)) {
@@ -172,6 +174,9 @@ function copyPastTheEdges(a, b) {
     }
     if (copyAltCells(a, b)) {
         out.push('alt-cells');
+    }
+    if (copySavedBelow(a, b)) {
+        out.push('saved-row');
     }
     return out;
 }
@@ -201,6 +206,22 @@ function copyAltLines(a, b) {
         // the saved row: the Keyframe's, unless it is a line above
         to.savedY = from.savedY < from.ybase ? from.savedY : to.savedY + n;
         differed = true;
+    }
+    return differed;
+}
+
+// a saved row below the screen: a resize that took rows away can leave
+// xterm.js's saved line past the buffer's end, where DECSC never saves
+function copySavedBelow(a, b) {
+    let differed = false;
+    for (const k of ['normal', 'alt']) {
+        const from = a._core._bufferService.buffers[k];
+        const to = b._core._bufferService.buffers[k];
+        const row = from.savedY - from.ybase;
+        if (row >= a.rows && to.savedY - to.ybase !== row) {
+            to.savedY = to.ybase + row;
+            differed = true;
+        }
     }
     return differed;
 }
