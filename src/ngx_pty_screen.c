@@ -8699,29 +8699,39 @@ ngx_pty_emit_region(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int top,
 }
 
 
-static int ngx_pty_emit_past_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
-    unsigned b, VTermPos pos);
+static const ngx_pty_cell_t *ngx_pty_emit_past_edge(ngx_pty_emit_t *e,
+    ngx_pty_screen_t *s, unsigned b, VTermPos pos, ngx_pty_cell_t *tmp);
 
 
 /* DECSC of what the program saved in buffer b, in that buffer */
 static void
 ngx_pty_emit_saved(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
 {
-    VTermPos  pos;
+    VTermPos               pos;
+    ngx_pty_cell_t         cell;
+    const ngx_pty_cell_t  *edge;
 
     if (!s->saved_valid[b] || (b == 0 && e->saved_main)) {
         return;     /* none, or saved in the scrollback's paint */
     }
 
     pos = ngx_pty_saved_at(s, b);
+    edge = ngx_pty_emit_past_edge(e, s, b, pos, &cell);
 
-    if (!ngx_pty_emit_past_edge(e, s, b, pos)) {
+    if (edge == NULL) {
         ngx_pty_emit_move(e, pos.row, pos.col);
     }
 
     ngx_pty_emit_sgr(e, &s->saved_pen[b], &s->default_pen);
     ngx_pty_emit_protect(e, s->saved_protect[b]);
     ngx_pty_emit_decsc(e, s, b);
+
+    if (edge != NULL && edge->ch == 0) {
+        /* the space that put the cursor there, erased again */
+        ngx_pty_emit_move(e, pos.row, s->cols - 1);
+        ngx_pty_emit_sgr(e, &edge->pen, &s->default_pen);
+        ngx_pty_emit(e, "\x1b[X", 3);
+    }
 }
 
 
@@ -8729,33 +8739,51 @@ ngx_pty_emit_saved(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
  * A cursor saved with a wrap pending: xterm.js saves the column past
  * the edge, which a widening keeps (and DECRC gives the pending wrap
  * back).  The glyph in the last column is written again, as painted,
- * to put the cursor there; not when the cell holds none.
+ * to put the cursor there; a space where the cell was erased in a
+ * background only (ngx_pty_emit_saved() erases it again after DECSC).
+ * Returns the cell (a copy in *tmp), NULL when it did neither.
  */
-static int
+static const ngx_pty_cell_t *
 ngx_pty_emit_past_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
-    VTermPos pos)
+    VTermPos pos, ngx_pty_cell_t *tmp)
 {
-    ngx_pty_cell_t         tmp;
+    ngx_pty_pen_t          bg;
     const ngx_pty_row_t   *row;
     const ngx_pty_cell_t  *c;
 
     if (s->saved_pos[b].col < (int) s->cols || s->grid[b].rows == NULL) {
-        return 0;
+        return NULL;
     }
 
     row = s->grid[b].rows[pos.row];
     pos.col = s->cols - 1;
-    c = ngx_pty_row_cell(row, pos.col, &tmp);
+    c = ngx_pty_row_cell(row, pos.col, tmp);
+
+    if (c->ch == 0) {
+        bg = s->default_pen;
+        bg.bg = c->pen.bg;
+
+        if (!ngx_pty_pen_eq(&c->pen, &bg, NGX_PTY_A_SGR)) {
+            return NULL;
+        }
+
+        ngx_pty_emit_move(e, pos.row, pos.col);
+        ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
+        ngx_pty_emit(e, " ", 1);
+        e->col = -1;
+
+        return c;
+    }
 
     if (c->ch == NGX_PTY_CONT && pos.col > 0) {
-        c = ngx_pty_row_cell(row, --pos.col, &tmp);
+        c = ngx_pty_row_cell(row, --pos.col, tmp);
     }
 
     if (c->ch == 0 || c->ch == NGX_PTY_CONT || c->width == 0
         || pos.col + (c->width ? c->width : 1) != (int) s->cols
         || (c->pen.attr & NGX_PTY_A_PROTECT))
     {
-        return 0;
+        return NULL;
     }
 
     ngx_pty_emit_move(e, pos.row, pos.col);
@@ -8763,7 +8791,7 @@ ngx_pty_emit_past_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
     ngx_pty_emit_chars(e, row, pos.col, c);
     e->col = -1;
 
-    return 1;
+    return c;
 }
 
 
