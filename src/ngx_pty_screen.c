@@ -3021,7 +3021,12 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     switch (v) {
 
     case 6:
+        /* DECOM homes the cursor: to the region's top is no line feed */
+        ngx_pty_flush(s, p, start, i);
         s->origin = val;
+        s->no_lf = 1;
+        ngx_pty_feed_final(s, p, start, i);
+        s->no_lf = 0;
         break;
 
     case 7:
@@ -3358,7 +3363,15 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             break;
         }
 
+        /*
+         * DECSTBM homes the cursor: one row down to column 0 is no line
+         * feed (it would clear that row's wrap mark)
+         */
+        ngx_pty_flush(s, p, start, i);
         ngx_pty_margins(s, &s->top, &s->bottom, s->rows, 1);
+        s->no_lf = 1;
+        ngx_pty_feed_final(s, p, start, i);
+        s->no_lf = 0;
         break;
 
     case 'K':
