@@ -948,14 +948,18 @@ ngx_pty_grid_alloc(ngx_pty_grid_t *g, unsigned cols, unsigned rows,
 /*
  * The lines a resize can bring back from xterm.js's scrollback: two
  * screens (a shrink and the grow back), and enough for a small screen to
- * grow large again; at most what xterm.js keeps
+ * grow large again; a narrow screen as many lines as 48 rows of 80
+ * columns hold in cells (its lines are short, a widening joins many);
+ * at most what xterm.js keeps
  */
 static unsigned
-ngx_pty_sb_cap(unsigned rows)
+ngx_pty_sb_cap(unsigned rows, unsigned cols)
 {
-    unsigned  n;
+    unsigned  n, narrow;
 
     n = 2 * rows > NGX_PTY_SB_MIN ? 2 * rows : NGX_PTY_SB_MIN;
+    narrow = NGX_PTY_SB_MIN * 80 / (cols ? cols : 1);
+    n = (narrow > n) ? narrow : n;
 
     return n < NGX_PTY_XTERM_SCROLLBACK ? n : NGX_PTY_XTERM_SCROLLBACK;
 }
@@ -1013,8 +1017,9 @@ ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
     }
 
     if (g->sb == NULL) {
-        g->sb = calloc(ngx_pty_sb_cap(g->nrows), sizeof(ngx_pty_row_t *));
-        g->sb_cap = (g->sb != NULL) ? ngx_pty_sb_cap(g->nrows) : 0;
+        g->sb = calloc(ngx_pty_sb_cap(g->nrows, g->cols),
+                       sizeof(ngx_pty_row_t *));
+        g->sb_cap = (g->sb != NULL) ? ngx_pty_sb_cap(g->nrows, g->cols) : 0;
         g->sb_head = 0;
         g->sb_len = 0;
     }
@@ -1202,7 +1207,7 @@ ngx_pty_sb_keep_raw(ngx_pty_screen_t *s, const u_char *p, size_t i,
     /* the start of the line "cap" line feeds before the cut */
     q = p + cut - 1;
 
-    for (n = ngx_pty_sb_cap(s->rows); n > 0 && q > p + i; n--) {
+    for (n = ngx_pty_sb_cap(s->rows, s->cols); n > 0 && q > p + i; n--) {
         q = memrchr(p + i, '\n', q - (p + i));
 
         if (q == NULL) {
@@ -7198,7 +7203,7 @@ ngx_pty_grid_from_rbuf(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
         return 0;
     }
 
-    cap = ngx_pty_sb_cap(g->nrows);
+    cap = ngx_pty_sb_cap(g->nrows, g->cols);
     n = b->ybase - b->lost;
     n = n < cap ? n : cap;
     *lost = b->ybase - n;
