@@ -3934,11 +3934,9 @@ ngx_pty_fast_ctl(ngx_pty_screen_t *s, u_char c, ngx_pty_fast_pos_t *pos)
     int  row;
 
     if (c == '\r') {
-        if (pos->col) {
-            pos->col = 0;
-            pos->ph = 0;
-        }
-
+        /* a pending wrap ends also where the glyph began in column 0 */
+        pos->col = 0;
+        pos->ph = 0;
         return;
     }
 
@@ -4122,6 +4120,11 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         /* libvterm takes the pending wrap (or the line feed, above) */
         if (p[i] < 0x0a || p[i] > 0x0c || !ngx_pty_edge_lf(s, p, start, i)) {
             ngx_pty_flush(s, p, start, i + 1);
+        }
+
+        if (p[i] == '\r' && s->phantom) {
+            /* the glyph began in column 0: a CR there is no move */
+            ngx_pty_end_wrap(s);
         }
 
         return i + 1;
@@ -6034,6 +6037,26 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
                 /* xterm.js's HT does not move from past the edge */
                 s->diverged++;
                 *start = ++i;
+                continue;
+            }
+        }
+
+        if (c == 0x0d && (s->phantom || *start < i)) {
+            /* the text before may be what put the cursor past the edge */
+            ngx_pty_flush(s, p, start, i);
+
+            if (s->phantom) {
+                /*
+                 * a wide glyph that began in column 0 waits to wrap: CR
+                 * is no move there, which libvterm needs to end it
+                 */
+                ngx_pty_flush(s, p, start, i + 1);
+
+                if (s->phantom) {
+                    ngx_pty_end_wrap(s);
+                }
+
+                i++;
                 continue;
             }
         }

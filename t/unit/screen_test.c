@@ -1251,6 +1251,18 @@ test_wide_edge_moves(void)
            row, col);
         ngx_pty_screen_destroy(s);
     }
+
+    /* a wide glyph that fills a row of two columns: CR is no move there */
+    for (k = 0; k < 2; k++) {
+        s = ngx_pty_screen_create(2, 3);
+        feeds(s, k ? "\x1b[4h" : "");
+        feeds(s, "\xe4\xb8\xad\rx");
+        ngx_pty_screen_cursor(s, &row, &col, &visible);
+        ok(row == 0 && col == 1, "a wide glyph across two columns, CR, a "
+           "glyph%s: on the same row (cursor %u,%u)",
+           k ? " in insert mode" : "", row, col);
+        ngx_pty_screen_destroy(s);
+    }
 }
 
 
