@@ -2856,20 +2856,20 @@ ngx_pty_dch_ends(ngx_pty_screen_t *s)
 
     pos = ngx_pty_cursor(s);
     row = s->cur->rows[pos.row];
-
-    if ((unsigned) pos.col >= row->len) {
-        return;
-    }
-
     pen = ngx_pty_erase_pen(s);
 
-    if (pos.col > 0) {
+    /* (the cells from row->len on are blanks: the shift may end there) */
+    if (pos.col > 0 && (unsigned) pos.col - 1 < row->len) {
         c = &row->cells[pos.col - 1];
 
         /* its right half was under the cursor: deleted */
         if (c->ch != 0 && c->ch != NGX_PTY_CONT && c->width == 2) {
             ngx_pty_cell_blank(s, c, &pen);
         }
+    }
+
+    if ((unsigned) pos.col >= row->len) {
+        return;
     }
 
     c = &row->cells[pos.col];

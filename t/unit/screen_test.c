@@ -1252,6 +1252,22 @@ test_wide_edge_moves(void)
         ngx_pty_screen_destroy(s);
     }
 
+    /* ICH and DCH past a wide glyph at the edge blank it, text too */
+    for (k = 0; k < 2; k++) {
+        size_t   len;
+        u_char  *text;
+
+        s = ngx_pty_screen_create(4, 3);
+        feeds(s, k ? "ab\xe6\x96\x87\x1b[P" : "ab\xe6\x96\x87\x1b[@");
+        text = ngx_pty_screen_text(s, &len);
+        ok(text && len >= 2 && memcmp(text, "ab", 2) == 0
+           && (len == 2 || text[2] == '\n'),
+           "%s past a wide glyph at the edge blanks it (%.*s)",
+           k ? "DCH" : "ICH", (int) len, text);
+        free(text);
+        ngx_pty_screen_destroy(s);
+    }
+
     /* a wide glyph that fills a row of two columns: CR is no move there */
     for (k = 0; k < 2; k++) {
         s = ngx_pty_screen_create(2, 3);
