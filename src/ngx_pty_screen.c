@@ -54,6 +54,7 @@
 #define NGX_PTY_TABS          (NGX_PTY_SCREEN_MAX_COLS / 8)
 #define NGX_PTY_ANY_DIGITS    ((size_t) -1)
 #define NGX_PTY_SB_MIN        48          /* scrollback lines kept at least */
+#define NGX_PTY_SB_MIN_COLS   80          /* ... of this width, in cells */
 #define NGX_PTY_SB_RAW_MAX    32768       /* skipped bytes kept for them */
 
 /* as nginx's ngx_config.h has it: this file builds without nginx too */
@@ -358,6 +359,8 @@ static void ngx_pty_row_forget(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     ngx_pty_row_t *row);
 static ngx_pty_row_t *ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     ngx_pty_row_t *row);
+static ngx_inline ngx_pty_row_t *ngx_pty_ring_keep(ngx_pty_screen_t *s,
+    ngx_pty_grid_t *g, unsigned cap, ngx_pty_row_t *row);
 static ngx_pty_row_t *ngx_pty_alt_push(ngx_pty_screen_t *s,
     ngx_pty_grid_t *g, ngx_pty_row_t *row);
 static void ngx_pty_alt_clear(ngx_pty_screen_t *s);
@@ -958,7 +961,7 @@ ngx_pty_sb_cap(unsigned rows, unsigned cols)
     unsigned  n, narrow;
 
     n = 2 * rows > NGX_PTY_SB_MIN ? 2 * rows : NGX_PTY_SB_MIN;
-    narrow = NGX_PTY_SB_MIN * 80 / (cols ? cols : 1);
+    narrow = NGX_PTY_SB_MIN * NGX_PTY_SB_MIN_COLS / (cols ? cols : 1);
     n = (narrow > n) ? narrow : n;
 
     return n < NGX_PTY_XTERM_SCROLLBACK ? n : NGX_PTY_XTERM_SCROLLBACK;
@@ -997,7 +1000,7 @@ ngx_pty_row_new(ngx_pty_screen_t *s, unsigned cols)
 static ngx_pty_row_t *
 ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
 {
-    unsigned        slot, xb;
+    unsigned        xb;
     ngx_pty_row_t  *spare;
 
     xb = g->sb_len + s->sb_lost;
@@ -1016,42 +1019,11 @@ ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
         return row;
     }
 
-    if (g->sb == NULL) {
-        g->sb = calloc(ngx_pty_sb_cap(g->nrows, g->cols),
-                       sizeof(ngx_pty_row_t *));
-        g->sb_cap = (g->sb != NULL) ? ngx_pty_sb_cap(g->nrows, g->cols) : 0;
-        g->sb_head = 0;
-        g->sb_len = 0;
-    }
+    spare = ngx_pty_ring_keep(s, g, ngx_pty_sb_cap(g->nrows, g->cols), row);
 
-    if (g->sb_cap > 0) {
-        slot = g->sb_head + g->sb_len;
-        slot -= (slot >= g->sb_cap) ? g->sb_cap : 0;
-        spare = g->sb[slot];
-
-        if (spare == NULL) {
-            spare = ngx_pty_row_new(s, g->cols);
-        }
-
-        if (spare == NULL) {
-            spare = row;            /* not kept: it comes back blank */
-
-        } else {
-            g->sb[slot] = row;
-
-            if (g->sb_len == g->sb_cap) {
-                g->sb_head = (g->sb_head + 1 == g->sb_cap) ? 0
-                                                           : g->sb_head + 1;
-
-            } else {
-                g->sb_len++;
-            }
-
-            if (g->sb_len == g->sb_cap && s->sb_raw) {
-                /* older than all the ring holds */
-                ngx_pty_sb_free_raw(s);
-            }
-        }
+    if (spare != row && g->sb_len == g->sb_cap && s->sb_raw) {
+        /* older than all the ring holds */
+        ngx_pty_sb_free_raw(s);
     }
 
     s->sb_lost = (xb > g->sb_len) ? xb - g->sb_len : 0;
@@ -1061,23 +1033,24 @@ ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
 
 
 /*
- * A row leaves the top of the alternate screen: xterm.js keeps it above
- * while its line list has room (alt_max), the oldest going when full;
- * its saved row, a line of the list, goes up with it until then.
+ * row goes into grid g's ring of cap rows (made on first use), the oldest
+ * giving way when it is full; returns the row to use in its place, row
+ * itself when it could not be kept (it comes back blank)
  */
-static ngx_pty_row_t *
-ngx_pty_alt_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
+static ngx_inline ngx_pty_row_t *
+ngx_pty_ring_keep(ngx_pty_screen_t *s, ngx_pty_grid_t *g, unsigned cap,
+    ngx_pty_row_t *row)
 {
     unsigned        slot;
     ngx_pty_row_t  *spare;
 
     if (g->sb == NULL) {
-        g->sb = calloc(s->alt_max - g->nrows, sizeof(ngx_pty_row_t *));
+        g->sb = calloc(cap, sizeof(ngx_pty_row_t *));
         if (g->sb == NULL) {
-            return row;             /* not kept: it comes back blank */
+            return row;
         }
 
-        g->sb_cap = s->alt_max - g->nrows;
+        g->sb_cap = cap;
         g->sb_head = 0;
         g->sb_len = 0;
     }
@@ -1097,6 +1070,27 @@ ngx_pty_alt_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
 
     } else {
         g->sb_len++;
+    }
+
+    return spare;
+}
+
+
+/*
+ * A row leaves the top of the alternate screen: xterm.js keeps it above
+ * while its line list has room (alt_max), the oldest going when full;
+ * its saved row, a line of the list, goes up with it until then.
+ */
+static ngx_pty_row_t *
+ngx_pty_alt_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
+{
+    unsigned        len;
+    ngx_pty_row_t  *spare;
+
+    len = g->sb_len;
+    spare = ngx_pty_ring_keep(s, g, s->alt_max - g->nrows, row);
+
+    if (g->sb_len > len) {
         s->saved_pos[1].row--;
     }
 
@@ -2275,12 +2269,13 @@ ngx_pty_feed_final(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
 
 /*
- * p[i] ends a DECRC: libvterm's move to its saved cursor is no line feed,
- * which a move one row down to the same column looks like
+ * p[i] ends a DECRC, DECSTBM or DECOM: libvterm's move to the saved cursor
+ * or home is no line feed, which a move one row down to the same column
+ * (or to column 0) looks like
  */
 static void
-ngx_pty_feed_restore(ngx_pty_screen_t *s, const u_char *p, size_t *start,
-    size_t i)
+ngx_pty_feed_final_no_lf(ngx_pty_screen_t *s, const u_char *p,
+    size_t *start, size_t i)
 {
     ngx_pty_flush(s, p, start, i);
     s->no_lf = 1;
@@ -3029,9 +3024,7 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         /* DECOM homes the cursor: to the region's top is no line feed */
         ngx_pty_flush(s, p, start, i);
         s->origin = val;
-        s->no_lf = 1;
-        ngx_pty_feed_final(s, p, start, i);
-        s->no_lf = 0;
+        ngx_pty_feed_final_no_lf(s, p, start, i);
         break;
 
     case 7:
@@ -3104,7 +3097,7 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
         } else {
             pen = s->pen;
-            ngx_pty_feed_restore(s, p, start, i);
+            ngx_pty_feed_final_no_lf(s, p, start, i);
             ngx_pty_buffer_region(s, was_alt);
             ngx_pty_restore_cursor(s, visible, &pen);
         }
@@ -3374,9 +3367,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
          */
         ngx_pty_flush(s, p, start, i);
         ngx_pty_margins(s, &s->top, &s->bottom, s->rows, 1);
-        s->no_lf = 1;
-        ngx_pty_feed_final(s, p, start, i);
-        s->no_lf = 0;
+        ngx_pty_feed_final_no_lf(s, p, start, i);
         break;
 
     case 'K':
@@ -3702,7 +3693,7 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     case '8':
         visible = s->visible;
         pen = s->pen;
-        ngx_pty_feed_restore(s, p, start, i);
+        ngx_pty_feed_final_no_lf(s, p, start, i);
         ngx_pty_restore_cursor(s, visible, &pen);
         break;
 
@@ -4118,13 +4109,8 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
     if (s->phantom) {
         /* libvterm takes the pending wrap (or the line feed, above) */
-        if (p[i] < 0x0a || p[i] > 0x0c || !ngx_pty_edge_lf(s, p, start, i)) {
+        if (p[i] < 0x0a || p[i] > 0x0d || !ngx_pty_edge_lf(s, p, start, i)) {
             ngx_pty_flush(s, p, start, i + 1);
-        }
-
-        if (p[i] == '\r' && s->phantom) {
-            /* the glyph began in column 0: a CR there is no move */
-            ngx_pty_end_wrap(s);
         }
 
         return i + 1;
@@ -5838,9 +5824,10 @@ ngx_pty_scs_ascii(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
 
 /*
- * LF, VT or FF at p[i] with a wrap pending: xterm.js ends it also where
- * the line feed scrolls, libvterm keeps it there.  Returns whether it fed
- * the byte.
+ * LF, VT, FF or CR at p[i] with a wrap pending: xterm.js ends it also
+ * where the line feed scrolls, or where a CR does not move the cursor (a
+ * wide glyph across a row of two columns); libvterm ends its own only on
+ * a move.  Returns whether it fed the byte.
  */
 static int
 ngx_pty_edge_lf(ngx_pty_screen_t *s, const u_char *p, size_t *start,
@@ -5852,7 +5839,7 @@ ngx_pty_edge_lf(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         return 0;
     }
 
-    if (ngx_pty_past_wide(s)) {
+    if (p[i] != '\r' && ngx_pty_past_wide(s)) {
         /* xterm.js goes down from the last column, not the glyph's left */
         ngx_pty_vt_to_edge(s);
     }
@@ -6002,7 +5989,7 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             continue;
         }
 
-        if (c >= 0x0a && c <= 0x0c && ngx_pty_edge_lf(s, p, start, i)) {
+        if (c >= 0x0a && c <= 0x0d && ngx_pty_edge_lf(s, p, start, i)) {
             i++;
             continue;
         }
@@ -6037,26 +6024,6 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
                 /* xterm.js's HT does not move from past the edge */
                 s->diverged++;
                 *start = ++i;
-                continue;
-            }
-        }
-
-        if (c == 0x0d && (s->phantom || *start < i)) {
-            /* the text before may be what put the cursor past the edge */
-            ngx_pty_flush(s, p, start, i);
-
-            if (s->phantom) {
-                /*
-                 * a wide glyph that began in column 0 waits to wrap: CR
-                 * is no move there, which libvterm needs to end it
-                 */
-                ngx_pty_flush(s, p, start, i + 1);
-
-                if (s->phantom) {
-                    ngx_pty_end_wrap(s);
-                }
-
-                i++;
                 continue;
             }
         }

@@ -1206,29 +1206,32 @@ test_alt_above(void)
 static void
 test_origin_moves(void)
 {
-    unsigned           row, col, visible;
+    unsigned           k, row, col, visible;
     ngx_pty_screen_t  *s;
 
+    /* fed one after the other: where the cursor is after each */
+    static const struct {
+        const char  *in;
+        unsigned     row, col;
+        const char  *desc;
+    } moves[] = {
+        { "\x1b[4;10r\x1b[?6h\x1b[3C", 6, 3,
+          "CUF in origin mode goes down by the top margin, as xterm.js" },
+        { "\x1b[5G", 9, 4, "CHA in origin mode too, clamped to the region" },
+        { "\x1b[2;2H\x1b[A", 6, 1,
+          "CUU in origin mode stops at the margin, then goes down by it" },
+        { "\x1b[?6l\x1b[5;5H\x1b[2C", 4, 6, "outside origin mode, as ever" },
+    };
+
     s = ngx_pty_screen_create(20, 12);
-    feeds(s, "\x1b[4;10r\x1b[?6h\x1b[3C");
-    ngx_pty_screen_cursor(s, &row, &col, &visible);
-    ok(row == 6 && col == 3, "CUF in origin mode goes down by the top "
-       "margin, as xterm.js (cursor %u,%u)", row, col);
 
-    feeds(s, "\x1b[5G");
-    ngx_pty_screen_cursor(s, &row, &col, &visible);
-    ok(row == 9 && col == 4, "CHA in origin mode too, clamped to the "
-       "region (cursor %u,%u)", row, col);
+    for (k = 0; k < sizeof(moves) / sizeof(moves[0]); k++) {
+        feeds(s, moves[k].in);
+        ngx_pty_screen_cursor(s, &row, &col, &visible);
+        ok(row == moves[k].row && col == moves[k].col, "%s (cursor %u,%u)",
+           moves[k].desc, row, col);
+    }
 
-    feeds(s, "\x1b[2;2H\x1b[A");
-    ngx_pty_screen_cursor(s, &row, &col, &visible);
-    ok(row == 6 && col == 1, "CUU in origin mode stops at the margin, then "
-       "goes down by it (cursor %u,%u)", row, col);
-
-    feeds(s, "\x1b[?6l\x1b[5;5H\x1b[2C");
-    ngx_pty_screen_cursor(s, &row, &col, &visible);
-    ok(row == 4 && col == 6, "outside origin mode, as ever (cursor %u,%u)",
-       row, col);
     ngx_pty_screen_destroy(s);
 }
 
