@@ -354,6 +354,8 @@ static void ngx_pty_selective_erase(ngx_pty_screen_t *s, const u_char *p,
 static void ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v,
     unsigned selective);
 static void ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c, unsigned long v);
+static void ngx_pty_erase_cut(ngx_pty_screen_t *s, VTermPos pos,
+    unsigned long v, unsigned selective);
 static void ngx_pty_ov_settle(ngx_pty_screen_t *s);
 static void ngx_pty_row_forget(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     ngx_pty_row_t *row);
@@ -1478,6 +1480,20 @@ static int ngx_pty_cb_scrollrect(VTermRect rect, int down, int right,
     void *user);
 
 
+/*
+ * A wide glyph from the last column that libvterm wrapped, scrolling, to
+ * the cell of the glyph printed last (not that glyph printed again with a
+ * mark, after which libvterm's cursor is right after it)
+ */
+static ngx_inline int
+ngx_pty_vt_wide_wrap(ngx_pty_screen_t *s, VTermPos pos, unsigned w)
+{
+    return w == 2 && s->vt_next.row == pos.row
+           && (unsigned) s->vt_next.col == s->cols - 1
+           && s->vt_next.col != pos.col + 2;
+}
+
+
 static int
 ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 {
@@ -1507,7 +1523,8 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
     if (!s->untracked
         && (pos.row != s->vt_next.row || pos.col != s->vt_next.col)
         && pos.col == 0
-        && (pos.row != s->edge_pos.row || pos.col != s->edge_pos.col))
+        && (pos.row != s->edge_pos.row || pos.col != s->edge_pos.col
+            || ngx_pty_vt_wide_wrap(s, pos, w)))
     {
         /* not where the cursor was: libvterm wrapped to get here */
         row->wrapped = 1;
@@ -3411,6 +3428,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             s->grid[1].sb_head = 0;
         }
 
+        ngx_pty_erase_cut(s, ngx_pty_cursor(s), v, 0);
         ngx_pty_erase_wraps(s, c, v);
         break;
 
@@ -4848,7 +4866,70 @@ ngx_pty_selective_erase(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         ngx_pty_tails_erase(s, v, 1);
     }
 
+    ngx_pty_erase_cut(s, ngx_pty_cursor(s), v, 1);
     ngx_pty_erase_wraps(s, c, v);
+}
+
+
+/*
+ * A wide glyph that EL or ED (v: its parameter) cuts in two on the
+ * cursor's row: xterm.js's replaceCells() blanks its half outside the
+ * span too, in the erase's pen (not a protected half, in a selective
+ * erase); libvterm keeps that half, so the model does it before libvterm
+ * erases the span.  Not for ECH, whose libvterm way the Keyframe uses to
+ * write such halves (docs/SNAPSHOT.md)
+ */
+static void
+ngx_pty_erase_cut(ngx_pty_screen_t *s, VTermPos pos, unsigned long v,
+    unsigned selective)
+{
+    unsigned          x, from, to;
+    ngx_pty_pen_t     pen;
+    ngx_pty_row_t    *row;
+    ngx_pty_cell_t   *h;
+
+    if (!s->wide) {
+        return;                     /* no wide glyph was ever written */
+    }
+
+    x = s->phantom ? s->cols : (unsigned) pos.col;
+
+    if (v == 0) {
+        from = x;
+        to = s->cols;
+
+    } else if (v == 1) {
+        from = 0;
+        to = x + 1;
+
+    } else {
+        return;
+    }
+
+    row = s->cur->rows[pos.row];
+
+    if (from > 0 && from - 1 < row->len) {
+        h = &row->cells[from - 1];
+
+        if (h->width == 2 && h->ch != NGX_PTY_CONT
+            && !(selective && (h->pen.attr & NGX_PTY_A_PROTECT)))
+        {
+            pen = ngx_pty_erase_pen(s);
+            ngx_pty_cell_blank(s, h, &pen);
+        }
+    }
+
+    if (to < s->cols && to < row->len) {
+        h = &row->cells[to];
+
+        if (row->cells[to - 1].width == 2
+            && row->cells[to - 1].ch != NGX_PTY_CONT
+            && !(selective && (h->pen.attr & NGX_PTY_A_PROTECT)))
+        {
+            pen = ngx_pty_erase_pen(s);
+            ngx_pty_cell_blank(s, h, &pen);
+        }
+    }
 }
 
 
@@ -4901,8 +4982,13 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v,
     VTermPos   pos;
     VTermRect  rect;
 
-    ngx_pty_erase_wraps(s, c, v);
     pos = ngx_pty_cursor(s);
+
+    if (s->wide) {
+        ngx_pty_erase_cut(s, pos, v, selective);
+    }
+
+    ngx_pty_erase_wraps(s, c, v);
 
     if (c == 'J' && s->tails) {
         ngx_pty_tails_erase(s, v, selective);

@@ -1285,6 +1285,79 @@ test_wide_edge_moves(void)
 }
 
 
+/*
+ * EL, ED and the selective erases that start on a wide glyph's right half
+ * or end on its left half blank the other half too, in the erase's pen,
+ * as xterm.js's replaceCells() does (the text an agent reads)
+ */
+static void
+test_erase_halves(void)
+{
+    size_t             k, len;
+    u_char            *text;
+    ngx_pty_screen_t  *s;
+
+    /* "ab" U+4E2D "cd", the cursor on a half, then the erase */
+    static const struct {
+        const char  *in;
+        const char  *text;
+    } erases[] = {
+        { "[4G[K", "ab" },
+        { "[4G[J", "ab" },
+        { "[4G[?K", "ab" },
+        { "[4G[?J", "ab" },
+        { "[3G[1K", "    cd" },
+        { "[3G[1J", "    cd" },
+        { "[3G[?1K", "    cd" },
+        /* DECSCA keeps the glyph's protected half, and so the glyph */
+        { "[1;1H[1\"q\xe4\xb8\xad\x1b[0\"q\x1b[2G\x1b[?K",
+          "\xe4\xb8\xad" },
+    };
+
+    for (k = 0; k < sizeof(erases) / sizeof(erases[0]); k++) {
+        s = ngx_pty_screen_create(9, 3);
+        feeds(s, "ab\xe4\xb8\xad" "cd");
+        feeds(s, erases[k].in);
+        text = ngx_pty_screen_text(s, &len);
+        ok(text && len >= strlen(erases[k].text)
+           && memcmp(text, erases[k].text, strlen(erases[k].text)) == 0
+           && (len == strlen(erases[k].text)
+               || text[strlen(erases[k].text)] == '\n'),
+           "an erase that cuts a wide glyph blanks it whole (%zu: %.*s)",
+           k, (int) len, text);
+        free(text);
+        ngx_pty_screen_destroy(s);
+    }
+}
+
+
+/*
+ * A wide glyph from the last column wraps at the bottom, scrolling, onto
+ * the cell of the glyph printed before it: the new row is a soft wrap all
+ * the same, as a widening then shows (xterm.js's screen, t/xterm)
+ */
+static void
+test_wide_wrap_scrolls(void)
+{
+    size_t             len;
+    u_char            *text;
+    ngx_pty_screen_t  *s;
+    static const char  want[] = "xxxxxxxxxxxxxxxxxxxxxxxxxx\n#\n"
+                                "\xed\x95\x9c\xea\xb5\xad";
+
+    s = ngx_pty_screen_create(26, 3);
+    feeds(s, "\x1b[3;1Hxxxxxxxxxxxxxxxxxxxxxxxxxx#\x1b[26G"
+          "\xed\x95\x9c\xea\xb5\xad");
+    ngx_pty_screen_resize(s, 60, 3);
+    text = ngx_pty_screen_text(s, &len);
+    ok(text && len == sizeof(want) - 1 && memcmp(text, want, len) == 0,
+       "a wide glyph wrapped at the bottom onto the last glyph's cell is a "
+       "soft wrap (%.*s)", (int) len, text);
+    free(text);
+    ngx_pty_screen_destroy(s);
+}
+
+
 static void
 test_hostile(void)
 {
@@ -2396,6 +2469,8 @@ main(void)
     test_alt_tails();
     test_alt_above();
     test_origin_moves();
+    test_erase_halves();
+    test_wide_wrap_scrolls();
     test_wide_edge_moves();
     test_geometry();
     test_fuzz();
