@@ -354,6 +354,10 @@ static void ngx_pty_selective_erase(ngx_pty_screen_t *s, const u_char *p,
 static void ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v,
     unsigned selective);
 static void ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c, unsigned long v);
+static void ngx_pty_ich_half(ngx_pty_screen_t *s);
+static void ngx_pty_ech_cut(ngx_pty_screen_t *s, unsigned long n);
+static void ngx_pty_cut_ends(ngx_pty_screen_t *s, ngx_pty_row_t *row,
+    unsigned from, unsigned to, unsigned selective);
 static void ngx_pty_erase_cut(ngx_pty_screen_t *s, VTermPos pos,
     unsigned long v, unsigned selective);
 static void ngx_pty_ov_settle(ngx_pty_screen_t *s);
@@ -387,7 +391,7 @@ static void ngx_pty_tail_shift(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
 static void ngx_pty_tails_erase(ngx_pty_screen_t *s, unsigned long v,
     unsigned selective);
 static void ngx_pty_tails_align(ngx_pty_screen_t *s);
-static void ngx_pty_cells_erase(ngx_pty_cell_t *c, unsigned n,
+static void ngx_pty_cells_erase(ngx_pty_cell_t *c, unsigned n, unsigned kept,
     const ngx_pty_pen_t *pen, unsigned selective);
 static void ngx_pty_rep(ngx_pty_screen_t *s, long n);
 static unsigned ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p,
@@ -1659,10 +1663,11 @@ ngx_pty_cb_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *user)
 static void
 ngx_pty_erase_rect(ngx_pty_screen_t *s, VTermRect rect, int selective)
 {
-    int              r;
-    unsigned         from, to;
-    ngx_pty_pen_t    pen;
-    ngx_pty_row_t   *row;
+    int               r;
+    unsigned          from, to, kept;
+    ngx_pty_pen_t     pen;
+    ngx_pty_row_t    *row;
+    ngx_pty_cell_t   *h;
 
     from = rect.start_col < 0 ? 0 : rect.start_col;
     to = (unsigned) rect.end_col > s->cols ? s->cols : (unsigned) rect.end_col;
@@ -1684,20 +1689,34 @@ ngx_pty_erase_rect(ngx_pty_screen_t *s, VTermRect rect, int selective)
         }
 
         ngx_pty_row_materialize(row, to);
-        ngx_pty_cells_erase(&row->cells[from], to - from, &pen, 1);
+        h = from ? &row->cells[from - 1] : NULL;
+        kept = h && h->ch != NGX_PTY_CONT && h->width == 2
+               && (h->pen.attr & NGX_PTY_A_PROTECT);
+
+        ngx_pty_cells_erase(&row->cells[from], to - from, kept, &pen, 1);
     }
 }
 
 
-/* n cells blank in pen; "selective": not those DECSCA protects */
+/*
+ * n cells blank in pen; "selective": not those DECSCA protects, and a
+ * right half as its wide glyph (xterm.js writes both halves in the
+ * glyph's pen; the model's right half keeps the pen of what was there)
+ */
 static void
-ngx_pty_cells_erase(ngx_pty_cell_t *c, unsigned n, const ngx_pty_pen_t *pen,
-    unsigned selective)
+ngx_pty_cells_erase(ngx_pty_cell_t *c, unsigned n, unsigned kept,
+    const ngx_pty_pen_t *pen, unsigned selective)
 {
     for ( /* void */ ; n; c++, n--) {
-        if (selective && (c->pen.attr & NGX_PTY_A_PROTECT)) {
+        if (selective
+            && (c->ch == NGX_PTY_CONT ? kept
+                                      : (c->pen.attr & NGX_PTY_A_PROTECT)))
+        {
+            kept = (c->ch != NGX_PTY_CONT && c->width == 2);
             continue;
         }
+
+        kept = 0;
 
         c->ch = 0;
         c->ncomb = 0;
@@ -2731,6 +2750,37 @@ ngx_pty_decstr(ngx_pty_screen_t *s)
 
 
 /*
+ * ICH on a wide glyph's right half: xterm.js's insertCells() blanks the
+ * left half in the erase's pen, and the right half moves on with the
+ * row, a cell of no width on its own (libvterm keeps the left half)
+ */
+static void
+ngx_pty_ich_half(ngx_pty_screen_t *s)
+{
+    unsigned         x;
+    VTermPos         pos;
+    ngx_pty_pen_t    pen;
+    ngx_pty_row_t   *row;
+    ngx_pty_cell_t  *h;
+
+    pos = ngx_pty_cursor(s);
+    x = s->phantom ? s->cols - 1 : (unsigned) pos.col;
+    row = s->cur->rows[pos.row];
+
+    if (x == 0 || x >= row->len) {
+        return;
+    }
+
+    h = &row->cells[x - 1];
+
+    if (h->width == 2 && h->ch != 0 && h->ch != NGX_PTY_CONT) {
+        pen = ngx_pty_erase_pen(s);
+        ngx_pty_cell_blank(s, h, &pen);
+    }
+}
+
+
+/*
  * ICH pushed a wide glyph into the last column, its right half off the
  * line: xterm.js clears it (libvterm keeps half a glyph)
  */
@@ -3486,6 +3536,14 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
                                                 ngx_pty_cursor(s).row], &rb)
                         : NULL;
         v = NGX_PTY_ARG_OR(s->args[0], 1);
+
+        if (c == '@' && !ngx_pty_past_wide(s)) {
+            ngx_pty_ich_half(s);
+        }
+
+        if (c == 'X' && !ngx_pty_past_wide(s)) {
+            ngx_pty_ech_cut(s, v);
+        }
 
         if (c != 'X' && ngx_pty_shift_outside(s, p, start, i, esc, c)) {
             /* done, outside the scroll region, as xterm.js does it */
@@ -4883,10 +4941,7 @@ static void
 ngx_pty_erase_cut(ngx_pty_screen_t *s, VTermPos pos, unsigned long v,
     unsigned selective)
 {
-    unsigned          x, from, to;
-    ngx_pty_pen_t     pen;
-    ngx_pty_row_t    *row;
-    ngx_pty_cell_t   *h;
+    unsigned  x, from, to;
 
     if (!s->wide) {
         return;                     /* no wide glyph was ever written */
@@ -4906,7 +4961,17 @@ ngx_pty_erase_cut(ngx_pty_screen_t *s, VTermPos pos, unsigned long v,
         return;
     }
 
-    row = s->cur->rows[pos.row];
+    ngx_pty_cut_ends(s, s->cur->rows[pos.row], from, to, selective);
+}
+
+
+/* the halves of wide glyphs outside from..to that xterm.js blanks */
+static void
+ngx_pty_cut_ends(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned from,
+    unsigned to, unsigned selective)
+{
+    ngx_pty_pen_t     pen;
+    ngx_pty_cell_t   *h;
 
     if (from > 0 && from - 1 < row->len) {
         h = &row->cells[from - 1];
@@ -4920,16 +4985,37 @@ ngx_pty_erase_cut(ngx_pty_screen_t *s, VTermPos pos, unsigned long v,
     }
 
     if (to < s->cols && to < row->len) {
-        h = &row->cells[to];
+        h = &row->cells[to - 1];
 
-        if (row->cells[to - 1].width == 2
-            && row->cells[to - 1].ch != NGX_PTY_CONT
+        /* (the right half is protected as its glyph: ngx_pty_cells_erase) */
+        if (h->width == 2 && h->ch != NGX_PTY_CONT
             && !(selective && (h->pen.attr & NGX_PTY_A_PROTECT)))
         {
+            h++;
             pen = ngx_pty_erase_pen(s);
             ngx_pty_cell_blank(s, h, &pen);
         }
     }
+}
+
+
+/* the same for ECH of n cells (xterm.js puts the cursor back on the edge) */
+static void
+ngx_pty_ech_cut(ngx_pty_screen_t *s, unsigned long n)
+{
+    unsigned  x;
+    VTermPos  pos;
+
+    if (!s->wide) {
+        return;
+    }
+
+    pos = ngx_pty_cursor(s);
+    x = s->phantom ? s->cols - 1 : (unsigned) pos.col;
+    n = (n < 1) ? 1 : n;
+
+    ngx_pty_cut_ends(s, s->cur->rows[pos.row], x,
+                     n >= s->cols - x ? s->cols : x + n, 0);
 }
 
 
@@ -7035,7 +7121,7 @@ ngx_pty_tails_erase(ngx_pty_screen_t *s, unsigned long v, unsigned selective)
 
     for (r = from; r < to; r++) {
         row = s->cur->rows[r];
-        ngx_pty_cells_erase(row->tail, row->tail_len, &pen, selective);
+        ngx_pty_cells_erase(row->tail, row->tail_len, 0, &pen, selective);
     }
 }
 
@@ -8060,6 +8146,34 @@ static void
 ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_row_t *row, int r, unsigned col, unsigned depth)
 {
+    ngx_pty_pen_t          ep;
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_cell_t  *b;
+
+    b = (col >= 2 && depth == 0) ? ngx_pty_row_cell(row, col - 1, &tmp)
+                                 : NULL;
+
+    if (b && b->ch == 0 && !ngx_pty_blank_whole(s, b)) {
+        /*
+         * the one lone right half xterm.js holds (an ECH on the
+         * placeholder's left half blanks both there): ICH on a right half
+         * blanks the left one and moves it on, after an erased blank.
+         * The cells right of it are not painted yet.
+         */
+        ngx_pty_emit_move(e, r, col - 2);
+        ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
+        ngx_pty_emit(e, "\xe3\x80\x80", 3);      /* U+3000, wide */
+        e->col = -1;
+
+        ep = ngx_pty_pen_erased(s, &b->pen);
+        ngx_pty_emit_move(e, r, col - 1);
+        ngx_pty_emit_sgr(e, &ep, &s->default_pen);
+        ngx_pty_emit(e, "\x1b[@", 3);
+
+        ngx_pty_repaint(e, s, row, r, col - 2, depth);
+        return;
+    }
+
     ngx_pty_emit_move(e, r, col ? col - 1 : 0);
     ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
     ngx_pty_emit(e, "\xe3\x80\x80", 3);        /* U+3000, wide */
@@ -8299,7 +8413,10 @@ ngx_pty_paint_wide_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 }
 
 
-/* a blank whose pen an erase cannot give (only a wide glyph's wrap) */
+/*
+ * a blank whose pen an erase cannot give (only a wide glyph's wrap, and
+ * a glyph over half of a wide one): more than a background, or DECSCA's
+ */
 static int
 ngx_pty_blank_whole(ngx_pty_screen_t *s, const ngx_pty_cell_t *c)
 {
@@ -8307,7 +8424,8 @@ ngx_pty_blank_whole(ngx_pty_screen_t *s, const ngx_pty_cell_t *c)
 
     erased = ngx_pty_pen_erased(s, &c->pen);
 
-    return !ngx_pty_pen_eq(&c->pen, &erased, NGX_PTY_A_SGR);
+    return !ngx_pty_pen_eq(&c->pen, &erased, NGX_PTY_A_SGR)
+           || (c->pen.attr & NGX_PTY_A_PROTECT);
 }
 
 
@@ -8330,9 +8448,9 @@ static unsigned
 ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     int r)
 {
-    unsigned               w, from, ph, cut;
+    unsigned               w, from, ph, cut, wide;
     ngx_pty_row_t         *prev, *row;
-    ngx_pty_cell_t         tmp, tmp2, tmp3;
+    ngx_pty_cell_t         tmp, tmp2, tmp3, tmp4;
     const ngx_pty_cell_t  *c, *h;
 
     prev = g->rows[r - 1];
@@ -8351,14 +8469,18 @@ ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
         return ngx_pty_paint_wide_wrap(e, s, row, r, c, h);
     }
 
+    h = (w >= 3) ? ngx_pty_row_cell(row, 1, &tmp3) : NULL;
+    wide = (h && h->ch && h->ch != NGX_PTY_CONT && h->width == 2
+            && ngx_pty_row_cell(row, 2, &tmp4)->ch == NGX_PTY_CONT);
+
     if (c->ch == 0 && w >= 2 && ngx_pty_blank_whole(s, c)
         && ngx_pty_narrow(ngx_pty_row_cell(row, 0, &tmp2))
-        && ngx_pty_narrow(ngx_pty_row_cell(row, 1, &tmp3)))
+        && (wide || ngx_pty_narrow(ngx_pty_row_cell(row, 1, &tmp3))))
     {
         /*
          * A blank in more than a background (the content below it erased
          * since): a wide glyph's wrap leaves it so, and its own two cells
-         * are painted again
+         * are painted again (a wide glyph from the second one whole)
          */
         ngx_pty_emit_move(e, r - 1, w - 1);
         ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
@@ -8366,9 +8488,16 @@ ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
         e->row = r;
         e->col = 2;
         ngx_pty_repaint(e, s, row, r, 0, 0);
-        ngx_pty_repaint(e, s, row, r, 1, 0);
 
-        return 2;
+        if (!wide) {
+            ngx_pty_repaint(e, s, row, r, 1, 0);
+            return 2;
+        }
+
+        ngx_pty_emit_glyph(e, s, row, r, 1, ngx_pty_row_cell(row, 1, &tmp3));
+        e->col = (w > 3) ? 3 : -1;
+
+        return 3;
     }
 
     h = (w >= 2) ? ngx_pty_row_cell(prev, w - 2, &tmp2) : NULL;
@@ -8520,6 +8649,40 @@ ngx_pty_paint_edge_blank(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
 
 /*
+ * The last cell of the last line, blank in more than a background (or
+ * protected), where no line below gives it a wrap to leave it
+ * (ngx_pty_paint_edge_blank()): a glyph over a wide placeholder's left
+ * half blanks the right half in the glyph's pen, as xterm.js's print()
+ * does; the cell the glyph took is painted again
+ */
+static void
+ngx_pty_paint_last_blank(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    ngx_pty_grid_t *g, unsigned r)
+{
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_cell_t  *c;
+
+    c = ngx_pty_row_cell(g->rows[r], s->cols - 1, &tmp);
+
+    if (c->ch != 0 || s->cols < 2 || !s->whole || !ngx_pty_blank_whole(s, c))
+    {
+        return;
+    }
+
+    ngx_pty_emit_move(e, r, s->cols - 2);
+    ngx_pty_emit(e, "\xe3\x80\x80", 3);        /* U+3000, wide */
+    e->col = -1;
+
+    ngx_pty_emit_move(e, r, s->cols - 2);
+    ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
+    ngx_pty_emit(e, " ", 1);
+    e->col = s->cols - 1;
+
+    ngx_pty_repaint(e, s, g->rows[r], r, s->cols - 2, 0);
+}
+
+
+/*
  * The lines of g from its first in "rows" (its scrollback ring's, then
  * the screen's), painted as one tall screen: each line below the bottom
  * row scrolls the ones above it into the terminal's scrollback, so that a
@@ -8561,6 +8724,7 @@ ngx_pty_paint_lines(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     }
 
     ngx_pty_paint_scroll_to(e, s, lines - 1);
+    ngx_pty_paint_last_blank(e, s, g, lines - 1);
 
     e->row = (e->row >= 0) ? e->row - e->shift : -1;
     e->shift = 0;
@@ -9467,6 +9631,25 @@ ngx_pty_cell_utf8(u_char *p, const ngx_pty_row_t *row, unsigned col,
 }
 
 
+/*
+ * A right half without its wide glyph (ICH on a right half moves one on
+ * alone): a column of its own, which xterm.js's text shows as a space
+ */
+static ngx_inline int
+ngx_pty_lone_half(const ngx_pty_row_t *row, unsigned col)
+{
+    const ngx_pty_cell_t  *h;
+
+    if (col == 0 || col - 1 >= row->len) {
+        return 1;
+    }
+
+    h = &row->cells[col - 1];
+
+    return !(h->width == 2 && h->ch != 0 && h->ch != NGX_PTY_CONT);
+}
+
+
 u_char *
 ngx_pty_screen_text(ngx_pty_screen_t *s, size_t *len)
 {
@@ -9494,6 +9677,10 @@ ngx_pty_screen_text(ngx_pty_screen_t *s, size_t *len)
             c = &row->cells[col];
 
             if (c->ch == NGX_PTY_CONT) {
+                if (ngx_pty_lone_half(row, col)) {
+                    *p++ = ' ';
+                }
+
                 continue;
             }
 
@@ -9610,6 +9797,9 @@ ngx_pty_screen_span_text(ngx_pty_screen_t *s, ngx_pty_screen_span_t *span,
 
         if (c->ch != NGX_PTY_CONT) {
             p = ngx_pty_cell_utf8(p, row, col, c);
+
+        } else if (ngx_pty_lone_half(row, col)) {
+            *p++ = ' ';
         }
     }
 

@@ -227,6 +227,15 @@ my @sets = (
     [$quarter, 'text,cursor,wrap,modes,charsets',
      'saved cursors, modes and character sets with text', 1305],
 
+    # erases, ICH and DCH that cut wide glyphs in two, the halves left
+    [$quarter, 'text,wide,combining,erase,cursor',
+     'wide glyphs and marks with erases, ICH, DCH and cursor moves'],
+
+    # the same with SGR, DECSCA and long lines: the blanks in a whole pen
+    # (or protected) that a glyph over half a wide one leaves
+    [$quarter, 'text,wide,protect,sgr,erase,cursor,wrap,lines',
+     'wide glyphs with DECSCA, SGR, erases and long lines'],
+
     # DECSCA, which xterm.js's SGR 0 and DECRC change too, and the
     # selective erases it protects from
     [$quarter, 'text,protect,erase,cursor,wrap,lines,charsets',

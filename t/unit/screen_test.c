@@ -1288,7 +1288,8 @@ test_wide_edge_moves(void)
 /*
  * EL, ED and the selective erases that start on a wide glyph's right half
  * or end on its left half blank the other half too, in the erase's pen,
- * as xterm.js's replaceCells() does (the text an agent reads)
+ * as xterm.js's replaceCells() does, and ICH on a right half its left
+ * half, as insertCells() does (the text an agent reads)
  */
 static void
 test_erase_halves(void)
@@ -1309,6 +1310,15 @@ test_erase_halves(void)
         { "[3G[1K", "    cd" },
         { "[3G[1J", "    cd" },
         { "[3G[?1K", "    cd" },
+        { "\x1b[4G\x1b[X", "ab  cd" },
+        { "\x1b[3G\x1b[X", "ab  cd" },
+        /* ICH: the right half moves on alone, a space in the text */
+        { "\x1b[4G\x1b[@", "ab   cd" },
+        { "\x1b[4G\x1b[2@", "ab    cd" },
+        /* a selective erase takes a right half as its glyph's */
+        { "\x1b[1;1H\x1b[1\"qxx\x1b[0\"q\x1b[1;1H\xe4\xb8\xad\x1b[?2J", "" },
+        { "\x1b[1;1H\x1b[1\"q\xe4\xb8\xad\x1b[0\"q\x1b[?2J",
+          "\xe4\xb8\xad" },
         /* DECSCA keeps the glyph's protected half, and so the glyph */
         { "[1;1H[1\"q\xe4\xb8\xad\x1b[0\"q\x1b[2G\x1b[?K",
           "\xe4\xb8\xad" },
@@ -1323,7 +1333,8 @@ test_erase_halves(void)
            && memcmp(text, erases[k].text, strlen(erases[k].text)) == 0
            && (len == strlen(erases[k].text)
                || text[strlen(erases[k].text)] == '\n'),
-           "an erase that cuts a wide glyph blanks it whole (%zu: %.*s)",
+           "an erase or ICH that cuts a wide glyph blanks its other half "
+           "(%zu: %.*s)",
            k, (int) len, text);
         free(text);
         ngx_pty_screen_destroy(s);
