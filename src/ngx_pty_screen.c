@@ -191,6 +191,7 @@ struct ngx_pty_screen_s {
     unsigned                      edge:1;
     unsigned                      untracked:1; /* DECALN, ngx_pty_vt_prime */
     unsigned                      last_text:1;
+    unsigned                      last_wide:1; /* ... and it was wide */
     unsigned                      esc_glyph:1; /* a glyph before the ESC */
     unsigned                      put:1;      /* a glyph since the move */
     unsigned                      visible:1;
@@ -1485,16 +1486,18 @@ static int ngx_pty_cb_scrollrect(VTermRect rect, int down, int right,
 
 
 /*
- * A wide glyph from the last column that libvterm wrapped, scrolling, to
- * the cell of the glyph printed last (not that glyph printed again with a
- * mark, after which libvterm's cursor is right after it)
+ * A wide glyph from the last column that libvterm wrapped (scrolling, or
+ * to the next row) to the cell of the glyph printed last (not that glyph
+ * printed again with a mark, after which libvterm's cursor is right
+ * after it)
  */
 static ngx_inline int
 ngx_pty_vt_wide_wrap(ngx_pty_screen_t *s, VTermPos pos, unsigned w)
 {
-    return w == 2 && s->vt_next.row == pos.row
-           && (unsigned) s->vt_next.col == s->cols - 1
-           && s->vt_next.col != pos.col + 2;
+    return w == 2 && (unsigned) s->vt_next.col == s->cols - 1
+           && (s->vt_next.row + 1 == pos.row
+               || (s->vt_next.row == pos.row
+                   && s->vt_next.col != pos.col + 2));
 }
 
 
@@ -5722,9 +5725,11 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
  * U+3099, U+309A and U+302A-302F two columns wide.
  */
 static int
-ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join)
+ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
+    unsigned wide)
 {
     int                    col;
+    unsigned               over;
     uint32_t              *comb;
     VTermPos               pos;
     ngx_pty_row_t         *row;
@@ -5797,7 +5802,10 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join)
      * and prints the glyph again in the current pen: the model does it
      * where they part (returns 1)
      */
-    if (!s->phantom && !s->charset[s->gl] && c->ch != 0
+    over = (wide && c->width == 1 && !s->phantom
+            && (unsigned) col + 2 == s->cols);
+
+    if (!s->phantom && !s->charset[s->gl] && c->ch != 0 && !over
         && pos.row == s->edge_pos.row
         && col == s->edge_pos.col && pos.col == col + (c->width ? c->width : 1)
         && ngx_pty_pen_eq(&c->pen, &s->pen, NGX_PTY_A_SGR))
@@ -5807,6 +5815,18 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join)
     }
 
     s->diverged++;
+
+    if (c->ch == 0 && over) {
+        /*
+         * an empty cell before the last column, after a wide glyph
+         * dropped there (a line feed since the glyph before): xterm.js
+         * keeps the mark alone in it, two columns wide, in the cell's pen
+         */
+        c->ch = cp;
+        c->ncomb = 0;
+        c->width = 2;
+        return 1;
+    }
 
     if (c->ch == 0) {
         /*
@@ -5819,6 +5839,15 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join)
 
     if (c->ncomb < NGX_PTY_MAX_COMB && (comb = ngx_pty_row_comb(s, row))) {
         comb[col * NGX_PTY_MAX_COMB + c->ncomb++] = cp;
+    }
+
+    if (over) {
+        /*
+         * after a wide glyph dropped at the edge (autowrap off): xterm.js
+         * gives the join the dropped glyph's width, so the glyph before
+         * the last column claims two while the last keeps its own
+         */
+        c->width = 2;
     }
 
     return 1;
@@ -5903,6 +5932,45 @@ ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
 
 
 /*
+ * Whether the glyph that combining marks at p[i] join (the character
+ * before them, past marks already joined) is a wide one: xterm.js gives a
+ * join that glyph's width, also where it dropped the glyph (autowrap off,
+ * ngx_pty_wide_dropped()).  An earlier piece's end is last_wide.
+ */
+static unsigned
+ngx_pty_wide_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
+    size_t i)
+{
+    size_t    j;
+    unsigned  len;
+    uint32_t  cp;
+
+    while (i > normal) {
+        for (j = i - 1; j > normal && i - j < 4 && (p[j] & 0xc0) == 0x80; j--)
+        {
+            /* void */
+        }
+
+        len = ngx_pty_utf8_len(p[j]);
+
+        if (len < 2 || len != i - j) {
+            return 0;
+        }
+
+        cp = ngx_pty_utf8_cp(p + j, len);
+
+        if (cp < 0x300 || !ngx_pty_is_combining(cp)) {
+            return ngx_pty_wide_len(p, j, i, &cp) != 0;
+        }
+
+        i = j;
+    }
+
+    return (i == 0 && normal == 0) ? s->last_wide : 0;
+}
+
+
+/*
  * A broken or ill-formed UTF-8 sequence of k bytes at p[i]: a stray
  * continuation byte, a lead byte without all its continuation bytes, an
  * overlong form, a surrogate, past U+10FFFF, or U+FEFF.  xterm.js drops
@@ -5928,7 +5996,7 @@ static size_t
 ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i, size_t n, size_t normal)
 {
-    unsigned  len, k;
+    unsigned  len, k, join;
     uint32_t  cp;
 
     len = ngx_pty_utf8_len(p[i]);
@@ -5960,7 +6028,11 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     if (cp >= 0x300 && ngx_pty_is_combining(cp)) {
         ngx_pty_flush(s, p, start, i);
 
-        if (ngx_pty_combine(s, cp, ngx_pty_glyph_before(s, p, normal, i))) {
+        join = ngx_pty_glyph_before(s, p, normal, i);
+
+        if (ngx_pty_combine(s, cp, join,
+                            join && ngx_pty_wide_before(s, p, normal, i)))
+        {
             *start = i + len;
         }
     }
@@ -6556,6 +6628,7 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
     /* did the input end in a glyph (which combining marks may extend)? */
     s->last_text = (s->ps == NGX_PTY_PS_NORMAL
                     && ngx_pty_glyph_before(s, p, normal, n));
+    s->last_wide = (s->last_text && ngx_pty_wide_before(s, p, normal, n));
 }
 
 
@@ -8190,6 +8263,60 @@ ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
 
 /*
+ * A glyph before the last column that claims two columns while the last
+ * keeps its own: xterm.js's join of marks to it right after a wide glyph
+ * it dropped at the edge (autowrap off).  Made the same way, after the
+ * last cell: the glyph, a wide one dropped, then the marks.
+ */
+static void
+ngx_pty_paint_overwide(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r, unsigned col, const ngx_pty_cell_t *c)
+{
+    u_char         buf[4 * (NGX_PTY_MAX_CHARS + 1)];
+    size_t         n;
+    unsigned       i, lone;
+    ngx_pty_pen_t  ep;
+
+    ngx_pty_repaint(e, s, row, r, col + 1, 0);
+
+    lone = ngx_pty_is_combining(c->ch);
+
+    if (lone) {
+        /* a mark alone: joined to the cell erased in its pen */
+        ep = ngx_pty_pen_erased(s, &c->pen);
+        ngx_pty_emit_move(e, r, col);
+        ngx_pty_emit_sgr(e, &ep, &s->default_pen);
+        ngx_pty_emit_protect(e, 0);
+        ngx_pty_emit(e, "\x1b[X", 3);
+        ngx_pty_emit(e, "\x1b[?7l", 5);
+        ngx_pty_emit_move(e, r, col + 1);
+        n = 0;
+
+    } else {
+        ngx_pty_emit(e, "\x1b[?7l", 5);
+        ngx_pty_emit_move(e, r, col);
+        ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
+        n = ngx_pty_utf8_put(buf, c->ch);
+    }
+
+    n += ngx_pty_utf8_put(buf + n, 0x4e00);             /* dropped */
+
+    if (lone) {
+        n += ngx_pty_utf8_put(buf + n, c->ch);
+    }
+
+    for (i = 0; i < c->ncomb && row->comb; i++) {
+        n += ngx_pty_utf8_put(buf + n, row->comb[col * NGX_PTY_MAX_COMB + i]);
+    }
+
+    ngx_pty_emit(e, buf, n);
+    ngx_pty_emit(e, "\x1b[?7h", 5);
+    e->row = r;
+    e->col = col + 1;
+}
+
+
+/*
  * A wide glyph in the last column: no byte stream puts one there in
  * xterm.js (it wraps it, ICH clears it), and the model clears those it
  * meets (resize, ICH, insert mode, REP); should one remain, the late
@@ -8347,6 +8474,14 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
 
         if (c->width == 2 && col + 1 >= w) {
             ngx_pty_paint_wide_edge(e, s, r, col);
+            continue;
+        }
+
+        if (c->width == 2 && col + 2 == w
+            && ngx_pty_row_cell(row, col + 1, &tmp2)->ch != NGX_PTY_CONT)
+        {
+            ngx_pty_paint_overwide(e, s, row, r, col, c);
+            col++;
             continue;
         }
 
@@ -9248,12 +9383,34 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         return;
     }
 
+    pos = ngx_pty_cursor(s);
+
+    c = (pos.col > 0) ? ngx_pty_row_cell(s->cur->rows[pos.row],
+                                         pos.col - 1, &tmp)
+                      : NULL;
+
+    if (!s->pend_len && s->last_wide && !s->phantom && !s->autowrap
+        && (unsigned) pos.col + 1 == s->cols && c && c->ch != NGX_PTY_CONT)
+    {
+        /*
+         * after a wide glyph dropped at the edge: one dropped again, so
+         * that a mark joins with its width (ngx_pty_paint_overwide()).
+         * Not once a mark made the glyph before the cursor claim two
+         * columns: xterm.js's print() blanks such a glyph first, even
+         * for a glyph it then drops.
+         */
+        if (c->width == 1) {
+            ngx_pty_emit(e, NGX_PTY_WIDE_FILL,
+                         sizeof(NGX_PTY_WIDE_FILL) - 1);
+        }
+
+        return;
+    }
+
     if (s->phantom) {
         ngx_pty_emit_join_edge(e, s);
         return;
     }
-
-    pos = ngx_pty_cursor(s);
 
     if (pos.col == 0) {
         return;

@@ -43,7 +43,7 @@ die "node is missing: scripts/install-deps.sh installs it\n" unless $node;
 die "t/xterm/node_modules is missing: run make xterm (npm ci in t/xterm)\n"
     unless -f "$dir/node_modules/.package-lock.json";
 
-my $json = JSON::PP->new->canonical;
+my $json = JSON::PP->new->utf8->canonical;
 
 # passed (with those xterm.js itself throws on: not judged), failed, output
 sub difftest {

@@ -1369,6 +1369,32 @@ test_wide_wrap_scrolls(void)
 }
 
 
+/*
+ * A mark right after a wide glyph dropped at the edge (autowrap off):
+ * xterm.js joins it to the glyph before the last column, which then
+ * claims two columns; the model keeps that, and its Keyframe makes it
+ * again (t/xterm judges the late joiner's screen)
+ */
+static void
+test_overwide_mark(void)
+{
+    size_t             len;
+    u_char            *text;
+    ngx_pty_screen_t  *s;
+    static const char  want[] = "xxxxxxxxa\xe3\x82\x99";
+
+    s = ngx_pty_screen_create(10, 3);
+    feeds(s, "\x1b[?7lxxxxxxxxa\xe3\x81\x8b\xe3\x82\x99");
+    text = ngx_pty_screen_text(s, &len);
+    ok(text && len == sizeof(want) - 1 && memcmp(text, want, len) == 0
+       && rebuilds(s, 10, 3),
+       "a mark after a wide glyph dropped at the edge joins the glyph "
+       "before it, and the snapshot rebuilds it (%.*s)", (int) len, text);
+    free(text);
+    ngx_pty_screen_destroy(s);
+}
+
+
 static void
 test_hostile(void)
 {
@@ -2482,6 +2508,7 @@ main(void)
     test_origin_moves();
     test_erase_halves();
     test_wide_wrap_scrolls();
+    test_overwide_mark();
     test_wide_edge_moves();
     test_geometry();
     test_fuzz();
