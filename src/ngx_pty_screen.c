@@ -1591,6 +1591,8 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
     for (i = 1; i < w && pos.col + i < s->cols; i++) {
         row->cells[pos.col + i].ch = NGX_PTY_CONT;
         row->cells[pos.col + i].ncomb = 0;
+        row->cells[pos.col + i].width = 1;
+        row->cells[pos.col + i].pen = c->pen;
         s->wide = 1;
     }
 
@@ -4279,13 +4281,14 @@ ngx_pty_fast_put(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned col,
     }
 
     if (row->len <= col + 1) {
-        c[1].width = 1;
-        c[1].pen = row->fill;
         row->len = col + 2;
     }
 
+    /* the right half in the glyph's pen, as xterm.js writes it */
     c[1].ch = NGX_PTY_CONT;
     c[1].ncomb = 0;
+    c[1].width = 1;
+    c[1].pen = cell->pen;
     s->wide = 1;
 }
 
@@ -8220,9 +8223,11 @@ ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_row_t *row, int r, unsigned col, unsigned depth)
 {
     ngx_pty_pen_t          ep;
-    ngx_pty_cell_t         tmp;
-    const ngx_pty_cell_t  *b;
+    ngx_pty_cell_t         tmp, tmp2;
+    const ngx_pty_cell_t  *b, *h;
 
+    /* the placeholder in the half's pen: xterm.js keeps a lone one's */
+    h = ngx_pty_row_cell(row, col, &tmp2);
     b = (col >= 2 && depth == 0) ? ngx_pty_row_cell(row, col - 1, &tmp)
                                  : NULL;
 
@@ -8234,7 +8239,7 @@ ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
          * The cells right of it are not painted yet.
          */
         ngx_pty_emit_move(e, r, col - 2);
-        ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
+        ngx_pty_emit_pen(e, &h->pen, &s->default_pen);
         ngx_pty_emit(e, "\xe3\x80\x80", 3);      /* U+3000, wide */
         e->col = -1;
 
@@ -8248,7 +8253,7 @@ ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     }
 
     ngx_pty_emit_move(e, r, col ? col - 1 : 0);
-    ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
+    ngx_pty_emit_pen(e, &h->pen, &s->default_pen);
     ngx_pty_emit(e, "\xe3\x80\x80", 3);        /* U+3000, wide */
     e->col = -1;
 
