@@ -8214,9 +8214,9 @@ ngx_pty_paint_blank_whole(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r,
 
 
 /*
- * Cells libvterm can hold but no plain write produces: the right half of
- * a wide glyph whose left half was overwritten, and a wide glyph pushed
- * into the last column by ICH/DCH.  Built with a placeholder and ICH/DCH.
+ * A wide glyph's right half without its left half: xterm.js holds one
+ * only where ICH on a right half moved it on, after the blanks ICH made.
+ * Built with a placeholder and ICH there.
  */
 static void
 ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
@@ -8252,18 +8252,15 @@ ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
         return;
     }
 
-    ngx_pty_emit_move(e, r, col ? col - 1 : 0);
-    ngx_pty_emit_pen(e, &h->pen, &s->default_pen);
-    ngx_pty_emit(e, "\xe3\x80\x80", 3);        /* U+3000, wide */
-    e->col = -1;
-
-    if (col == 0) {
-        ngx_pty_emit_move(e, r, 0);
-        ngx_pty_emit(e, "\x1b[P", 3);
-        return;
-    }
-
-    ngx_pty_repaint(e, s, row, r, col - 1, depth);
+    /*
+     * elsewhere xterm.js holds none (its ECH, DCH and print() blank a
+     * half they leave): a blank in the half's background
+     */
+    ep = ngx_pty_pen_erased(s, &h->pen);
+    ngx_pty_emit_move(e, r, col);
+    ngx_pty_emit_sgr(e, &ep, &s->default_pen);
+    ngx_pty_emit_protect(e, 0);
+    ngx_pty_emit(e, "\x1b[X", 3);
 }
 
 
