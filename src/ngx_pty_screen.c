@@ -1705,8 +1705,9 @@ ngx_pty_erase_rect(ngx_pty_screen_t *s, VTermRect rect, int selective)
 
 /*
  * n cells blank in pen; "selective": not those DECSCA protects, and a
- * right half as its wide glyph (xterm.js writes both halves in the
- * glyph's pen; the model's right half keeps the pen of what was there)
+ * right half as its wide glyph ("kept": the one before), as xterm.js
+ * writes both halves in one pen (a right half keeps its pen when a glyph
+ * over the left half leaves it)
  */
 static void
 ngx_pty_cells_erase(ngx_pty_cell_t *c, unsigned n, unsigned kept,
@@ -4940,8 +4941,7 @@ ngx_pty_selective_erase(ngx_pty_screen_t *s, const u_char *p, size_t *start,
  * cursor's row: xterm.js's replaceCells() blanks its half outside the
  * span too, in the erase's pen (not a protected half, in a selective
  * erase); libvterm keeps that half, so the model does it before libvterm
- * erases the span.  Not for ECH, whose libvterm way the Keyframe uses to
- * write such halves (docs/SNAPSHOT.md)
+ * erases the span (ECH: ngx_pty_ech_cut())
  */
 static void
 ngx_pty_erase_cut(ngx_pty_screen_t *s, VTermPos pos, unsigned long v,
@@ -8264,6 +8264,20 @@ ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 }
 
 
+/* a narrow glyph (or a mark alone) in a cell of width 2 */
+static int
+ngx_pty_overwide(const ngx_pty_cell_t *c)
+{
+    u_char    buf[4];
+    size_t    n;
+    uint32_t  cp;
+
+    n = ngx_pty_utf8_put(buf, c->ch);
+
+    return n < 3 || ngx_pty_wide_len(buf, 0, n, &cp) == 0;
+}
+
+
 /*
  * A glyph before the last column that claims two columns while the last
  * keeps its own: xterm.js's join of marks to it right after a wide glyph
@@ -8479,7 +8493,7 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
             continue;
         }
 
-        if (c->width == 2 && col + 2 == w
+        if (c->width == 2 && col + 2 == w && ngx_pty_overwide(c)
             && ngx_pty_row_cell(row, col + 1, &tmp2)->ch != NGX_PTY_CONT)
         {
             ngx_pty_paint_overwide(e, s, row, r, col, c);
@@ -8796,14 +8810,20 @@ static void
 ngx_pty_paint_last_blank(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     ngx_pty_grid_t *g, unsigned r)
 {
-    ngx_pty_cell_t         tmp;
-    const ngx_pty_cell_t  *c;
+    ngx_pty_cell_t         tmp, tmp2;
+    const ngx_pty_cell_t  *c, *h;
 
     c = ngx_pty_row_cell(g->rows[r], s->cols - 1, &tmp);
 
     if (c->ch != 0 || s->cols < 2 || !s->whole || !ngx_pty_blank_whole(s, c))
     {
         return;
+    }
+
+    h = ngx_pty_row_cell(g->rows[r], s->cols - 2, &tmp2);
+
+    if (h->width == 2 && h->ch != NGX_PTY_CONT) {
+        return;         /* a glyph claims the cell (ngx_pty_paint_overwide) */
     }
 
     ngx_pty_emit_move(e, r, s->cols - 2);

@@ -8,9 +8,10 @@
 # saved cursor, the pen, the title (t/xterm/xtstate.js, t/xterm/difftest.js).
 #
 # 1. The scenario classes through nginx, as a web IDE sees them: a session
-#    prints the first part, a late joiner gets its Keyframe, the session
-#    prints the rest; the Output of a client that watched from the start
-#    and the late joiner's Keyframe and Output go to the comparison.
+#    prints the case's parts, the controller resizes between them where
+#    the case does, a late joiner gets its Keyframe where the case has
+#    it; the Output and Resize frames of a client that watched from the
+#    start and the late joiner's Keyframe and Output go to the comparison.
 # 2. The same corpus (t/xterm/corpus) through build/vtpair, which runs the
 #    module's own snapshot code, with the Keyframe between the parts.
 # 3. The classes known to differ still (t/xterm/known): TODO, one each.
@@ -77,63 +78,94 @@ my @known = sort glob "$dir/known/*.json";
 my $t = pty_nginx();
 $t->run();
 
+# a case's ops as the parts a program prints: each part's bytes, then the
+# controller's resizes, then maybe the Keyframe (a late joiner attaches)
+sub parts_of {
+    my (@ops) = @_;
+    my @parts = ({ bytes => '', resizes => [] });
+
+    for my $op (@ops) {
+        if ($op->{keyframe}) {
+            $parts[-1]{kf} = 1;
+            push @parts, { bytes => '', resizes => [] };
+
+        } elsif ($op->{resize}) {
+            push @{$parts[-1]{resizes}}, $op->{resize};
+
+        } else {
+            push @parts, { bytes => '', resizes => [] }
+                if @{$parts[-1]{resizes}} || $parts[-1]{kf};
+            $parts[-1]{bytes} .= bytes_of($op);
+        }
+    }
+
+    # (no Keyframe in the case: the late joiner comes at the end)
+    $parts[-1]{kf} = 1 unless grep { $_->{kf} } @parts;
+
+    return @parts;
+}
+
+sub out_length {
+    my ($h, $from) = @_;
+    return length join '', map { $h->{$_} } grep { $_ > $from } keys %$h;
+}
+
 my $n = 0;
 for my $file (@corpus) {
     my $c = read_case($file);
-    my @ops = @{$c->{ops}};
-    my ($k) = grep { $ops[$_]{keyframe} } 0 .. $#ops;
-
-    # two parts, what a program prints before and after, and resizes by
-    # the controller between the first part and the Keyframe
-    my ($r) = grep { $ops[$_]{resize} } 0 .. $#ops;
-    $r //= $k;
-    next if grep { !$_->{resize} } @ops[$r .. $k - 1];
-    next if grep { $_->{resize} } @ops[$k + 1 .. $#ops];
-    my $p1 = join '', map { bytes_of($_) } @ops[0 .. $r - 1];
-    my $p2 = join '', map { bytes_of($_) } @ops[$k + 1 .. $#ops];
+    my @parts = parts_of(@{$c->{ops}});
     (my $name = $file) =~ s{.*/|\.json$}{}g;
-    $t->write_file("$name.1", $p1);
-    $t->write_file("$name.2", $p2);
     my $td = $t->testdir;
 
-    my $s = start_session($t, "stty raw -echo; cat $td/$name.1; read x; "
-        . "cat $td/$name.2; read y", cols => $c->{cols}, rows => $c->{rows});
+    # each part printed when the test says so (a line on the terminal)
+    my $cmd = 'stty raw -echo';
+    for my $i (0 .. $#parts) {
+        $t->write_file("$name.$i", $parts[$i]{bytes});
+        $cmd .= "; cat $td/$name.$i; read x";
+    }
+
+    my $s = start_session($t, $cmd, cols => $c->{cols}, rows => $c->{rows});
 
     # the client that watches from the start (replayed from the first frame)
     my ($early, undef, @replay) = attach_join($t, $s, replay_from => 0);
-    my %out;
+    my (%out, %resized, $late, @flush, $kf);
     collect(\%out, $_) for @replay;
-    $early->recv_until(sub { collect(\%out, $_[0]);
-        length(join '', values %out) >= length $p1 }, 10,
-        "$name: the first part")
-        if length(join '', values %out) < length $p1;
 
-    my %resized;
-    for my $op (@ops[$r .. $k - 1]) {
-        my ($cols, $rows) = @{$op->{resize}};
-        $early->send_op('pty.session_resize', { cols => $cols, rows => $rows });
+    my ($want, @size) = (0, $c->{cols}, $c->{rows});
+    for my $i (0 .. $#parts) {
+        my $p = $parts[$i];
+        Test::Nginx::Pty::send_input($early, "\n") if $i > 0;
+        $want += length $p->{bytes};
         $early->recv_until(sub { collect(\%out, $_[0]);
-            resized(\%resized, $_[0]) && $_[0]{payload}{cols} == $cols
-                && $_[0]{payload}{rows} == $rows }, 10, "$name: resized");
+            out_length(\%out, 0) >= $want }, 10, "$name: part $i")
+            if out_length(\%out, 0) < $want;
+
+        for my $rs (@{$p->{resizes}}) {
+            my ($cols, $rows) = @$rs;
+            next if $cols == $size[0] && $rows == $size[1];
+            @size = ($cols, $rows);
+            $early->send_op('pty.session_resize',
+                { cols => $cols, rows => $rows });
+            $early->recv_until(sub { collect(\%out, $_[0]);
+                resized(\%resized, $_[0]) && $_[0]{payload}{cols} == $cols
+                    && $_[0]{payload}{rows} == $rows }, 10,
+                "$name: resized");
+        }
+
+        next unless $p->{kf};
+
+        # the late joiner
+        ($late, undef, @flush) = attach_join($t, $s, role => 'observer');
+        ($kf) = grep { (session_frame_kind($_) // '') eq 'Keyframe' } @flush;
     }
 
-    # the late joiner
-    my ($late, undef, @flush) = attach_join($t, $s, role => 'observer');
-    my ($kf) = grep { (session_frame_kind($_) // '') eq 'Keyframe' } @flush;
-
-    Test::Nginx::Pty::send_input($early, "\n");
-    my (%late_out, $want);
-    $want = length($p1) + length($p2);
-    $early->recv_until(sub { collect(\%out, $_[0]);
-        length(join '', map { $out{$_} } keys %out) >= $want }, 10,
-        "$name: the second part");
     my $anchor = $kf ? $kf->{payload}{anchor_sequence} : 0;
-    my $after = length join '', map { $out{$_} } grep { $_ > $anchor }
-        keys %out;
+    my %late_out;
     collect(\%late_out, $_) for @flush;
+    my $after = out_length(\%out, $anchor);
     $late->recv_until(sub { collect(\%late_out, $_[0]);
-        length(join '', map { $late_out{$_} } grep { $_ > $anchor }
-            keys %late_out) >= $after }, 10, "$name: the late joiner's rest")
+        out_length(\%late_out, $anchor) >= $after }, 10,
+        "$name: the late joiner's rest")
         if $after;
 
     my @seq = sort { $a <=> $b } keys %out;
