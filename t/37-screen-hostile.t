@@ -35,9 +35,11 @@ my $t0 = time;
 ok(defined $st && $st == 200 && time - $t0 < 3,
     'its screen model answers: the worker did not hang');
 
-# a shrink with the cursor above rows that are not blank
+# a shrink with the cursor above rows that are not blank (once the
+# screen holds them: a resize before the program's output is another case)
 my $s = start_session($t, q{printf '\033[6;1Hbottom\033[H'; read x; }
-    . q{printf 'top'; exec sleep 100}, cols => 20, rows => 6);
+    . q{printf 'top'; exec sleep 100}, cols => 20, rows => 6,
+    wait_for => 'bottom', wait_ms => 5000);
 my $c = attach($t, $s);
 $c->recv_json(5);
 join_flush($c, role => 'controller');

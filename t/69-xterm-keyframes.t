@@ -139,8 +139,8 @@ for my $file (@corpus) {
         Test::Nginx::Pty::send_input($early, "\n") if $i > 0;
         $want += length $p->{bytes};
         $early->recv_until(sub { collect(\%out, $_[0]);
-            out_length(\%out, 0) >= $want }, 10, "$name: part $i")
-            if out_length(\%out, 0) < $want;
+            out_length(\%out, -1) >= $want }, 10, "$name: part $i")
+            if out_length(\%out, -1) < $want;
 
         for my $rs (@{$p->{resizes}}) {
             my ($cols, $rows) = @$rs;

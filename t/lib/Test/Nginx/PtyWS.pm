@@ -59,6 +59,8 @@ our $UUID_RE = qr/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-7[0-9a-fA-F]{3}-[89abAB][0-9a-f
 my $JSON;
 sub _json {
     return $JSON if $JSON;
+    # the tests' JSON::PP::true, also where no schema validator loads it
+    require JSON::PP;
     if (eval { require JSON::XS; 1 }) {
         $JSON = JSON::XS->new->utf8->canonical->allow_nonref;
     } else {
