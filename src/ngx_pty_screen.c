@@ -354,9 +354,9 @@ static void ngx_pty_selective_erase(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i, u_char c, size_t esc);
 static void ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v,
     unsigned selective);
-static void ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c, unsigned long v);
-static void ngx_pty_ich_half(ngx_pty_screen_t *s);
-static void ngx_pty_ech_cut(ngx_pty_screen_t *s, unsigned long n);
+static void ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c, unsigned long v,
+    unsigned selective);
+static void ngx_pty_edit_cut(ngx_pty_screen_t *s, u_char c, unsigned long n);
 static void ngx_pty_cut_ends(ngx_pty_screen_t *s, ngx_pty_row_t *row,
     unsigned from, unsigned to, unsigned selective);
 static void ngx_pty_erase_cut(ngx_pty_screen_t *s, VTermPos pos,
@@ -376,8 +376,6 @@ static void ngx_pty_sb_keep_raw(ngx_pty_screen_t *s, const u_char *p,
     size_t i, size_t cut);
 static void ngx_pty_sb_free_raw(ngx_pty_screen_t *s);
 static void ngx_pty_unwrap(ngx_pty_screen_t *s, int from, int to);
-static void ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c,
-    unsigned long v);
 static size_t ngx_pty_tail_size(const ngx_pty_row_t *row);
 static void ngx_pty_tail_drop(ngx_pty_screen_t *s, ngx_pty_row_t *row);
 static void ngx_pty_tails_drop_all(ngx_pty_screen_t *s);
@@ -392,7 +390,7 @@ static void ngx_pty_tail_shift(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
 static void ngx_pty_tails_erase(ngx_pty_screen_t *s, unsigned long v,
     unsigned selective);
 static void ngx_pty_tails_align(ngx_pty_screen_t *s);
-static void ngx_pty_cells_erase(ngx_pty_cell_t *c, unsigned n, unsigned kept,
+static void ngx_pty_cells_erase(ngx_pty_cell_t *c, unsigned n,
     const ngx_pty_pen_t *pen, unsigned selective);
 static void ngx_pty_rep(ngx_pty_screen_t *s, long n);
 static unsigned ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p,
@@ -1321,6 +1319,14 @@ ngx_pty_row_comb(ngx_pty_screen_t *s, ngx_pty_row_t *row)
 }
 
 
+/* the left half of a wide glyph (or a glyph that claims two columns) */
+static ngx_inline int
+ngx_pty_wide_left(const ngx_pty_cell_t *c)
+{
+    return c->width == 2 && c->ch != 0 && c->ch != NGX_PTY_CONT;
+}
+
+
 static void
 ngx_pty_row_erase(ngx_pty_row_t *row, unsigned from, unsigned to,
     unsigned cols, const ngx_pty_pen_t *pen)
@@ -1668,11 +1674,10 @@ ngx_pty_cb_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *user)
 static void
 ngx_pty_erase_rect(ngx_pty_screen_t *s, VTermRect rect, int selective)
 {
-    int               r;
-    unsigned          from, to, kept;
-    ngx_pty_pen_t     pen;
-    ngx_pty_row_t    *row;
-    ngx_pty_cell_t   *h;
+    int              r;
+    unsigned         from, to;
+    ngx_pty_pen_t    pen;
+    ngx_pty_row_t   *row;
 
     from = rect.start_col < 0 ? 0 : rect.start_col;
     to = (unsigned) rect.end_col > s->cols ? s->cols : (unsigned) rect.end_col;
@@ -1694,35 +1699,23 @@ ngx_pty_erase_rect(ngx_pty_screen_t *s, VTermRect rect, int selective)
         }
 
         ngx_pty_row_materialize(row, to);
-        h = from ? &row->cells[from - 1] : NULL;
-        kept = h && h->ch != NGX_PTY_CONT && h->width == 2
-               && (h->pen.attr & NGX_PTY_A_PROTECT);
-
-        ngx_pty_cells_erase(&row->cells[from], to - from, kept, &pen, 1);
+        ngx_pty_cells_erase(&row->cells[from], to - from, &pen, 1);
     }
 }
 
 
 /*
- * n cells blank in pen; "selective": not those DECSCA protects, and a
- * right half as its wide glyph ("kept": the one before), as xterm.js
- * writes both halves in one pen (a right half keeps its pen when a glyph
- * over the left half leaves it)
+ * n cells blank in pen; "selective": not those DECSCA protects (a right
+ * half has its glyph's pen, as in xterm.js)
  */
 static void
-ngx_pty_cells_erase(ngx_pty_cell_t *c, unsigned n, unsigned kept,
-    const ngx_pty_pen_t *pen, unsigned selective)
+ngx_pty_cells_erase(ngx_pty_cell_t *c, unsigned n, const ngx_pty_pen_t *pen,
+    unsigned selective)
 {
     for ( /* void */ ; n; c++, n--) {
-        if (selective
-            && (c->ch == NGX_PTY_CONT ? kept
-                                      : (c->pen.attr & NGX_PTY_A_PROTECT)))
-        {
-            kept = (c->ch != NGX_PTY_CONT && c->width == 2);
+        if (selective && (c->pen.attr & NGX_PTY_A_PROTECT)) {
             continue;
         }
-
-        kept = 0;
 
         c->ch = 0;
         c->ncomb = 0;
@@ -2756,37 +2749,6 @@ ngx_pty_decstr(ngx_pty_screen_t *s)
 
 
 /*
- * ICH on a wide glyph's right half: xterm.js's insertCells() blanks the
- * left half in the erase's pen, and the right half moves on with the
- * row, a cell of no width on its own (libvterm keeps the left half)
- */
-static void
-ngx_pty_ich_half(ngx_pty_screen_t *s)
-{
-    unsigned         x;
-    VTermPos         pos;
-    ngx_pty_pen_t    pen;
-    ngx_pty_row_t   *row;
-    ngx_pty_cell_t  *h;
-
-    pos = ngx_pty_cursor(s);
-    x = s->phantom ? s->cols - 1 : (unsigned) pos.col;
-    row = s->cur->rows[pos.row];
-
-    if (x == 0 || x >= row->len) {
-        return;
-    }
-
-    h = &row->cells[x - 1];
-
-    if (h->width == 2 && h->ch != 0 && h->ch != NGX_PTY_CONT) {
-        pen = ngx_pty_erase_pen(s);
-        ngx_pty_cell_blank(s, h, &pen);
-    }
-}
-
-
-/*
  * ICH pushed a wide glyph into the last column, its right half off the
  * line: xterm.js clears it (libvterm keeps half a glyph)
  */
@@ -3484,8 +3446,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             s->grid[1].sb_head = 0;
         }
 
-        ngx_pty_erase_cut(s, ngx_pty_cursor(s), v, 0);
-        ngx_pty_erase_wraps(s, c, v);
+        ngx_pty_erase_wraps(s, c, v, 0);
         break;
 
     case 'T':
@@ -3543,12 +3504,8 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
                         : NULL;
         v = NGX_PTY_ARG_OR(s->args[0], 1);
 
-        if (c == '@' && !ngx_pty_past_wide(s)) {
-            ngx_pty_ich_half(s);
-        }
-
-        if (c == 'X' && !ngx_pty_past_wide(s)) {
-            ngx_pty_ech_cut(s, v);
+        if (c != 'P' && !ngx_pty_past_wide(s)) {
+            ngx_pty_edit_cut(s, c, v);
         }
 
         if (c != 'X' && ngx_pty_shift_outside(s, p, start, i, esc, c)) {
@@ -4220,11 +4177,30 @@ ngx_pty_fast_text(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
 
 /*
- * The length of the glyph at p[i] if it is a whole UTF-8 character of a
- * range libvterm 0.1.4 prints two columns wide and nobody combines: kana,
- * CJK ideographs, Hangul syllables, the common emoji (t/unit/screen_test.c
- * checks each against libvterm and the model's combining table); else 0
+ * A code point of a range libvterm 0.1.4 prints two columns wide and
+ * nobody combines: kana, CJK ideographs, Hangul syllables, the common
+ * emoji (t/unit/screen_test.c checks each against libvterm and the model's
+ * combining table)
  */
+static ngx_inline unsigned
+ngx_pty_wide_cp(uint32_t c)
+{
+    if (c < 0x10000) {
+        return (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xac00 && c <= 0xd7a3)
+               || (c >= 0x3400 && c <= 0x4dbf)
+               || (c >= 0x3041 && c <= 0x3096)
+               || (c >= 0x30a1 && c <= 0x30fa);
+    }
+
+    return (c >= 0x1f600 && c <= 0x1f64f) || (c >= 0x1f300 && c <= 0x1f320)
+           || (c >= 0x1f337 && c <= 0x1f37c) || (c >= 0x1f37e && c <= 0x1f393)
+           || (c >= 0x1f3a0 && c <= 0x1f3ca) || (c >= 0x1f3e0 && c <= 0x1f3f0)
+           || (c >= 0x1f400 && c <= 0x1f43e) || (c >= 0x1f442 && c <= 0x1f4fc)
+           || (c >= 0x1f680 && c <= 0x1f6c5);
+}
+
+
+/* the length of such a glyph at p[i], a whole UTF-8 character; else 0 */
 static ngx_inline unsigned
 ngx_pty_wide_len(const u_char *p, size_t i, size_t n, uint32_t *cp)
 {
@@ -4241,10 +4217,7 @@ ngx_pty_wide_len(const u_char *p, size_t i, size_t n, uint32_t *cp)
             | ((uint32_t) (p[i + 1] & 0x3f) << 6) | (p[i + 2] & 0x3f);
         *cp = c;
 
-        return ((c >= 0x4e00 && c <= 0x9fff) || (c >= 0xac00 && c <= 0xd7a3)
-                || (c >= 0x3400 && c <= 0x4dbf)
-                || (c >= 0x3041 && c <= 0x3096)
-                || (c >= 0x30a1 && c <= 0x30fa)) ? 3 : 0;
+        return ngx_pty_wide_cp(c) ? 3 : 0;
     }
 
     if (p[i] != 0xf0 || n - i < 4 || p[i + 1] != 0x9f
@@ -4256,11 +4229,7 @@ ngx_pty_wide_len(const u_char *p, size_t i, size_t n, uint32_t *cp)
     c = 0x1f000 | ((uint32_t) (p[i + 2] & 0x3f) << 6) | (p[i + 3] & 0x3f);
     *cp = c;
 
-    return ((c >= 0x1f600 && c <= 0x1f64f) || (c >= 0x1f300 && c <= 0x1f320)
-            || (c >= 0x1f337 && c <= 0x1f37c) || (c >= 0x1f37e && c <= 0x1f393)
-            || (c >= 0x1f3a0 && c <= 0x1f3ca) || (c >= 0x1f3e0 && c <= 0x1f3f0)
-            || (c >= 0x1f400 && c <= 0x1f43e) || (c >= 0x1f442 && c <= 0x1f4fc)
-            || (c >= 0x1f680 && c <= 0x1f6c5)) ? 4 : 0;
+    return ngx_pty_wide_cp(c) ? 4 : 0;
 }
 
 
@@ -4931,8 +4900,7 @@ ngx_pty_selective_erase(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         ngx_pty_tails_erase(s, v, 1);
     }
 
-    ngx_pty_erase_cut(s, ngx_pty_cursor(s), v, 1);
-    ngx_pty_erase_wraps(s, c, v);
+    ngx_pty_erase_wraps(s, c, v, 1);
 }
 
 
@@ -4941,17 +4909,13 @@ ngx_pty_selective_erase(ngx_pty_screen_t *s, const u_char *p, size_t *start,
  * cursor's row: xterm.js's replaceCells() blanks its half outside the
  * span too, in the erase's pen (not a protected half, in a selective
  * erase); libvterm keeps that half, so the model does it before libvterm
- * erases the span (ECH: ngx_pty_ech_cut())
+ * erases the span (ECH and ICH: ngx_pty_edit_cut())
  */
 static void
 ngx_pty_erase_cut(ngx_pty_screen_t *s, VTermPos pos, unsigned long v,
     unsigned selective)
 {
     unsigned  x, from, to;
-
-    if (!s->wide) {
-        return;                     /* no wide glyph was ever written */
-    }
 
     x = s->phantom ? s->cols : (unsigned) pos.col;
 
@@ -4982,7 +4946,7 @@ ngx_pty_cut_ends(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned from,
     if (from > 0 && from - 1 < row->len) {
         h = &row->cells[from - 1];
 
-        if (h->width == 2 && h->ch != NGX_PTY_CONT
+        if (ngx_pty_wide_left(h)
             && !(selective && (h->pen.attr & NGX_PTY_A_PROTECT)))
         {
             pen = ngx_pty_erase_pen(s);
@@ -4991,13 +4955,11 @@ ngx_pty_cut_ends(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned from,
     }
 
     if (to < s->cols && to < row->len) {
-        h = &row->cells[to - 1];
+        h = &row->cells[to];
 
-        /* (the right half is protected as its glyph: ngx_pty_cells_erase) */
-        if (h->width == 2 && h->ch != NGX_PTY_CONT
+        if (ngx_pty_wide_left(&row->cells[to - 1])
             && !(selective && (h->pen.attr & NGX_PTY_A_PROTECT)))
         {
-            h++;
             pen = ngx_pty_erase_pen(s);
             ngx_pty_cell_blank(s, h, &pen);
         }
@@ -5005,9 +4967,13 @@ ngx_pty_cut_ends(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned from,
 }
 
 
-/* the same for ECH of n cells (xterm.js puts the cursor back on the edge) */
+/*
+ * The same for ECH of n cells, and ICH (c), whose insertCells() blanks the
+ * left half of a wide glyph whose right half it moves on alone; both put
+ * the cursor back on the edge first in xterm.js
+ */
 static void
-ngx_pty_ech_cut(ngx_pty_screen_t *s, unsigned long n)
+ngx_pty_edit_cut(ngx_pty_screen_t *s, u_char c, unsigned long n)
 {
     unsigned  x;
     VTermPos  pos;
@@ -5018,22 +4984,29 @@ ngx_pty_ech_cut(ngx_pty_screen_t *s, unsigned long n)
 
     pos = ngx_pty_cursor(s);
     x = s->phantom ? s->cols - 1 : (unsigned) pos.col;
-    n = (n < 1) ? 1 : n;
+    n = (c == '@' || n >= s->cols - x) ? s->cols - x : (n ? n : 1);
 
-    ngx_pty_cut_ends(s, s->cur->rows[pos.row], x,
-                     n >= s->cols - x ? s->cols : x + n, 0);
+    ngx_pty_cut_ends(s, s->cur->rows[pos.row], x, x + n, 0);
 }
 
 
-/* the soft-wrap flags EL and ED clear in xterm.js */
+/*
+ * What EL and ED (c; v: the parameter) do in xterm.js beside the span
+ * libvterm erases: the wide glyphs they cut, the soft-wrap flags they clear
+ */
 static void
-ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c, unsigned long v)
+ngx_pty_erase_wraps(ngx_pty_screen_t *s, u_char c, unsigned long v,
+    unsigned selective)
 {
     int       x;
     VTermPos  pos;
 
     pos = ngx_pty_cursor(s);
     x = s->phantom ? (int) s->cols : pos.col;
+
+    if (s->wide) {
+        ngx_pty_erase_cut(s, pos, v, selective);
+    }
 
     if (c == 'K') {
         if (v == 2 || (v == 0 && x == 0)) {
@@ -5074,13 +5047,8 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v,
     VTermPos   pos;
     VTermRect  rect;
 
+    ngx_pty_erase_wraps(s, c, v, selective);
     pos = ngx_pty_cursor(s);
-
-    if (s->wide) {
-        ngx_pty_erase_cut(s, pos, v, selective);
-    }
-
-    ngx_pty_erase_wraps(s, c, v);
 
     if (c == 'J' && s->tails) {
         ngx_pty_tails_erase(s, v, selective);
@@ -5800,6 +5768,16 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
         col--;
     }
 
+    if (c->ncomb >= NGX_PTY_MAX_COMB) {
+        /*
+         * the model keeps five (docs/SNAPSHOT.md); libvterm, which keeps
+         * as many, takes a time that grows with the run of marks for
+         * each, so a flood of them would hold the worker
+         */
+        s->diverged++;
+        return 1;
+    }
+
     /*
      * libvterm adds a mark only right after the glyph it printed last,
      * and prints the glyph again in the current pen: the model does it
@@ -5935,41 +5913,32 @@ ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
 
 
 /*
- * Whether the glyph that combining marks at p[i] join (the character
- * before them, past marks already joined) is a wide one: xterm.js gives a
- * join that glyph's width, also where it dropped the glyph (autowrap off,
- * ngx_pty_wide_dropped()).  An earlier piece's end is last_wide.
+ * Whether the character right before p[i] is a wide glyph, which a mark
+ * at p[i] joins with its width in xterm.js, also where xterm.js dropped
+ * the glyph (autowrap off, ngx_pty_wide_dropped()).  The marks after the
+ * first find the cell made so (ngx_pty_combine()).  An earlier piece's
+ * end is last_wide.
  */
 static unsigned
 ngx_pty_wide_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
     size_t i)
 {
     size_t    j;
-    unsigned  len;
     uint32_t  cp;
 
-    while (i > normal) {
-        for (j = i - 1; j > normal && i - j < 4 && (p[j] & 0xc0) == 0x80; j--)
-        {
-            /* void */
-        }
-
-        len = ngx_pty_utf8_len(p[j]);
-
-        if (len < 2 || len != i - j) {
-            return 0;
-        }
-
-        cp = ngx_pty_utf8_cp(p + j, len);
-
-        if (cp < 0x300 || !ngx_pty_is_combining(cp)) {
-            return ngx_pty_wide_len(p, j, i, &cp) != 0;
-        }
-
-        i = j;
+    if (i == normal) {
+        return (i == 0) ? s->last_wide : 0;
     }
 
-    return (i == 0 && normal == 0) ? s->last_wide : 0;
+    j = (i - normal >= 4) ? i - 4 : normal;
+
+    for ( /* void */ ; j + 3 <= i; j++) {
+        if (j + ngx_pty_wide_len(p, j, i, &cp) == i) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -7197,7 +7166,7 @@ ngx_pty_tails_erase(ngx_pty_screen_t *s, unsigned long v, unsigned selective)
 
     for (r = from; r < to; r++) {
         row = s->cur->rows[r];
-        ngx_pty_cells_erase(row->tail, row->tail_len, 0, &pen, selective);
+        ngx_pty_cells_erase(row->tail, row->tail_len, &pen, selective);
     }
 }
 
@@ -8264,20 +8233,6 @@ ngx_pty_paint_orphan(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 }
 
 
-/* a narrow glyph (or a mark alone) in a cell of width 2 */
-static int
-ngx_pty_overwide(const ngx_pty_cell_t *c)
-{
-    u_char    buf[4];
-    size_t    n;
-    uint32_t  cp;
-
-    n = ngx_pty_utf8_put(buf, c->ch);
-
-    return n < 3 || ngx_pty_wide_len(buf, 0, n, &cp) == 0;
-}
-
-
 /*
  * A glyph before the last column that claims two columns while the last
  * keeps its own: xterm.js's join of marks to it right after a wide glyph
@@ -8493,7 +8448,7 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
             continue;
         }
 
-        if (c->width == 2 && col + 2 == w && ngx_pty_overwide(c)
+        if (c->width == 2 && col + 2 == w && !ngx_pty_wide_cp(c->ch)
             && ngx_pty_row_cell(row, col + 1, &tmp2)->ch != NGX_PTY_CONT)
         {
             ngx_pty_paint_overwide(e, s, row, r, col, c);

@@ -17,7 +17,7 @@ use Test::Nginx::Pty;
 use Test::Nginx::PtyAgent;
 
 my $t = pty_nginx(extra_loc => 'pty_closed_linger 1s;');
-$t->plan(26)->run();
+$t->plan(28)->run();
 
 # --- settle_ms: top, read once it is done redrawing -------------------------
 
@@ -120,3 +120,26 @@ $r = agent($t, 'read', { id => $s->{id} });
 like($r->{screen}, qr/^x{12}\nx{12}\nx{6}\n\$/,
     'narrower: wrapped again at the new width');
 $ws->close;
+
+# --- wide glyphs cut by erases and ICH, as a web IDE's xterm.js shows them ---
+
+$s = start_session($t, q{printf 'ab\344\270\255cd\033[4G\033[K\n'; }
+    . q{printf 'ab\344\270\255cd\033[4G\033[X\n'; }
+    . q{printf 'ab\344\270\255cd\033[4G\033[@\n'; printf 'done'; }
+    . 'exec sleep 100', cols => 20, rows => 5);
+$t->wait_until(sub { agent($t, 'read', { id => $s->{id} })->{screen}
+    =~ /done/ }, 5);
+$r = agent($t, 'read', { id => $s->{id} });
+like($r->{screen}, qr/^ab\nab  cd\nab   cd\ndone/,
+    'EL, ECH and ICH on a right half blank its glyph, as xterm.js');
+
+# a flood of combining marks on one glyph: five kept, the worker answers
+$s = start_session($t, q{printf a; head -c 4000000 /dev/zero | }
+    . q{tr '\0' x | sed 's/x/\xcc\x81/g'; printf ' done'; exec sleep 100},
+    cols => 20, rows => 5);
+$t->wait_until(sub { agent($t, 'read', { id => $s->{id} })->{screen}
+    =~ /done/ }, 20);
+$r = agent($t, 'read', { id => $s->{id} });
+like($r->{screen}, qr/^a(?:\x{301}){5} done/,
+    '4 MB of marks on one glyph: five kept, the worker served on')
+    or diag(explain [ substr($r->{screen} // '', 0, 40) ]);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <stdarg.h>
 #include <unistd.h>
+#include <time.h>
 #include <sys/mman.h>
 
 #include "vtref.h"
@@ -1399,6 +1400,8 @@ static void
 test_hostile(void)
 {
     size_t             i, len;
+    double             secs;
+    clock_t            t0;
     u_char            *text;
     buf_t              b = { 0 };
     ngx_pty_screen_t  *s;
@@ -1424,6 +1427,31 @@ test_hostile(void)
     ok(text && len == 8 && memcmp(text, "AB\n  q C", 8) == 0,
        "CSI with too many parameters is dropped, not passed on (%.*s)",
        (int) len, text);
+    free(text);
+    ngx_pty_screen_destroy(s);
+
+    /*
+     * a flood of combining marks on one glyph: the model keeps five and
+     * passes no more to libvterm, whose time for each grows with the run
+     * (before: 0.3 s a 64 KiB read, over 100 s these 4 MiB at once; the
+     * deadline is far above what it takes now)
+     */
+    b.len = 0;
+    adds(&b, "a");
+
+    for (i = 0; i < 2 * 1024 * 1024; i++) {
+        adds(&b, "\xcc\x81");
+    }
+
+    t0 = clock();
+    s = ngx_pty_screen_create(20, 4);
+    ngx_pty_screen_feed(s, b.p, b.len);
+    text = ngx_pty_screen_text(s, &len);
+    secs = (double) (clock() - t0) / CLOCKS_PER_SEC;
+    ok(text && len == 11
+       && memcmp(text, "a\xcc\x81\xcc\x81\xcc\x81\xcc\x81\xcc\x81", 11) == 0
+       && secs < 5,
+       "4 MiB of combining marks on one glyph: five kept, in %.2f s", secs);
     free(text);
     ngx_pty_screen_destroy(s);
 
