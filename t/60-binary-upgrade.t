@@ -29,7 +29,9 @@ $t->plan(17)->run();
 my $tag = "new-$$";
 my $s = start_session($t, "exec sleep 1$$");
 my ($ws) = attach_join($t, $s, role => 'controller');
-ok(procs_running("sleep 1$$"), 'a session under the old binary');
+# (the shell execs sleep in its own time: waited for)
+ok($t->wait_until(sub { procs_running("sleep 1$$") }, 5),
+    'a session under the old binary');
 
 my @helpers;
 SKIP: {
