@@ -340,6 +340,7 @@ static void ngx_pty_cell_blank(ngx_pty_screen_t *s, ngx_pty_cell_t *c,
     const ngx_pty_pen_t *pen);
 static void ngx_pty_print_blank(ngx_pty_screen_t *s, ngx_pty_cell_t *c,
     unsigned protect);
+static ngx_inline unsigned ngx_pty_wide_cp(uint32_t c);
 static void ngx_pty_print_halves(ngx_pty_screen_t *s, ngx_pty_row_t *row,
     unsigned col, unsigned end, unsigned protect);
 static void ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n);
@@ -1604,8 +1605,16 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 
     if (fresh && w > 0
         && ((pos.col > 0 && row->cells[pos.col - 1].width == 2)
-            || (end < row->len && row->cells[end].ch == NGX_PTY_CONT)))
+            || (end < row->len && row->cells[end].ch == NGX_PTY_CONT))
+        && !(s->phantom && !s->autowrap && !s->untracked
+             && (unsigned) pos.col + 1 == s->cols
+             && ngx_pty_wide_cp(row->cells[pos.col - 1].ch)))
     {
+        /*
+         * (from past the edge, autowrap off, xterm.js's print() looks
+         * at the last column's cell, not the one before: a wide glyph
+         * there keeps its width, cut by this glyph)
+         */
         ngx_pty_print_halves(s, row, pos.col, end, info->protected_cell);
     }
 
@@ -2340,6 +2349,8 @@ static int ngx_pty_shift_outside(ngx_pty_screen_t *s,
 static void ngx_pty_dch_ends(ngx_pty_screen_t *s);
 static ngx_inline unsigned ngx_pty_past_wide(ngx_pty_screen_t *s);
 static void ngx_pty_vt_to_edge(ngx_pty_screen_t *s);
+static uint32_t ngx_pty_utf8_cp(const u_char *p, unsigned len);
+static ngx_inline int ngx_pty_utf8_kept(uint32_t cp, unsigned len);
 static void ngx_pty_dch_halves(ngx_pty_screen_t *s, const u_char *p,
     size_t *start, size_t i);
 static void ngx_pty_csi_skip(ngx_pty_screen_t *s, const u_char *p,
@@ -3295,8 +3306,10 @@ static void
 ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     u_char c, size_t esc)
 {
+    char            buf[32];
     u_char          leader, inter;
     long            v, end;
+    unsigned        again;
     VTermPos        pos, from;
     ngx_pty_row_t  *line;
     ngx_pty_rbuf_t  rb;
@@ -3609,10 +3622,29 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             break;
         }
 
+        again = (!leader && !inter && ngx_pty_past_wide(s)
+                 && memchr("ABCadek", c, 7) != NULL);
+
+        if (again) {
+            /* xterm.js moves from the last column, not the glyph's left */
+            ngx_pty_csi_skip(s, p, start, i, esc);
+            ngx_pty_vt_to_edge(s);
+        }
+
         pos = ngx_pty_cursor(s);
         from = pos;
         s->no_lf = 1;
-        ngx_pty_flush(s, p, start, i + 1);
+
+        if (again) {
+            v = NGX_PTY_ARG_OR(s->args[0], 1);
+            v = (v < 1) ? 1 : (v > 65535 ? 65535 : v);
+            vterm_input_write(s->vt, buf,
+                              ngx_pty_put_csi(buf, (unsigned) v, -1,
+                                              (char) c));
+
+        } else {
+            ngx_pty_flush(s, p, start, i + 1);
+        }
 
         if (s->origin && s->top > 0 && memchr("ABCDEFG`ae", c, 10) != NULL) {
             /* xterm.js: down by the top margin too (docs/SNAPSHOT.md) */
@@ -4289,6 +4321,15 @@ ngx_pty_wide_dropped(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     ngx_pty_flush(s, p, start, i);
 
     if (!s->phantom && (unsigned) ngx_pty_cursor(s).col + 1 < s->cols) {
+        if ((unsigned) ngx_pty_cursor(s).col + 2 == s->cols) {
+            /*
+             * it ends at the edge: printed now, so that the glyph after
+             * it sees the cursor past the edge (ngx_pty_edge_glyph())
+             */
+            ngx_pty_flush(s, p, start, i + len);
+            return len;
+        }
+
         return 0;
     }
 
@@ -4304,24 +4345,86 @@ ngx_pty_wide_dropped(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     }
 
     s->phantom = 0;
+    s->edge = 0;        /* the last glyph is the one dropped: no absorb */
     s->diverged++;
     *start = i + len;
 
     /*
      * a wide glyph's right half there: xterm.js's print() ends by
      * blanking the cell under the cursor in its pen, which cuts the
-     * glyph (a cut one is a blank in its own pen, ngx_pty_edge_cut())
+     * glyph: it keeps its width, a cell of its own after it
+     * (ngx_pty_paint_cut())
      */
     row = s->cur->rows[pos.row];
     col = s->cols - 1;
 
     if (col > 0 && col < row->len && row->cells[col].ch == NGX_PTY_CONT) {
-        pen = row->cells[col - 1].pen;
-        ngx_pty_cell_blank(s, &row->cells[col - 1], &pen);
+        if (!ngx_pty_wide_cp(row->cells[col - 1].ch)) {
+            /* a glyph no Keyframe could write cut (ngx_pty_cuts_wide()) */
+            pen = row->cells[col - 1].pen;
+            ngx_pty_cell_blank(s, &row->cells[col - 1], &pen);
+        }
+
         ngx_pty_print_blank(s, &row->cells[col], s->protect);
     }
 
     return len;
+}
+
+
+/*
+ * A glyph at p[i] after a wide glyph printed at the edge with autowrap
+ * off: xterm.js's cursor is past the edge and the glyph goes to the last
+ * column, over the right half; libvterm's stayed on the left half, and
+ * would print there.  A mark joins the wide glyph in both; a wide glyph
+ * is ngx_pty_wide_dropped()'s.
+ */
+static void
+ngx_pty_edge_glyph(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t n)
+{
+    unsigned        len;
+    uint32_t        cp;
+    VTermPos        pos;
+    ngx_pty_row_t  *row;
+
+    ngx_pty_flush(s, p, start, i);
+
+    if (!ngx_pty_past_wide(s)) {
+        return;
+    }
+
+    pos = ngx_pty_cursor(s);
+    row = s->cur->rows[pos.row];
+
+    if ((unsigned) pos.col >= row->len
+        || !ngx_pty_wide_cp(row->cells[pos.col].ch))
+    {
+        /* a wide glyph the model cannot cut (ngx_pty_cuts_wide()) */
+        return;
+    }
+
+    if (p[i] >= 0x80) {
+        len = ngx_pty_utf8_len(p[i]);
+
+        if (len == 0 || n - i < len) {
+            return;
+        }
+
+        cp = ngx_pty_utf8_cp(p + i, len);
+
+        if (!ngx_pty_utf8_kept(cp, len) || ngx_pty_wide_cp(cp)
+            || (cp >= 0x300 && ngx_pty_is_combining(cp)))
+        {
+            return;
+        }
+    }
+
+    ngx_pty_vt_to_edge(s);
+
+    /* still past the edge for ngx_pty_cb_putglyph(): the glyph is cut */
+    s->phantom = 1;
+    s->ph_pos = ngx_pty_cursor(s);
 }
 
 
@@ -6161,6 +6264,12 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             continue;
         }
 
+        if (s->phantom && !s->autowrap && c >= 0x20 && c != 0x7f
+            && (c < 0x80 || c >= 0xc2))
+        {
+            ngx_pty_edge_glyph(s, p, start, i, n);
+        }
+
         if (((c >= 0x20 && c < 0x7f) || (c >= 0x0a && c <= 0x0d))
             && !s->vt_text && !s->insert && !s->origin
             && !s->newline && !s->charset[s->gl])
@@ -6413,6 +6522,11 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
         }
 
         if (c < 0x20 && !(c == 0x07 && s->ps == NGX_PTY_PS_STRING)) {
+            if (s->ps != NGX_PTY_PS_STRING) {
+                /* xterm.js runs it: no glyph before for a REP to repeat */
+                s->esc_glyph = 0;
+            }
+
             if (s->ps == NGX_PTY_PS_STRING) {
                 /* xterm.js ignores controls in a string; libvterm runs them */
                 ngx_pty_flush(s, p, &start, i);
@@ -7839,6 +7953,7 @@ typedef struct {
     ngx_pty_pen_t   pen;
     u_char          protect;    /* DECSCA: 0, 1, NGX_PTY_PROTECT_UNKNOWN */
     size_t          glyph_end;  /* after a pending wrap's glyph, 0: none */
+    u_char          gl_set;     /* the SCS final GL draws after the tail */
 } ngx_pty_emit_t;
 
 
@@ -7847,6 +7962,8 @@ typedef struct {
 
 
 static void ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s);
+static void ngx_pty_paint_cut(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r, unsigned col);
 static void ngx_pty_emit_sgr0(ngx_pty_emit_t *e, const ngx_pty_pen_t *def);
 
 
@@ -8288,6 +8405,76 @@ ngx_pty_paint_overwide(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
 
 /*
+ * A wide glyph before the last column cut by the cell after it: xterm.js
+ * keeps it whole where, autowrap off, a glyph went to the last column
+ * from past the edge, or a wide glyph dropped there blanked the right
+ * half.  Made the same way (autowrap off): the glyph from its column,
+ * then the last cell's glyph, or a wide glyph dropped in pen (the
+ * blank's).
+ */
+static void
+ngx_pty_emit_cut(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r, unsigned col, const ngx_pty_pen_t *pen)
+{
+    ngx_pty_cell_t         tmp, tmp2;
+    const ngx_pty_cell_t  *c, *l;
+
+    c = ngx_pty_row_cell(row, col, &tmp);
+    l = ngx_pty_row_cell(row, col + 1, &tmp2);
+
+    ngx_pty_emit_move(e, r, col);
+    ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
+    ngx_pty_emit_chars(e, row, col, c);
+    ngx_pty_emit_pen(e, pen, &s->default_pen);
+
+    if (l->ch != 0 && l->width == 1) {
+        ngx_pty_emit_chars(e, row, col + 1, l);
+
+    } else {
+        ngx_pty_emit(e, NGX_PTY_WIDE_FILL, sizeof(NGX_PTY_WIDE_FILL) - 1);
+    }
+
+    e->row = -1;
+    e->col = -1;
+}
+
+
+/* the same in a row painted: then, past the edge, a pending wrap */
+static void
+ngx_pty_paint_cut(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r, unsigned col)
+{
+    ngx_pty_cell_t  tmp;
+
+    ngx_pty_emit(e, "\x1b[?7l", 5);
+    ngx_pty_emit_cut(e, s, row, r, col,
+                     &ngx_pty_row_cell(row, col + 1, &tmp)->pen);
+    ngx_pty_emit(e, "\x1b[?7h", 5);
+}
+
+
+/*
+ * whether the cell at col (the last column) cuts a wide glyph before it;
+ * only the glyphs the model knows wide (ngx_pty_wide_cp()): a cell of
+ * width 2 with another glyph is otherwise a join (ngx_pty_paint_overwide())
+ */
+static int
+ngx_pty_cuts_wide(const ngx_pty_row_t *row, unsigned col)
+{
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_cell_t  *h;
+
+    if (col == 0) {
+        return 0;
+    }
+
+    h = ngx_pty_row_cell(row, col - 1, &tmp);
+
+    return h->width == 2 && h->ch != NGX_PTY_CONT && ngx_pty_wide_cp(h->ch);
+}
+
+
+/*
  * A wide glyph in the last column: no byte stream puts one there in
  * xterm.js (it wraps it, ICH clears it), and the model clears those it
  * meets (resize, ICH, insert mode, REP); should one remain, the late
@@ -8448,10 +8635,16 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
             continue;
         }
 
-        if (c->width == 2 && col + 2 == w && !ngx_pty_wide_cp(c->ch)
+        if (c->width == 2 && col + 2 == w
             && ngx_pty_row_cell(row, col + 1, &tmp2)->ch != NGX_PTY_CONT)
         {
-            ngx_pty_paint_overwide(e, s, row, r, col, c);
+            if (ngx_pty_wide_cp(c->ch)) {
+                ngx_pty_paint_cut(e, s, row, r, col);
+
+            } else {
+                ngx_pty_paint_overwide(e, s, row, r, col, c);
+            }
+
             col++;
             continue;
         }
@@ -8738,8 +8931,10 @@ ngx_pty_paint_edge_blank(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
     c = ngx_pty_row_cell(g->rows[r - 1], s->cols - 1, &tmp);
 
-    if (c->ch != 0 || s->cols < 2 || !ngx_pty_blank_whole(s, c)) {
-        return;
+    if (c->ch != 0 || s->cols < 2 || !ngx_pty_blank_whole(s, c)
+        || ngx_pty_cuts_wide(g->rows[r - 1], s->cols - 1))
+    {
+        return;         /* (a cut glyph's blank: ngx_pty_paint_cut()) */
     }
 
     ngx_pty_emit_move(e, r - 1, s->cols - 1);
@@ -9282,11 +9477,14 @@ ngx_pty_emit_tabs(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
 }
 
 
-/* whether the set in use draws ASCII ch otherwise (DEC graphics, UK) */
+/*
+ * whether set "scs" draws ASCII ch otherwise (DEC graphics, UK; a set
+ * libvterm does not know: 1)
+ */
 static int
-ngx_pty_set_maps(ngx_pty_screen_t *s, uint32_t ch)
+ngx_pty_scs_maps(u_char scs, uint32_t ch)
 {
-    switch (s->scs[s->gl]) {
+    switch (scs) {
     case '0':
         return ch >= 0x5f && ch <= 0x7e;
     case 'A':
@@ -9297,15 +9495,20 @@ ngx_pty_set_maps(ngx_pty_screen_t *s, uint32_t ch)
 }
 
 
-/* whether printing cell c again, in the pen and set in use, gives c */
+/*
+ * whether printing cell c again, in the pen in use and the set the tail
+ * left in GL (not the one the model draws with: a DECRC's set is given
+ * back to the late joiner only in some cases), gives c
+ */
 static int
-ngx_pty_glyph_again(ngx_pty_screen_t *s, const ngx_pty_cell_t *c)
+ngx_pty_glyph_again(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_cell_t *c)
 {
     return c->ch != 0 && c->ch != NGX_PTY_CONT && c->width != 0
            && !(c->pen.attr & NGX_PTY_A_PROTECT)
            && ngx_pty_pen_eq(&c->pen, &s->pen, NGX_PTY_A_SGR)
-           && !(c->ch < 0x80 && s->charset[s->gl]
-                && ngx_pty_set_maps(s, c->ch));
+           && !(c->ch < 0x80 && e->gl_set
+                && ngx_pty_scs_maps(e->gl_set, c->ch));
 }
 
 
@@ -9321,14 +9524,27 @@ ngx_pty_emit_join_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     const ngx_pty_row_t   *row;
     const ngx_pty_cell_t  *c;
 
-    if (e->glyph_end == 0 || e->glyph_end == e->len || !s->autowrap) {
+    if (e->glyph_end == 0 || e->glyph_end == e->len) {
         return;
     }
 
     row = s->cur->rows[s->ph_pos.row];
     c = ngx_pty_row_cell(row, s->ph_pos.col, &tmp);
 
-    if (!ngx_pty_glyph_again(s, c)) {
+    if (!ngx_pty_glyph_again(e, s, c)) {
+        return;
+    }
+
+    if (ngx_pty_cuts_wide(row, s->ph_pos.col)) {
+        /*
+         * from its column the glyph would blank the wide glyph it cuts:
+         * both again (autowrap off; on, the pair cannot end in a glyph)
+         */
+        if (!s->autowrap) {
+            ngx_pty_emit_cut(e, s, row, s->ph_pos.row, s->ph_pos.col - 1,
+                             &c->pen);
+        }
+
         return;
     }
 
@@ -9351,6 +9567,7 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
     unsigned               col, w;
     VTermPos               pos;
+    ngx_pty_pen_t          pen;
     ngx_pty_cell_t         tmp;
     const ngx_pty_row_t   *row;
     const ngx_pty_cell_t  *c;
@@ -9379,6 +9596,14 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         if (c->width == 1) {
             ngx_pty_emit(e, NGX_PTY_WIDE_FILL,
                          sizeof(NGX_PTY_WIDE_FILL) - 1);
+
+        } else if (ngx_pty_cuts_wide(s->cur->rows[pos.row], pos.col)) {
+            /* the cut glyph again, the last act a wide glyph dropped */
+            pen = s->pen;
+            pen.attr &= ~NGX_PTY_A_PROTECT;
+            pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
+            ngx_pty_emit_cut(e, s, s->cur->rows[pos.row], pos.row,
+                             pos.col - 1, &pen);
         }
 
         return;
@@ -9403,7 +9628,7 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
     w = c->width ? c->width : 1;
 
-    if (!ngx_pty_glyph_again(s, c) || col + w != (unsigned) pos.col) {
+    if (!ngx_pty_glyph_again(e, s, c) || col + w != (unsigned) pos.col) {
         return;
     }
 
@@ -9444,7 +9669,7 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
  * after it.  Not when neither slot holds that set, nor when the glyph a
  * pending wrap follows is one that set draws otherwise.
  */
-static void
+static int
 ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
     u_char                 drawn, want, other;
@@ -9454,28 +9679,28 @@ ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     if (s->ov_shift || s->ov_g != s->gl
         || (s->charset[s->gl] && s->scs[s->gl] == 0))
     {
-        return;
+        return 0;
     }
 
     drawn = s->scs[s->gl];
 
     if (drawn == s->ov_scs) {
-        return;     /* a set libvterm does not know designated: ASCII */
+        return 0;   /* a set libvterm does not know designated: ASCII */
     }
 
     want = s->saved_valid[s->alt] ? s->saved_set[s->alt] : 0;
     other = s->saved_valid[1] ? s->saved_set[1] : 0;
 
     if (drawn != want && (s->alt || drawn != other)) {
-        return;
+        return 0;
     }
 
     if (s->phantom && drawn) {
         c = ngx_pty_row_cell(s->cur->rows[s->ph_pos.row], s->ph_pos.col,
                              &tmp);
 
-        if (c->ch && c->ch < 0x80 && ngx_pty_set_maps(s, c->ch)) {
-            return;
+        if (c->ch && c->ch < 0x80 && ngx_pty_scs_maps(drawn, c->ch)) {
+            return 0;
         }
     }
 
@@ -9498,6 +9723,8 @@ ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     e->col = -1;
 
     ngx_pty_emit_end(e, s);
+
+    return 1;
 }
 
 
@@ -9509,6 +9736,7 @@ ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 static void
 ngx_pty_emit_tail(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
+    int          restored;
     unsigned     k;
     u_char       buf[3];
     static char  gl[][3] = { "\x0f", "\x0e", "\x1bn", "\x1bo" };
@@ -9528,11 +9756,13 @@ ngx_pty_emit_tail(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         ngx_pty_emit(e, gl[s->gl], s->gl == 1 ? 1 : 2);
     }
 
-    if (s->ov) {
-        ngx_pty_emit_restored_set(e, s);
-    }
+    restored = s->ov ? ngx_pty_emit_restored_set(e, s) : 0;
 
-    /* the glyph again (for marks to come), if the set in use keeps it */
+    /* what GL draws now in the late joiner: as designated, or restored */
+    e->gl_set = (s->ov && s->ov_g == s->gl && !restored) ? s->ov_scs
+                                                          : s->scs[s->gl];
+
+    /* the glyph again (for marks to come), if that set keeps it */
     ngx_pty_emit_join(e, s);
 
     ngx_pty_emit(e, s->pend, s->pend_len);
@@ -9625,6 +9855,11 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
             e->col = -1;
             ngx_pty_emit_cursor(e, s, s->ph_pos);
             ngx_pty_emit_chars(e, row, s->ph_pos.col, c);
+
+        } else if (c->ch && ngx_pty_cuts_wide(row, s->ph_pos.col)) {
+            /* moved to its column, xterm.js's print() would blank it */
+            ngx_pty_paint_cut(e, s, row, s->ph_pos.row, s->ph_pos.col - 1);
+            e->glyph_end = e->len;
 
         } else if (c->ch) {
             ngx_pty_emit_chars(e, row, s->ph_pos.col, c);

@@ -272,6 +272,12 @@ my @sets = (
     [$quarter, 'text,wide,protect,sgr,erase,cursor,wrap,lines',
      'wide glyphs with DECSCA, SGR, erases and long lines'],
 
+    # wide glyphs with autowrap off, origin mode and the other modes:
+    # the cursor past the edge after a wide glyph there (the glyph after
+    # it cuts it, a move starts from the last column)
+    [$quarter, 'text,wide,modes,cursor,wrap',
+     'wide glyphs with the modes, cursor moves and long lines'],
+
     # DECSCA, which xterm.js's SGR 0 and DECRC change too, and the
     # selective erases it protects from
     [$quarter, 'text,protect,erase,cursor,wrap,lines,charsets',

@@ -1396,6 +1396,72 @@ test_overwide_mark(void)
 }
 
 
+/*
+ * Autowrap off, a wide glyph ending at the edge leaves xterm.js's cursor
+ * past it: a glyph then goes to the last column and cuts the wide glyph,
+ * which keeps its width (libvterm wrote over its left half); a wide glyph
+ * dropped there cuts it with a blank.  A mark fed on its own after the
+ * dropped glyph joins the glyph before the last column.
+ */
+static void
+test_cut_wide(void)
+{
+    size_t             len;
+    u_char            *text;
+    unsigned           i;
+    ngx_pty_screen_t  *s;
+    static const struct {
+        const char    *feed[2];
+        const char    *want;
+        const char    *what;
+    } cases[] = {
+        { { "\x1b[?7lxxxxxxxx\xe4\xb8\xad\x1b[31my", "z" },
+          "xxxxxxxx\xe4\xb8\xadz",
+          "autowrap off, a glyph after a wide glyph at the edge goes to the "
+          "last column and cuts it, as does the next" },
+        { { "\x1b[?7lxxxxxxxx\x1b[41m\xe4\xb8\xad\x1b[m\xe6\x96\x87", "" },
+          "xxxxxxxx\xe4\xb8\xad",
+          "a wide glyph dropped at the edge cuts the one there with a blank" },
+        { { "\x1b[?7lxxxxxxxxxxxx\xe3\x81\x8b", "\xcc\x81" },
+          "xxxxxxxxx\xcc\x81x",
+          "a mark fed after a wide glyph dropped at the edge joins the glyph "
+          "before the last column" },
+    };
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        s = ngx_pty_screen_create(10, 3);
+        feeds(s, cases[i].feed[0]);
+        feeds(s, cases[i].feed[1]);
+        text = ngx_pty_screen_text(s, &len);
+        ok(text && len == strlen(cases[i].want)
+           && memcmp(text, cases[i].want, len) == 0 && rebuilds(s, 10, 3),
+           "%s, and the snapshot rebuilds it (%.*s)", cases[i].what,
+           (int) len, text);
+        free(text);
+        ngx_pty_screen_destroy(s);
+    }
+}
+
+
+/* a control inside a CSI runs in xterm.js, and ends what a REP repeats */
+static void
+test_rep_after_control(void)
+{
+    size_t             len;
+    u_char            *text;
+    ngx_pty_screen_t  *s;
+
+    s = ngx_pty_screen_create(10, 3);
+    feeds(s, "a\x1b[\x0f" "2b");
+    text = ngx_pty_screen_text(s, &len);
+    ok(text && len == 1 && text[0] == 'a' && rebuilds(s, 10, 3),
+       "REP after a control inside its CSI repeats nothing (%.*s)",
+       (int) len, text);
+    free(text);
+    ngx_pty_screen_destroy(s);
+}
+
+
 static void
 test_hostile(void)
 {
@@ -2537,6 +2603,8 @@ main(void)
     test_erase_halves();
     test_wide_wrap_scrolls();
     test_overwide_mark();
+    test_cut_wide();
+    test_rep_after_control();
     test_wide_edge_moves();
     test_geometry();
     test_fuzz();
