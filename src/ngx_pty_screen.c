@@ -5066,6 +5066,14 @@ ngx_pty_cut_ends(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned from,
             pen = ngx_pty_erase_pen(s);
             ngx_pty_cell_blank(s, h, &pen);
         }
+
+    } else if (to == s->cols && row->tail_len && to - 1 < row->len
+               && ngx_pty_wide_left(&row->cells[to - 1])
+               && !(selective && (row->tail[0].pen.attr & NGX_PTY_A_PROTECT)))
+    {
+        /* a glyph the narrowing cut: its right half is the tail's first */
+        pen = ngx_pty_erase_pen(s);
+        ngx_pty_cell_blank(s, &row->tail[0], &pen);
     }
 }
 
@@ -7438,19 +7446,6 @@ ngx_pty_row_from_line(ngx_pty_screen_t *s, ngx_pty_row_t *row,
 
     row->wrapped = line->wrapped;
     n = line->len < cols ? line->len : cols;
-    c = (n == cols) ? &line->cells[cols - 1] : NULL;
-
-    if (c != NULL && c->ch != 0 && c->ch != NGX_PTY_CONT && c->width == 2) {
-        /*
-         * half a wide glyph, cut by the new edge in a line xterm.js does
-         * not reflow: xterm.js keeps it, but no byte stream writes one
-         * there, so a Keyframe could not; a blank, as it shows nearly
-         */
-        c->ch = 0;
-        c->ncomb = 0;
-        c->width = 1;
-        c->pen = s->default_pen;
-    }
 
     /* trailing null cells in the default pen stay lazy */
     while (n > 0) {

@@ -245,8 +245,11 @@ function copyAltCells(a, b) {
         if (fl.length <= cols || tl.length !== cols) {
             continue;
         }
+        // from the last column where a wide glyph there has its right
+        // half past the edge (the Keyframe's blank reads the same)
+        const at = fl.getWidth(cols - 1) === 2 ? cols - 1 : cols;
         tl.resize(fl.length, to.getNullCell());
-        tl.copyCellsFrom(fl, cols, cols, fl.length - cols, false);
+        tl.copyCellsFrom(fl, at, at, fl.length - at, false);
         differed = true;
     }
     return differed;
