@@ -109,6 +109,7 @@ ngx_pty_rbuf_init(ngx_pty_rbuf_t *b, unsigned lines, unsigned width)
 {
     b->line = NULL;
     b->n = 0;
+    b->stale = 0;
     b->cap = 0;
     b->width = width;
     b->max_length = 0;
@@ -122,7 +123,7 @@ ngx_pty_rbuf_free(ngx_pty_rbuf_t *b)
 {
     unsigned  i;
 
-    for (i = 0; i < b->n; i++) {
+    for (i = 0; i < b->n + b->stale; i++) {
         ngx_pty_rline_free(b->line[i]);
     }
 
@@ -133,11 +134,17 @@ ngx_pty_rbuf_free(ngx_pty_rbuf_t *b)
 }
 
 
-/* xterm.js's line i, or NULL for one the model does not hold */
+/*
+ * xterm.js's line i, or NULL for one the model does not hold.  Past the
+ * end, a line popped while _reflowSmaller() runs: xterm.js's CircularList
+ * does not check the bounds, and its pop() leaves the line in its slot,
+ * so the reflow goes on reading (and wrapping) the lines it popped.
+ */
 ngx_pty_row_t *
 ngx_pty_rbuf_get(ngx_pty_rbuf_t *b, long i)
 {
-    if (i < (long) b->lost || i - (long) b->lost >= (long) b->n) {
+    if (i < (long) b->lost || i - (long) b->lost >= (long) (b->n + b->stale))
+    {
         return NULL;
     }
 
@@ -526,6 +533,32 @@ ngx_pty_rbuf_push_blank(ngx_pty_rbuf_t *b, unsigned cols)
     }
 
     return 0;
+}
+
+
+static void
+ngx_pty_rbuf_drop_stale(ngx_pty_rbuf_t *b)
+{
+    for ( /* void */ ; b->stale > 0; b->stale--) {
+        ngx_pty_rline_free(b->line[b->n + b->stale - 1]);
+        b->line[b->n + b->stale - 1] = NULL;
+    }
+}
+
+
+/* a pop in _reflowSmaller(): the line stays readable (ngx_pty_rbuf_get()) */
+static void
+ngx_pty_rbuf_pop_stale(ngx_pty_rbuf_t *b)
+{
+    if (b->n > 0) {
+        b->n--;
+        b->stale++;
+
+    } else if (b->lost > 0) {
+        /* a line the model does not hold: the indices of the kept move */
+        ngx_pty_rbuf_drop_stale(b);
+        b->lost--;
+    }
 }
 
 
@@ -1016,7 +1049,7 @@ ngx_pty_rbuf_rewrap(ngx_pty_rbuf_t *b, long nn, unsigned cn, unsigned old,
         if (b->ybase == 0) {
             if (b->y < (int) rows - 1) {
                 b->y++;
-                ngx_pty_rbuf_pop(b);
+                ngx_pty_rbuf_pop_stale(b);
 
             } else {
                 b->ybase++;
@@ -1107,6 +1140,8 @@ ngx_pty_rbuf_smaller(ngx_pty_rbuf_t *b, unsigned old, unsigned cols,
             nins++;
         }
     }
+
+    ngx_pty_rbuf_drop_stale(b);
 
     if (rc == 0 && nins > 0) {
         rc = ngx_pty_rbuf_merge(b, ins, nins, count, rows + b->scrollback);

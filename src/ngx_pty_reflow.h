@@ -25,6 +25,7 @@
 typedef struct {
     ngx_pty_row_t   **line;
     unsigned          n;
+    unsigned          stale;     /* popped lines kept after line[n - 1] */
     unsigned          cap;
     unsigned          width;     /* cells allocated in each line */
     unsigned          lost;

@@ -7446,6 +7446,39 @@ ngx_pty_row_from_line(ngx_pty_screen_t *s, ngx_pty_row_t *row,
 
     row->wrapped = line->wrapped;
     n = line->len < cols ? line->len : cols;
+    c = (n == cols) ? &line->cells[cols - 1] : NULL;
+
+    if (c != NULL && line->len <= cols && ngx_pty_wide_left(c)) {
+        /*
+         * half a wide glyph, cut by the new edge in a line that keeps no
+         * cells past it (the main buffer's): xterm.js keeps the half, but
+         * no byte stream writes one there and no widening makes it whole,
+         * so a blank, as it shows nearly.  The alternate buffer's lines
+         * keep their cells past the edge, and the glyph comes back whole.
+         */
+        c->ch = 0;
+        c->ncomb = 0;
+        c->width = 1;
+        c->pen = s->default_pen;
+    }
+
+    for (i = 0; i + 1 < n && i + 2 < cols; i++) {
+        c = &line->cells[i];
+
+        if (ngx_pty_wide_left(c) && line->cells[i + 1].ch != NGX_PTY_CONT) {
+            /*
+             * a glyph the edge cut (ngx_pty_paint_cut()), or one a mark
+             * widened there (ngx_pty_paint_overwide()), that a widening
+             * moved off the edge: no byte stream makes such a cell
+             * before the last column, and xterm.js shows it nearly as a
+             * blank
+             */
+            c->ch = 0;
+            c->ncomb = 0;
+            c->width = 1;
+            c->pen = s->default_pen;
+        }
+    }
 
     /* trailing null cells in the default pen stay lazy */
     while (n > 0) {
@@ -7959,6 +7992,9 @@ typedef struct {
 static void ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s);
 static void ngx_pty_paint_cut(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_row_t *row, int r, unsigned col);
+static unsigned ngx_pty_paint_wrap_cells(ngx_pty_emit_t *e,
+    ngx_pty_screen_t *s, ngx_pty_grid_t *g, int r);
+static int ngx_pty_cuts_wide(const ngx_pty_row_t *row, unsigned col);
 static void ngx_pty_emit_sgr0(ngx_pty_emit_t *e, const ngx_pty_pen_t *def);
 
 
@@ -8459,7 +8495,7 @@ ngx_pty_cuts_wide(const ngx_pty_row_t *row, unsigned col)
     ngx_pty_cell_t         tmp;
     const ngx_pty_cell_t  *h;
 
-    if (col == 0) {
+    if (col == 0 || ngx_pty_row_cell(row, col, &tmp)->ch == NGX_PTY_CONT) {
         return 0;
     }
 
@@ -8741,6 +8777,27 @@ ngx_pty_narrow(const ngx_pty_cell_t *c)
 static unsigned
 ngx_pty_paint_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     int r)
+{
+    unsigned  from;
+
+    from = ngx_pty_paint_wrap_cells(e, s, g, r);
+
+    if (ngx_pty_cuts_wide(g->rows[r - 1], s->cols - 1)) {
+        /*
+         * the last cell written from its column blanked the wide glyph
+         * it cuts: the pair again, autowrap off, which leaves the wrap
+         * mark of row r as it is
+         */
+        ngx_pty_paint_cut(e, s, g->rows[r - 1], r - 1, s->cols - 2);
+    }
+
+    return from;
+}
+
+
+static unsigned
+ngx_pty_paint_wrap_cells(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    ngx_pty_grid_t *g, int r)
 {
     unsigned               w, from, ph, cut, wide;
     ngx_pty_row_t         *prev, *row;
@@ -9508,6 +9565,43 @@ ngx_pty_glyph_again(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
 
 /*
+ * Where the glyph a pending wrap follows is, for a Keyframe to write it
+ * again: the one printed last (ph_pos), unless a scroll or an edit has
+ * put another line under the cursor since; then what ends in the last
+ * column of the cursor's row
+ */
+static VTermPos
+ngx_pty_ph_glyph(ngx_pty_screen_t *s)
+{
+    VTermPos               pos;
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_row_t   *row;
+    const ngx_pty_cell_t  *c;
+
+    pos = s->ph_pos;
+    row = s->cur->rows[pos.row];
+    c = ngx_pty_row_cell(row, pos.col, &tmp);
+
+    if (c->ch == NGX_PTY_CONT
+        || (unsigned) pos.col + (c->width ? c->width : 1) == s->cols)
+    {
+        return pos;
+    }
+
+    pos.col = s->cols - 1;
+    c = ngx_pty_row_cell(row, pos.col, &tmp);
+
+    if (c->ch == NGX_PTY_CONT && pos.col > 0
+        && ngx_pty_wide_left(ngx_pty_row_cell(row, pos.col - 1, &tmp)))
+    {
+        pos.col--;
+    }
+
+    return pos;
+}
+
+
+/*
  * The same at a pending wrap: ngx_pty_emit_end() wrote the glyph again,
  * but what the tail wrote after it (a designation, a shift) ends the
  * join in xterm.js: once more from its cell, where nothing else differs
@@ -9515,6 +9609,7 @@ ngx_pty_glyph_again(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 static void
 ngx_pty_emit_join_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
+    VTermPos               ph;
     ngx_pty_cell_t         tmp;
     const ngx_pty_row_t   *row;
     const ngx_pty_cell_t  *c;
@@ -9523,28 +9618,29 @@ ngx_pty_emit_join_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         return;
     }
 
-    row = s->cur->rows[s->ph_pos.row];
-    c = ngx_pty_row_cell(row, s->ph_pos.col, &tmp);
+    ph = ngx_pty_ph_glyph(s);
+    row = s->cur->rows[ph.row];
+    c = ngx_pty_row_cell(row, ph.col, &tmp);
 
     if (!ngx_pty_glyph_again(e, s, c)) {
         return;
     }
 
-    if (ngx_pty_cuts_wide(row, s->ph_pos.col)) {
+    if (ngx_pty_cuts_wide(row, ph.col)) {
         /*
          * from its column the glyph would blank the wide glyph it cuts:
          * both again (autowrap off; on, the pair cannot end in a glyph)
          */
         if (!s->autowrap) {
-            ngx_pty_emit_cut(e, s, row, s->ph_pos.row, s->ph_pos.col - 1,
+            ngx_pty_emit_cut(e, s, row, ph.row, ph.col - 1,
                              &c->pen);
         }
 
         return;
     }
 
-    ngx_pty_emit_cursor(e, s, s->ph_pos);
-    ngx_pty_emit_chars(e, row, s->ph_pos.col, c);
+    ngx_pty_emit_cursor(e, s, ph);
+    ngx_pty_emit_chars(e, row, ph.col, c);
 }
 
 
@@ -9668,6 +9764,7 @@ static int
 ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
     u_char                 drawn, want, other;
+    VTermPos               ph;
     ngx_pty_cell_t         tmp;
     const ngx_pty_cell_t  *c;
 
@@ -9691,8 +9788,8 @@ ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     }
 
     if (s->phantom && drawn) {
-        c = ngx_pty_row_cell(s->cur->rows[s->ph_pos.row], s->ph_pos.col,
-                             &tmp);
+        ph = ngx_pty_ph_glyph(s);
+        c = ngx_pty_row_cell(s->cur->rows[ph.row], ph.col, &tmp);
 
         if (c->ch && c->ch < 0x80 && ngx_pty_scs_maps(drawn, c->ch)) {
             return 0;
@@ -9815,7 +9912,7 @@ static void
 ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
     size_t                 glyph_end;
-    VTermPos               pos;
+    VTermPos               pos, ph;
     ngx_pty_cell_t         tmp;
     const ngx_pty_row_t   *row;
     const ngx_pty_cell_t  *c;
@@ -9825,8 +9922,9 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     e->glyph_end = 0;
 
     if (s->phantom) {
-        row = s->cur->rows[s->ph_pos.row];
-        c = ngx_pty_row_cell(row, s->ph_pos.col, &tmp);
+        ph = ngx_pty_ph_glyph(s);
+        row = s->cur->rows[ph.row];
+        c = ngx_pty_row_cell(row, ph.col, &tmp);
 
         if (c->ch == NGX_PTY_CONT) {
             c = NULL;
@@ -9842,22 +9940,22 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     } else {
         /* a pending wrap: rewrite the glyph it follows */
         ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
-        ngx_pty_emit_cursor(e, s, s->ph_pos);
+        ngx_pty_emit_cursor(e, s, ph);
 
         if (c->ch && c->width == 0) {
             /* a lone mark: after a space and a move, as it was written */
             ngx_pty_emit(e, " ", 1);
             e->col = -1;
-            ngx_pty_emit_cursor(e, s, s->ph_pos);
-            ngx_pty_emit_chars(e, row, s->ph_pos.col, c);
+            ngx_pty_emit_cursor(e, s, ph);
+            ngx_pty_emit_chars(e, row, ph.col, c);
 
-        } else if (c->ch && ngx_pty_cuts_wide(row, s->ph_pos.col)) {
+        } else if (c->ch && ngx_pty_cuts_wide(row, ph.col)) {
             /* moved to its column, xterm.js's print() would blank it */
-            ngx_pty_paint_cut(e, s, row, s->ph_pos.row, s->ph_pos.col - 1);
+            ngx_pty_paint_cut(e, s, row, ph.row, ph.col - 1);
             e->glyph_end = e->len;
 
         } else if (c->ch) {
-            ngx_pty_emit_chars(e, row, s->ph_pos.col, c);
+            ngx_pty_emit_chars(e, row, ph.col, c);
             e->glyph_end = e->len;
 
         } else {
@@ -9866,7 +9964,7 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
              * blank in that pen (xterm.js keeps the wrap through EL 1,
              * not through ECH); else a space stays in the cell
              */
-            pos = s->ph_pos;
+            pos = ph;
             pos.col = s->cols - 1;
             ngx_pty_emit_cursor(e, s, pos);
             ngx_pty_emit(e, " ", 1);
@@ -10048,6 +10146,12 @@ ngx_pty_screen_text(ngx_pty_screen_t *s, size_t *len)
                 continue;
             }
 
+            if (col + 1 == s->cols && ngx_pty_wide_left(c)) {
+                /* cut by the edge (the alternate buffer's): a blank */
+                *p++ = ' ';
+                continue;
+            }
+
             p = ngx_pty_cell_utf8(p, row, col, c);
 
             if (c->ch != 0 && (c->ch != ' ' || c->ncomb)) {
@@ -10159,11 +10263,14 @@ ngx_pty_screen_span_text(ngx_pty_screen_t *s, ngx_pty_screen_span_t *span,
     {
         c = ngx_pty_row_cell(row, col, &tmp);
 
-        if (c->ch != NGX_PTY_CONT) {
-            p = ngx_pty_cell_utf8(p, row, col, c);
-
-        } else if (ngx_pty_lone_half(row, col)) {
+        if (c->ch == NGX_PTY_CONT ? ngx_pty_lone_half(row, col)
+                                  : (col + 1 == s->cols
+                                     && ngx_pty_wide_left(c)))
+        {
             *p++ = ' ';
+
+        } else if (c->ch != NGX_PTY_CONT) {
+            p = ngx_pty_cell_utf8(p, row, col, c);
         }
     }
 

@@ -1443,6 +1443,77 @@ test_cut_wide(void)
 }
 
 
+/*
+ * The alternate buffer keeps its cells past the edge: a wide glyph a
+ * narrowing cut in two reads as a blank, and comes back whole
+ */
+static void
+test_alt_cut_wide(void)
+{
+    int                good;
+    size_t             len;
+    u_char            *text;
+    ngx_pty_screen_t  *s;
+    static const char  narrow[] = "xxxxxxxxxxxx";
+    static const char  wide[] = "xxxxxxxxxxxx\xe4\xb8\xad\xe6\x96\x87";
+
+    s = ngx_pty_screen_create(20, 3);
+    feeds(s, "\x1b[?1047hxxxxxxxxxxxx\xe4\xb8\xad\xe6\x96\x87");
+    good = ngx_pty_screen_resize(s, 13, 3) == 0;
+    text = ngx_pty_screen_text(s, &len);
+    good = good && text && len == sizeof(narrow) - 1
+           && memcmp(text, narrow, len) == 0 && rebuilds(s, 13, 3);
+    free(text);
+
+    good = good && ngx_pty_screen_resize(s, 30, 3) == 0;
+    text = ngx_pty_screen_text(s, &len);
+    ok(good && text && len == sizeof(wide) - 1
+       && memcmp(text, wide, len) == 0,
+       "the alternate buffer: a wide glyph a narrowing cut is a blank, "
+       "and whole again after a widening (%.*s)", (int) len, text);
+    free(text);
+    ngx_pty_screen_destroy(s);
+}
+
+
+/*
+ * A narrowing reflow whose cursor is above the lines it wraps: each line
+ * it adds moves the cursor down and pops the buffer's last line, which
+ * xterm.js's reflow then reads and wraps all the same (its CircularList
+ * keeps a popped line in its slot); only the first row of a popped line
+ * is gone.  The agent reads what xterm.js shows.
+ */
+static void
+test_reflow_popped(void)
+{
+    int                good;
+    size_t             len, k;
+    u_char            *text;
+    buf_t              want = { 0 };
+    ngx_pty_screen_t  *s;
+
+    s = ngx_pty_screen_create(62, 21);
+    feeds(s, "\x1b[12dxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+             "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+             "\x1b[10;37Habcd\x1b[3;39H");
+    good = ngx_pty_screen_resize(s, 6, 17) == 0;
+
+    adds(&want, "\n\n\n\n\n\n\nabcd");
+
+    for (k = 0; k < 9; k++) {
+        adds(&want, "\nxxxxxx");
+    }
+
+    text = ngx_pty_screen_text(s, &len);
+    ok(good && text && len == want.len && memcmp(text, want.p, len) == 0
+       && rebuilds(s, 6, 17),
+       "a narrowing reflow wraps the lines it popped, as xterm.js does");
+    free(text);
+    free(want.p);
+    ngx_pty_screen_destroy(s);
+}
+
+
 /* a control inside a CSI runs in xterm.js, and ends what a REP repeats */
 static void
 test_rep_after_control(void)
@@ -2605,6 +2676,8 @@ main(void)
     test_overwide_mark();
     test_cut_wide();
     test_rep_after_control();
+    test_alt_cut_wide();
+    test_reflow_popped();
     test_wide_edge_moves();
     test_geometry();
     test_fuzz();
