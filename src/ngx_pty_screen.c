@@ -1328,6 +1328,18 @@ ngx_pty_wide_left(const ngx_pty_cell_t *c)
 }
 
 
+/*
+ * ... of a glyph the model knows wide (ngx_pty_wide_cp()), which it lets
+ * a glyph in the last column cut (ngx_pty_paint_cut()); a cell of width 2
+ * is otherwise a mark's join (ngx_pty_paint_overwide())
+ */
+static ngx_inline int
+ngx_pty_wide_cuttable(const ngx_pty_cell_t *c)
+{
+    return ngx_pty_wide_left(c) && ngx_pty_wide_cp(c->ch);
+}
+
+
 static void
 ngx_pty_row_erase(ngx_pty_row_t *row, unsigned from, unsigned to,
     unsigned cols, const ngx_pty_pen_t *pen)
@@ -1608,7 +1620,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
             || (end < row->len && row->cells[end].ch == NGX_PTY_CONT))
         && !(s->phantom && !s->autowrap && !s->untracked
              && (unsigned) pos.col + 1 == s->cols
-             && ngx_pty_wide_cp(row->cells[pos.col - 1].ch)))
+             && ngx_pty_wide_cuttable(&row->cells[pos.col - 1])))
     {
         /*
          * (from past the edge, autowrap off, xterm.js's print() looks
@@ -2856,20 +2868,40 @@ ngx_pty_vt_to_edge(ngx_pty_screen_t *s)
 }
 
 
-/* the CSI (one count) at p[i] from there: libvterm reads it again after */
+/* the CSI at p[i] kept from libvterm, which is put on the edge first */
+static void
+ngx_pty_csi_to_edge(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t esc)
+{
+    ngx_pty_csi_skip(s, p, start, i, esc);
+    ngx_pty_vt_to_edge(s);
+}
+
+
+/* ... then read by libvterm from there: its final c, one count */
+static void
+ngx_pty_vt_csi_again(ngx_pty_screen_t *s, u_char c)
+{
+    char   buf[32];
+    long   n, most;
+
+    /* a count past the screen moves as far as the screen's size */
+    most = (long) (s->cols > s->rows ? s->cols : s->rows);
+    n = NGX_PTY_ARG_OR(s->args[0], 1);
+    n = (n < 1) ? 1 : (n > most ? most : n);
+
+    vterm_input_write(s->vt, buf,
+                      ngx_pty_put_csi(buf, (unsigned) n, -1, (char) c));
+}
+
+
+/* the CSI (one count) at p[i] from there */
 static void
 ngx_pty_csi_from_edge(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i, size_t esc, u_char c)
 {
-    char      buf[32];
-    unsigned  n;
-
-    n = (unsigned) NGX_PTY_ARG_OR(s->args[0], 1);
-    n = (n == 0) ? 1 : (n > s->cols ? s->cols : n);
-
-    ngx_pty_csi_skip(s, p, start, i, esc);
-    ngx_pty_vt_to_edge(s);
-    vterm_input_write(s->vt, buf, ngx_pty_put_csi(buf, n, -1, (char) c));
+    ngx_pty_csi_to_edge(s, p, start, i, esc);
+    ngx_pty_vt_csi_again(s, c);
 }
 
 
@@ -3306,7 +3338,6 @@ static void
 ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     u_char c, size_t esc)
 {
-    char            buf[32];
     u_char          leader, inter;
     long            v, end;
     unsigned        again;
@@ -3627,8 +3658,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
         if (again) {
             /* xterm.js moves from the last column, not the glyph's left */
-            ngx_pty_csi_skip(s, p, start, i, esc);
-            ngx_pty_vt_to_edge(s);
+            ngx_pty_csi_to_edge(s, p, start, i, esc);
         }
 
         pos = ngx_pty_cursor(s);
@@ -3636,11 +3666,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         s->no_lf = 1;
 
         if (again) {
-            v = NGX_PTY_ARG_OR(s->args[0], 1);
-            v = (v < 1) ? 1 : (v > 65535 ? 65535 : v);
-            vterm_input_write(s->vt, buf,
-                              ngx_pty_put_csi(buf, (unsigned) v, -1,
-                                              (char) c));
+            ngx_pty_vt_csi_again(s, c);
 
         } else {
             ngx_pty_flush(s, p, start, i + 1);
@@ -4299,7 +4325,8 @@ ngx_pty_fast_put(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned col,
  * A wide glyph (ngx_pty_wide_len()) at p[i] with autowrap off and the
  * cursor in the last column or past it: xterm.js drops it and leaves the
  * cursor in that column; libvterm 0.1.4 wraps it all the same (its wrap
- * looks at the width only).  Returns its length if it was dropped, else 0.
+ * looks at the width only).  One that ends in the last column is printed
+ * at once.  Returns its length if it was dropped or printed, else 0.
  */
 static size_t
 ngx_pty_wide_dropped(ngx_pty_screen_t *s, const u_char *p, size_t *start,
@@ -4359,8 +4386,8 @@ ngx_pty_wide_dropped(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     col = s->cols - 1;
 
     if (col > 0 && col < row->len && row->cells[col].ch == NGX_PTY_CONT) {
-        if (!ngx_pty_wide_cp(row->cells[col - 1].ch)) {
-            /* a glyph no Keyframe could write cut (ngx_pty_cuts_wide()) */
+        if (!ngx_pty_wide_cuttable(&row->cells[col - 1])) {
+            /* a glyph no Keyframe could write cut */
             pen = row->cells[col - 1].pen;
             ngx_pty_cell_blank(s, &row->cells[col - 1], &pen);
         }
@@ -4398,9 +4425,8 @@ ngx_pty_edge_glyph(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     row = s->cur->rows[pos.row];
 
     if ((unsigned) pos.col >= row->len
-        || !ngx_pty_wide_cp(row->cells[pos.col].ch))
+        || !ngx_pty_wide_cuttable(&row->cells[pos.col]))
     {
-        /* a wide glyph the model cannot cut (ngx_pty_cuts_wide()) */
         return;
     }
 
@@ -7446,38 +7472,31 @@ ngx_pty_row_from_line(ngx_pty_screen_t *s, ngx_pty_row_t *row,
 
     row->wrapped = line->wrapped;
     n = line->len < cols ? line->len : cols;
-    c = (n == cols) ? &line->cells[cols - 1] : NULL;
+    for (i = 0; i < n; i++) {
+        c = &line->cells[i];
 
-    if (c != NULL && line->len <= cols && ngx_pty_wide_left(c)) {
+        if (!ngx_pty_wide_left(c)
+            || (i + 1 < line->len && line->cells[i + 1].ch == NGX_PTY_CONT)
+            || i + 2 == cols)
+        {
+            /*
+             * whole (the alternate buffer keeps a right half past the
+             * edge), or before the last column: a glyph the edge cut or
+             * one a mark widened (ngx_pty_paint_cut(), _overwide())
+             */
+            continue;
+        }
+
         /*
-         * half a wide glyph, cut by the new edge in a line that keeps no
-         * cells past it (the main buffer's): xterm.js keeps the half, but
-         * no byte stream writes one there and no widening makes it whole,
-         * so a blank, as it shows nearly.  The alternate buffer's lines
-         * keep their cells past the edge, and the glyph comes back whole.
+         * half a wide glyph the new edge cut in the main buffer, which
+         * keeps nothing past it, or such a glyph a widening moved off the
+         * edge: xterm.js keeps the cell, but no byte stream writes one
+         * there, and it shows nearly as a blank
          */
         c->ch = 0;
         c->ncomb = 0;
         c->width = 1;
         c->pen = s->default_pen;
-    }
-
-    for (i = 0; i + 1 < n && i + 2 < cols; i++) {
-        c = &line->cells[i];
-
-        if (ngx_pty_wide_left(c) && line->cells[i + 1].ch != NGX_PTY_CONT) {
-            /*
-             * a glyph the edge cut (ngx_pty_paint_cut()), or one a mark
-             * widened there (ngx_pty_paint_overwide()), that a widening
-             * moved off the edge: no byte stream makes such a cell
-             * before the last column, and xterm.js shows it nearly as a
-             * blank
-             */
-            c->ch = 0;
-            c->ncomb = 0;
-            c->width = 1;
-            c->pen = s->default_pen;
-        }
     }
 
     /* trailing null cells in the default pen stay lazy */
@@ -8484,24 +8503,14 @@ ngx_pty_paint_cut(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 }
 
 
-/*
- * whether the cell at col (the last column) cuts a wide glyph before it;
- * only the glyphs the model knows wide (ngx_pty_wide_cp()): a cell of
- * width 2 with another glyph is otherwise a join (ngx_pty_paint_overwide())
- */
+/* whether the cell at col (the last column) cuts a wide glyph before it */
 static int
 ngx_pty_cuts_wide(const ngx_pty_row_t *row, unsigned col)
 {
-    ngx_pty_cell_t         tmp;
-    const ngx_pty_cell_t  *h;
+    ngx_pty_cell_t  tmp;
 
-    if (col == 0 || ngx_pty_row_cell(row, col, &tmp)->ch == NGX_PTY_CONT) {
-        return 0;
-    }
-
-    h = ngx_pty_row_cell(row, col - 1, &tmp);
-
-    return h->width == 2 && h->ch != NGX_PTY_CONT && ngx_pty_wide_cp(h->ch);
+    return col > 0 && ngx_pty_row_cell(row, col, &tmp)->ch != NGX_PTY_CONT
+           && ngx_pty_wide_cuttable(ngx_pty_row_cell(row, col - 1, &tmp));
 }
 
 
@@ -8821,7 +8830,7 @@ ngx_pty_paint_wrap_cells(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     }
 
     h = (w >= 3) ? ngx_pty_row_cell(row, 1, &tmp3) : NULL;
-    wide = (h && h->ch && h->ch != NGX_PTY_CONT && h->width == 2
+    wide = (h && ngx_pty_wide_left(h)
             && ngx_pty_row_cell(row, 2, &tmp4)->ch == NGX_PTY_CONT);
 
     if (c->ch == 0 && w >= 2 && ngx_pty_blank_whole(s, c)
@@ -9024,8 +9033,8 @@ ngx_pty_paint_last_blank(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
     h = ngx_pty_row_cell(g->rows[r], s->cols - 2, &tmp2);
 
-    if (h->width == 2 && h->ch != NGX_PTY_CONT) {
-        return;         /* a glyph claims the cell (ngx_pty_paint_overwide) */
+    if (ngx_pty_wide_left(h)) {
+        return;         /* a glyph claims the cell (ngx_pty_paint_cut()) */
     }
 
     ngx_pty_emit_move(e, r, s->cols - 2);
@@ -10108,7 +10117,22 @@ ngx_pty_lone_half(const ngx_pty_row_t *row, unsigned col)
 
     h = &row->cells[col - 1];
 
-    return !(h->width == 2 && h->ch != 0 && h->ch != NGX_PTY_CONT);
+    return !ngx_pty_wide_left(h);
+}
+
+
+/*
+ * whether cell col of a row reads as a space: a lone right half, or a
+ * wide glyph the edge cut (the alternate buffer keeps one, and a Keyframe
+ * paints a blank there)
+ */
+static ngx_inline int
+ngx_pty_cell_space(ngx_pty_screen_t *s, const ngx_pty_row_t *row,
+    unsigned col, const ngx_pty_cell_t *c)
+{
+    return (c->ch == NGX_PTY_CONT) ? ngx_pty_lone_half(row, col)
+                                   : (col + 1 == s->cols
+                                      && ngx_pty_wide_left(c));
 }
 
 
@@ -10138,17 +10162,12 @@ ngx_pty_screen_text(ngx_pty_screen_t *s, size_t *len)
         for (col = 0; col < row->len; col++) {
             c = &row->cells[col];
 
-            if (c->ch == NGX_PTY_CONT) {
-                if (ngx_pty_lone_half(row, col)) {
-                    *p++ = ' ';
-                }
-
+            if (ngx_pty_cell_space(s, row, col, c)) {
+                *p++ = ' ';
                 continue;
             }
 
-            if (col + 1 == s->cols && ngx_pty_wide_left(c)) {
-                /* cut by the edge (the alternate buffer's): a blank */
-                *p++ = ' ';
+            if (c->ch == NGX_PTY_CONT) {
                 continue;
             }
 
@@ -10263,10 +10282,7 @@ ngx_pty_screen_span_text(ngx_pty_screen_t *s, ngx_pty_screen_span_t *span,
     {
         c = ngx_pty_row_cell(row, col, &tmp);
 
-        if (c->ch == NGX_PTY_CONT ? ngx_pty_lone_half(row, col)
-                                  : (col + 1 == s->cols
-                                     && ngx_pty_wide_left(c)))
-        {
+        if (ngx_pty_cell_space(s, row, col, c)) {
             *p++ = ' ';
 
         } else if (c->ch != NGX_PTY_CONT) {

@@ -17,7 +17,7 @@ use Test::Nginx::Pty;
 use Test::Nginx::PtyAgent;
 
 my $t = pty_nginx(extra_loc => 'pty_closed_linger 1s;');
-$t->plan(28)->run();
+$t->plan(30)->run();
 
 # --- settle_ms: top, read once it is done redrawing -------------------------
 
@@ -132,6 +132,33 @@ $t->wait_until(sub { agent($t, 'read', { id => $s->{id} })->{screen}
 $r = agent($t, 'read', { id => $s->{id} });
 like($r->{screen}, qr/^ab\nab  cd\nab   cd\ndone/,
     'EL, ECH and ICH on a right half blank its glyph, as xterm.js');
+
+# autowrap off: a glyph after a wide glyph at the edge goes to the last
+# column and cuts it, which keeps its width (libvterm wrote over its left)
+$s = start_session($t, q{printf '\033[?7lxxxxxxxx\344\270\255y\033[?7h\n'; }
+    . q{printf 'done'; exec sleep 100}, cols => 10, rows => 5);
+$t->wait_until(sub { agent($t, 'read', { id => $s->{id} })->{screen}
+    =~ /done/ }, 5);
+$r = agent($t, 'read', { id => $s->{id} });
+like($r->{screen}, qr/^xxxxxxxx\x{4e2d}y\n/,
+    'autowrap off: the glyph after a wide glyph at the edge cuts it')
+    or diag(explain [ $r->{screen} ]);
+
+# a narrowing with the cursor above the text: xterm.js wraps the lines
+# its reflow popped, losing only their first rows; the agent reads that
+$s = start_session($t, q{printf '\033[12d'; printf 'x%.0s' $(seq 1 60); }
+    . q{printf '\033[10;37Habcd\033[3;39H'; exec sleep 100},
+    cols => 62, rows => 21);
+$t->wait_until(sub { agent($t, 'read', { id => $s->{id} })->{screen}
+    =~ /abcd/ }, 5);
+($ws) = attach_join($t, $s);
+$ws->send_op('pty.session_resize', { cols => 6, rows => 17 });
+wait_kind($ws, 'Resize', 5);
+$r = agent($t, 'read', { id => $s->{id} });
+like($r->{screen}, qr/^\n{7}abcd(?:\nx{6}){9}\n*$/,
+    'narrower, the cursor above the text: the popped lines wrapped')
+    or diag(explain [ $r->{screen} ]);
+$ws->close;
 
 # a flood of combining marks on one glyph: five kept, the worker answers
 $s = start_session($t, q{printf a; head -c 4000000 /dev/zero | }
