@@ -9385,6 +9385,17 @@ ngx_pty_emit_past_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
     pos.col = s->cols - 1;
     c = ngx_pty_row_cell(row, pos.col, tmp);
 
+    if (ngx_pty_cuts_wide(row, pos.col)) {
+        if (c->ch == 0 || c->width != 1) {
+            return NULL;    /* a wide glyph dropped cut it: no way past */
+        }
+
+        /* written from its column, the glyph would blank the one it cuts */
+        ngx_pty_paint_cut(e, s, row, pos.row, pos.col - 1);
+
+        return c;
+    }
+
     if (c->ch == 0) {
         bg = s->default_pen;
         bg.bg = c->pen.bg;
