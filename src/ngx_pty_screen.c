@@ -1442,6 +1442,10 @@ ngx_pty_wide_wrapped(ngx_pty_screen_t *s, int r, unsigned protect)
     unsigned         col;
     ngx_pty_row_t   *row;
 
+    if (r < 0) {
+        return;
+    }
+
     row = s->cur->rows[r];
 
     ngx_pty_row_materialize(row, s->cols);
@@ -1520,6 +1524,24 @@ ngx_pty_vt_wide_wrap(ngx_pty_screen_t *s, VTermPos pos, unsigned w)
 }
 
 
+/*
+ * The row a glyph that wrapped to pos came from: the one above, but at
+ * the last row below the scroll region the line feed does not move
+ * (xterm.js and libvterm alike), and the glyph wraps onto its own row
+ */
+static ngx_inline int
+ngx_pty_wrapped_from(ngx_pty_screen_t *s, VTermPos pos)
+{
+    if ((unsigned) pos.row + 1 == s->rows && s->vt_next.row == pos.row
+        && s->bottom >= 0 && (unsigned) s->bottom != s->rows)
+    {
+        return pos.row;
+    }
+
+    return pos.row > 0 ? pos.row - 1 : -1;
+}
+
+
 static int
 ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 {
@@ -1555,8 +1577,9 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
         /* not where the cursor was: libvterm wrapped to get here */
         row->wrapped = 1;
 
-        if (w == 2 && !s->phantom && pos.row > 0) {
-            ngx_pty_wide_wrapped(s, pos.row - 1, info->protected_cell);
+        if (w == 2 && !s->phantom) {
+            ngx_pty_wide_wrapped(s, ngx_pty_wrapped_from(s, pos),
+                                 info->protected_cell);
         }
     }
 
@@ -1618,14 +1641,15 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
     if (fresh && w > 0
         && ((pos.col > 0 && row->cells[pos.col - 1].width == 2)
             || (end < row->len && row->cells[end].ch == NGX_PTY_CONT))
-        && !(s->phantom && !s->autowrap && !s->untracked
+        && !(s->phantom && !s->autowrap && !s->untracked && !s->insert
              && (unsigned) pos.col + 1 == s->cols
              && ngx_pty_wide_cuttable(&row->cells[pos.col - 1])))
     {
         /*
          * (from past the edge, autowrap off, xterm.js's print() looks
          * at the last column's cell, not the one before: a wide glyph
-         * there keeps its width, cut by this glyph)
+         * there keeps its width, cut by this glyph; in insert mode the
+         * cells it inserts blank it)
          */
         ngx_pty_print_halves(s, row, pos.col, end, info->protected_cell);
     }
@@ -2179,7 +2203,16 @@ ngx_pty_vt_rephantom(ngx_pty_screen_t *s)
     s->vt_glyph = (c->ch > 0x20 && c->ch != NGX_PTY_CONT && c->width == 1
                    && c->ncomb == 0) ? c->ch : ' ';
     s->edge_pos = s->ph_pos;
+
+    if (s->vt_glyph == ' ') {
+        /* in the last column: a wide glyph's left half is not there */
+        s->edge_pos.col = s->cols - 1;
+    }
+
     ngx_pty_vt_prime(s);
+
+    /* the move to the last column was no move that ends the wrap */
+    s->phantom = 1;
 }
 
 
