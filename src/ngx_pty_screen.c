@@ -123,6 +123,13 @@ struct ngx_pty_screen_s {
     ngx_pty_pen_t                 pen;
     ngx_pty_pen_t                 default_pen;
 
+    /*
+     * the underline style xterm.js keeps with the pen's colour after a
+     * DECRC gave back a pen that does not underline (SGR 59 shows it)
+     */
+    uint16_t                      ul_hidden;      /* NGX_PTY_A_UL bits */
+    uint8_t                       ul_hidden_x;    /* NGX_PTY_X_UL bits */
+
     ngx_pty_screen_reply_pt       reply;
     void                         *reply_data;
 
@@ -1953,6 +1960,8 @@ ngx_pty_cb_initpen(void *user)
     ngx_pty_screen_t  *s = user;
 
     s->pen = s->default_pen;
+    s->ul_hidden = 0;
+    s->ul_hidden_x = 0;
 
     return 1;
 }
@@ -2526,6 +2535,15 @@ ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible,
         pen = s->saved_pen[s->alt];
     }
 
+    if (pen.attr & NGX_PTY_A_UL) {
+        s->ul_hidden = 0;
+        s->ul_hidden_x = 0;
+
+    } else if (cur->attr & NGX_PTY_A_UL) {
+        s->ul_hidden = cur->attr & NGX_PTY_A_UL;
+        s->ul_hidden_x = cur->xattr & NGX_PTY_X_UL;
+    }
+
     ngx_pty_pen_keep_ul(&pen, cur);
 
     vterm_state_get_cursorpos(s->state, &vt);
@@ -2793,6 +2811,8 @@ ngx_pty_decstr(ngx_pty_screen_t *s)
 
     ngx_pty_modes_reset(s);
     s->pen = s->default_pen;
+    s->ul_hidden = 0;
+    s->ul_hidden_x = 0;
     ngx_pty_save_cursor(s);
     s->vt_text = 1;          /* a single shift libvterm may still hold */
 
@@ -3547,7 +3567,10 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
     case 'M':
         ngx_pty_feed_final_no_sb(s, p, start, i);
 
-        /* xterm.js: IL and DL in the scroll region go to the first column */
+        /*
+         * xterm.js: IL and DL in the scroll region go to the first column;
+         * outside it they end a pending wrap all the same
+         */
         pos = ngx_pty_cursor(s);
         end = (s->bottom < 0) ? (long) s->rows : s->bottom;
 
@@ -3555,6 +3578,9 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             pos.col = 0;
             ngx_pty_vt_cup(s, pos);
             s->phantom = 0;
+
+        } else if (s->phantom) {
+            ngx_pty_vt_to_edge(s);
         }
 
         break;
@@ -4795,6 +4821,8 @@ ngx_pty_sgr_underline(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
 
     pen->attr = (pen->attr & ~NGX_PTY_A_UL) | (ul << NGX_PTY_A_UL_SHIFT);
     pen->xattr = (pen->xattr & ~NGX_PTY_X_UL) | (x << NGX_PTY_X_UL_SHIFT);
+    s->ul_hidden = 0;
+    s->ul_hidden_x = 0;
 }
 
 
@@ -4822,6 +4850,8 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
         ngx_pty_protect(s, 0);
         pen->attr &= ~NGX_PTY_A_SGR;
         pen->xattr = 0;
+        s->ul_hidden = 0;
+        s->ul_hidden_x = 0;
         pen->fg = s->default_pen.fg;
         pen->bg = s->default_pen.bg;
         pen->ul = s->default_pen.ul;
@@ -4911,6 +4941,16 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
     case 59:
         /* xterm.js stores -1: it reads back, and draws, as RGB white */
         vterm_color_rgb(&pen->ul, 255, 255, 255);
+
+        /* and looks at the style again: one a DECRC hid underlines */
+        if (s->ul_hidden) {
+            pen->attr |= s->ul_hidden;
+            pen->xattr |= s->ul_hidden_x;
+            s->ul_hidden = 0;
+            s->ul_hidden_x = 0;
+            s->diverged++;
+        }
+
         break;
 
     default:
@@ -9958,6 +9998,49 @@ ngx_pty_row_erased(ngx_pty_screen_t *s, const ngx_pty_row_t *row,
 
 
 /*
+ * A DECRC left xterm.js's pen an underline style it does not show (an
+ * SGR 59 shows it): the same by an SGR with that style, then DECRC, then
+ * the pen's other attributes without SGR 0 or an underline's, which would
+ * drop it.  The set the DECRC gave GL goes back to ASCII, where the sets
+ * in use start from (ngx_pty_emit_tail()).
+ */
+static void
+ngx_pty_emit_ul_hidden(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    char           buf[160], *p;
+    unsigned       b;
+    ngx_pty_pen_t  pen;
+
+    if (s->ul_hidden == 0 || s->ov) {
+        /* (GL drawing a set a DECRC gave back takes a DECRC of its own) */
+        return;
+    }
+
+    b = s->alt;
+
+    pen = s->pen;
+    pen.attr |= s->ul_hidden;
+    pen.xattr |= s->ul_hidden_x;
+    ngx_pty_emit_sgr(e, &pen, &s->default_pen);
+    ngx_pty_emit(e, "\x1b" "8", 2);
+
+    if (s->saved_valid[b] && s->saved_set[b]) {
+        ngx_pty_emit(e, "\x1b(B", 3);
+    }
+
+    e->pen = s->saved_valid[b] ? s->saved_pen[b] : s->default_pen;
+    e->pen.attr &= ~NGX_PTY_A_UL;
+    e->pen.xattr &= ~NGX_PTY_X_UL;
+    e->pen.ul = s->pen.ul;
+    e->protect = s->saved_valid[b] && s->saved_protect[b];
+
+    p = ngx_pty_sgr_diff(buf, &e->pen, &s->pen, NGX_PTY_A_SGR, 1);
+    ngx_pty_emit(e, buf, p - buf);
+    e->pen = s->pen;
+}
+
+
+/*
  * The cursor, its pen and the modes that write (step 6): a pending wrap
  * by writing again the glyph it follows
  */
@@ -9985,6 +10068,7 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     }
 
     if (c == NULL) {
+        ngx_pty_emit_ul_hidden(e, s);
         ngx_pty_emit_write_modes(e, s);
         ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
         ngx_pty_emit_protect(e, s->protect);

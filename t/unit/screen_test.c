@@ -2474,6 +2474,36 @@ same_screens(ngx_pty_screen_t *a, ngx_pty_screen_t *b, const char *desc)
 }
 
 
+/* each pair of streams leaves the same screen, as xterm.js reads them */
+static void
+test_xterm_pairs(void)
+{
+    size_t             k;
+    ngx_pty_screen_t  *a, *b;
+    static const char  *pairs[][3] = {
+        { "\x1b[4mab\x1b" "8\x1b[59mX", "\x1b[4mab\x1b[H\x1b[0;4;59mX",
+          "DECRC hides the underline style, SGR 59 shows it" },
+        { "\x1b[4mab\x1b" "8\x1b[24;59mX", "\x1b[4mab\x1b[H\x1b[0;59mX",
+          "SGR 24 drops the style a DECRC hid" },
+        { "\x1b[2;3r\x1b[1;1H0123456789\x1b[Lx",
+          "\x1b[2;3r\x1b[1;1H012345678x",
+          "IL outside the region ends a pending wrap" },
+    };
+
+    for (k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++) {
+        a = ngx_pty_screen_create(10, 4);
+        b = ngx_pty_screen_create(10, 4);
+        ngx_pty_screen_feed(a, (const u_char *) pairs[k][0],
+                            strlen(pairs[k][0]));
+        ngx_pty_screen_feed(b, (const u_char *) pairs[k][1],
+                            strlen(pairs[k][1]));
+        ok(same_screens(a, b, pairs[k][2]), pairs[k][2]);
+        ngx_pty_screen_destroy(a);
+        ngx_pty_screen_destroy(b);
+    }
+}
+
+
 /*
  * A stream fed in pieces of up to "piece" bytes (0: whole) to a model
  * with the wide-glyph path and to one without; then each model's
@@ -2687,6 +2717,7 @@ main(void)
     test_fast_csi();
     test_split_st();
     test_el_pending_wrap_cut();
+    test_xterm_pairs();
 
     if (access("/usr/bin/vim", X_OK) == 0) {
         test_capture("captured vim session (script)",
