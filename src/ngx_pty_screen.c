@@ -5091,8 +5091,11 @@ ngx_pty_selective_erase(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
     ngx_pty_flush(s, p, start, i);
 
-    if (v == 0 && s->phantom) {
-        /* xterm.js has the cursor past the edge, as for ED and EL */
+    if (v <= 1 && s->phantom) {
+        /*
+         * xterm.js has the cursor past the edge, as for ED and EL (to the
+         * cursor: the last column too, a wide glyph's right half)
+         */
         ngx_pty_csi_skip(s, p, start, i, esc);
         ngx_pty_fast_erase(s, c, v, 1);
         return;
