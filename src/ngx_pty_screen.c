@@ -2179,8 +2179,10 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
         memcpy(cells, &row->cells[lo], (hi - lo) * sizeof(ngx_pty_cell_t));
     }
 
-    len = ngx_pty_put_csi(buf, s->edge_pos.row + 1, s->edge_pos.col + 1,
-                          'H');
+    /* (with DECOM, CUP counts from the margins) */
+    len = ngx_pty_put_csi(buf, s->edge_pos.row + 1
+                               - (s->origin ? s->top : 0),
+                          s->edge_pos.col + 1, 'H');
     len += ngx_pty_utf8_put((u_char *) buf + len, s->vt_glyph);
 
     s->untracked = 1;
@@ -3216,6 +3218,7 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         /* fall through */
 
     case 1048:
+        ngx_pty_flush(s, p, start, i);
         visible = s->visible;
         was_alt = s->alt;
 
@@ -3847,6 +3850,8 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         break;
 
     case '8':
+        /* the visibility a DECRC leaves: the one after the bytes before */
+        ngx_pty_flush(s, p, start, i);
         visible = s->visible;
         pen = s->pen;
         ngx_pty_feed_final_no_lf(s, p, start, i);
@@ -7553,21 +7558,21 @@ ngx_pty_row_from_line(ngx_pty_screen_t *s, ngx_pty_row_t *row,
 
         if (!ngx_pty_wide_left(c)
             || (i + 1 < line->len && line->cells[i + 1].ch == NGX_PTY_CONT)
-            || i + 2 == cols)
+            || i + 2 >= cols)
         {
             /*
              * whole (the alternate buffer keeps a right half past the
-             * edge), or before the last column: a glyph the edge cut or
-             * one a mark widened (ngx_pty_paint_cut(), _overwide())
+             * edge), a glyph the edge cut (kept as xterm.js keeps it: a
+             * later widening's reflow counts it), or before the last
+             * column one a mark widened (ngx_pty_paint_cut(), _overwide())
              */
             continue;
         }
 
         /*
-         * half a wide glyph the new edge cut in the main buffer, which
-         * keeps nothing past it, or such a glyph a widening moved off the
-         * edge: xterm.js keeps the cell, but no byte stream writes one
-         * there, and it shows nearly as a blank
+         * a wide glyph with a cell of its own where its right half was,
+         * as xterm.js's reflow leaves one it moved down a line: no byte
+         * stream writes that, and it shows nearly as a blank
          */
         c->ch = 0;
         c->ncomb = 0;
@@ -9380,6 +9385,11 @@ ngx_pty_emit_cursor(ngx_pty_emit_t *e, ngx_pty_screen_t *s, VTermPos pos)
         ngx_pty_emitf(e, "\x1b[%d;%dH", row + 1, col + 1);
     }
 
+    if (s->origin) {
+        /* the moves after it count from the region's top */
+        e->shift = s->top;
+    }
+
     e->row = pos.row;
     e->col = pos.col;
 }
@@ -10031,11 +10041,21 @@ ngx_pty_emit_ul_hidden(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         ngx_pty_emit(e, "\x1b(B", 3);
     }
 
+    /* libvterm's DECRC gives back its own saved visibility */
+    ngx_pty_emit(e, s->visible ? "\x1b[?25h" : "\x1b[?25l", 6);
+    e->visible = s->visible;
+    e->protect = NGX_PTY_PROTECT_UNKNOWN;
+
     e->pen = s->saved_valid[b] ? s->saved_pen[b] : s->default_pen;
     e->pen.attr &= ~NGX_PTY_A_UL;
     e->pen.xattr &= ~NGX_PTY_X_UL;
     e->pen.ul = s->pen.ul;
-    e->protect = s->saved_valid[b] && s->saved_protect[b];
+
+    /* and black for colours it never saved: both said again */
+    e->pen.fg = ngx_pty_color_eq(&s->pen.fg, &s->default_pen.fg)
+                ? ngx_pty_color_idx(0, 1) : s->default_pen.fg;
+    e->pen.bg = ngx_pty_color_eq(&s->pen.bg, &s->default_pen.bg)
+                ? ngx_pty_color_idx(0, 1) : s->default_pen.bg;
 
     p = ngx_pty_sgr_diff(buf, &e->pen, &s->pen, NGX_PTY_A_SGR, 1);
     ngx_pty_emit(e, buf, p - buf);
