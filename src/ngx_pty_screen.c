@@ -10070,6 +10070,7 @@ ngx_pty_emit_ul_hidden(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 static void
 ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
+    int                    erased;
     size_t                 glyph_end;
     VTermPos               pos, ph;
     ngx_pty_cell_t         tmp;
@@ -10122,20 +10123,29 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
             /*
              * erased since: a blank glyph, then EL 1 if the whole row is
              * blank in that pen (xterm.js keeps the wrap through EL 1,
-             * not through ECH); else a space stays in the cell
+             * not through ECH); else on the alternate buffer, whose
+             * cursor the main one takes when it is left (which clears
+             * it): the cell stays as it is
              */
             pos = ph;
             pos.col = s->cols - 1;
-            ngx_pty_emit_cursor(e, s, pos);
-            ngx_pty_emit(e, " ", 1);
+            erased = ngx_pty_row_erased(s, row, &c->pen);
 
-            switch (ngx_pty_row_erased(s, row, &c->pen)) {
-            case 1:
-                ngx_pty_emit(e, "\x1b[1K", 4);
-                break;
-            case 2:
-                ngx_pty_emit(e, "\x1b[?1K", 5);
-                break;
+            if (erased == 0 && !s->alt && !s->origin) {
+                ngx_pty_emit(e, "\x1b[?1047h", 8);
+                ngx_pty_emitf(e, "\x1b[%d;%dH", pos.row + 1, pos.col + 1);
+                ngx_pty_emit(e, " \x1b[?1047l", 9);
+                e->row = pos.row;
+                e->col = -1;
+
+            } else {
+                ngx_pty_emit_cursor(e, s, pos);
+                ngx_pty_emit(e, " ", 1);
+
+                if (erased) {
+                    ngx_pty_emit(e, erased == 1 ? "\x1b[1K" : "\x1b[?1K",
+                                 erased == 1 ? 4 : 5);
+                }
             }
         }
 
