@@ -5973,8 +5973,21 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
         return 1;
     }
 
-    ngx_pty_row_materialize(row, col + 1);
+    ngx_pty_row_materialize(row, (unsigned) col + 2 < s->cols ? (unsigned) col + 2
+                                                             : s->cols);
     c = &row->cells[col];
+
+    if (!s->phantom && ngx_pty_wide_left(c) && col + 1 < (int) s->cols) {
+        /*
+         * the cursor on the glyph's right half (a resize put it there):
+         * xterm.js's print() blanks the glyph first, then the mark joins
+         * a blank, which no write makes again: both cells blank in the
+         * pen, the mark dropped
+         */
+        ngx_pty_print_blank(s, c, s->protect);
+        ngx_pty_print_blank(s, c + 1, s->protect);
+        return 1;
+    }
 
     if (c->ch == NGX_PTY_CONT || (c->width == 0 && c->ch)) {
         if (col == 0) {
