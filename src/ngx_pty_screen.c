@@ -8312,8 +8312,9 @@ ngx_pty_emit_chars(ngx_pty_emit_t *e, const ngx_pty_row_t *row,
 static int
 ngx_pty_cell_default(ngx_pty_screen_t *s, const ngx_pty_cell_t *c)
 {
-    return c->ch == 0 && ngx_pty_pen_eq(&c->pen, &s->default_pen,
-                                        NGX_PTY_A_SGR);
+    /* (a protected blank is not: DECSED keeps it) */
+    return c->ch == 0 && !(c->pen.attr & NGX_PTY_A_PROTECT)
+           && ngx_pty_pen_eq(&c->pen, &s->default_pen, NGX_PTY_A_SGR);
 }
 
 
