@@ -5973,8 +5973,9 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
         return 1;
     }
 
-    ngx_pty_row_materialize(row, (unsigned) col + 2 < s->cols ? (unsigned) col + 2
-                                                             : s->cols);
+    /* the glyph's cell and the one after it (the cursor's) */
+    ngx_pty_row_materialize(row, (unsigned) col + 2 < s->cols
+                                 ? (unsigned) col + 2 : s->cols);
     c = &row->cells[col];
 
     if (!s->phantom && ngx_pty_wide_left(c) && col + 1 < (int) s->cols) {
