@@ -9678,7 +9678,7 @@ ngx_pty_glyph_again(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_cell_t *c)
 {
     return c->ch != 0 && c->ch != NGX_PTY_CONT && c->width != 0
-           && !(c->pen.attr & NGX_PTY_A_PROTECT)
+           && !(c->pen.attr & NGX_PTY_A_PROTECT) == !s->protect
            && ngx_pty_pen_eq(&c->pen, &s->pen, NGX_PTY_A_SGR)
            && !(c->ch < 0x80 && e->gl_set
                 && ngx_pty_scs_maps(e->gl_set, c->ch));
@@ -9785,7 +9785,7 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     const ngx_pty_cell_t  *c;
 
     /* in a sequence: a REP it may be repeats that glyph (esc_glyph) */
-    if (!(s->pend_len ? s->esc_glyph : s->last_text) || s->protect) {
+    if (!(s->pend_len ? s->esc_glyph : s->last_text)) {
         return;
     }
 
