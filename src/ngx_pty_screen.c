@@ -2151,6 +2151,19 @@ ngx_pty_cursor(ngx_pty_screen_t *s)
 
 
 /*
+ * The row of a CUP to pos for libvterm: with DECOM it counts from the
+ * margins (a row above them goes to the first)
+ */
+static ngx_inline unsigned
+ngx_pty_vt_row(ngx_pty_screen_t *s, VTermPos pos)
+{
+    pos.row -= s->origin ? s->top : 0;
+
+    return pos.row > 0 ? (unsigned) pos.row + 1 : 1;
+}
+
+
+/*
  * libvterm keeps the last glyph it printed (combine_chars, combine_pos) to
  * add the combining marks that follow it, and for REP.  When the model
  * printed it, write it again at its place (edge_pos, which only the
@@ -2179,9 +2192,7 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
         memcpy(cells, &row->cells[lo], (hi - lo) * sizeof(ngx_pty_cell_t));
     }
 
-    /* (with DECOM, CUP counts from the margins) */
-    len = ngx_pty_put_csi(buf, s->edge_pos.row + 1
-                               - (s->origin ? s->top : 0),
+    len = ngx_pty_put_csi(buf, ngx_pty_vt_row(s, s->edge_pos),
                           s->edge_pos.col + 1, 'H');
     len += ngx_pty_utf8_put((u_char *) buf + len, s->vt_glyph);
 
@@ -2334,11 +2345,10 @@ ngx_pty_vt_cup(ngx_pty_screen_t *s, VTermPos pos)
 {
     char  buf[32];
 
-    /* with DECOM, CUP counts from the margins */
-    pos.row -= s->origin ? s->top : 0;
     s->no_lf = 1;
-    vterm_input_write(s->vt, buf, ngx_pty_put_csi(buf, pos.row + 1,
-                                                  pos.col + 1, 'H'));
+    vterm_input_write(s->vt, buf,
+                      ngx_pty_put_csi(buf, ngx_pty_vt_row(s, pos),
+                                      pos.col + 1, 'H'));
     s->no_lf = 0;
 }
 
@@ -9874,6 +9884,22 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
 
 /*
+ * After a DECRC of the Keyframe's own: the cursor is the slot's, and so
+ * are DECSCA and, in a libvterm client, the visibility, which is said
+ * again
+ */
+static void
+ngx_pty_emit_decrc_done(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    ngx_pty_emit(e, s->visible ? "\x1b[?25h" : "\x1b[?25l", 6);
+    e->visible = s->visible;
+    e->protect = NGX_PTY_PROTECT_UNKNOWN;
+    e->row = -1;
+    e->col = -1;
+}
+
+
+/*
  * GL draws the set a DECRC gave back: a DECRC gives it to the late
  * joiner too, from the slot the Keyframe filled (the alternate buffer's,
  * entered and left, when that one holds it and the main buffer is in
@@ -9924,16 +9950,9 @@ ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         ngx_pty_emit(e, "\x1b" "8", 2);
     }
 
-    /*
-     * DECRC sets the saved pen's colours (and DECSCA): SGR 0 then; and
-     * libvterm's, its own saved visibility
-     */
-    e->protect = NGX_PTY_PROTECT_UNKNOWN;     /* the slot's */
+    /* DECRC sets the saved pen's colours (and DECSCA): SGR 0 then */
+    ngx_pty_emit_decrc_done(e, s);
     ngx_pty_emit_sgr0(e, &s->default_pen);
-    ngx_pty_emit(e, s->visible ? "\x1b[?25h" : "\x1b[?25l", 6);
-    e->visible = s->visible;
-    e->row = -1;
-    e->col = -1;
 
     ngx_pty_emit_end(e, s);
 
@@ -10056,10 +10075,7 @@ ngx_pty_emit_ul_hidden(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         ngx_pty_emit(e, "\x1b(B", 3);
     }
 
-    /* libvterm's DECRC gives back its own saved visibility */
-    ngx_pty_emit(e, s->visible ? "\x1b[?25h" : "\x1b[?25l", 6);
-    e->visible = s->visible;
-    e->protect = NGX_PTY_PROTECT_UNKNOWN;
+    ngx_pty_emit_decrc_done(e, s);
 
     e->pen = s->saved_valid[b] ? s->saved_pen[b] : s->default_pen;
     e->pen.attr &= ~NGX_PTY_A_UL;
