@@ -2560,6 +2560,12 @@ ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible,
 
     vterm_state_get_cursorpos(s->state, &vt);
 
+    /*
+     * where libvterm's cursor is: in origin mode, its ?1049l and ?1048l
+     * report a move to the saved place and then stay at the region's top
+     */
+    s->vt_next = vt;
+
     if (vt.row != pos.row || vt.col != pos.col
         || !ngx_pty_pen_eq(&s->pen, &pen, NGX_PTY_A_SGR & ~NGX_PTY_A_CONCEAL))
     {
@@ -2856,7 +2862,8 @@ ngx_pty_ich_edge(ngx_pty_screen_t *s)
  * ICH and DCH on a row outside the scroll region: xterm.js shifts the row
  * (only left and right margins bound them, and it has none), libvterm
  * does nothing there.  The model lifts libvterm's region around them.
- * 1: done.
+ * A wrap pending past a narrow glyph ends first (past a wide one, the
+ * callers' way).  1: done.
  */
 static int
 ngx_pty_shift_outside(ngx_pty_screen_t *s, const u_char *p, size_t *start,
@@ -2869,7 +2876,7 @@ ngx_pty_shift_outside(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
     end = (s->bottom < 0) ? (long) s->rows : s->bottom;
 
-    if (s->phantom || (s->top == 0 && end == (long) s->rows)) {
+    if (ngx_pty_past_wide(s) || (s->top == 0 && end == (long) s->rows)) {
         return 0;
     }
 
@@ -2895,8 +2902,9 @@ ngx_pty_shift_outside(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     vterm_input_write(s->vt, buf, b - buf);
     s->no_lf = 0;
 
-    /* the region set again homed the cursor */
+    /* the region set again homed the cursor; a pending wrap is ended */
     ngx_pty_vt_cup(s, pos);
+    s->phantom = 0;
 
     if (c == 'P') {
         ngx_pty_dch_ends(s);
@@ -3097,7 +3105,7 @@ ngx_pty_buffer_region(ngx_pty_screen_t *s, unsigned was_alt)
 {
     int       top, bottom;
     char      buf[32];
-    unsigned  phantom;
+    unsigned  phantom, custom;
     VTermPos  pos;
 
     if (s->alt == was_alt) {
@@ -3107,12 +3115,15 @@ ngx_pty_buffer_region(ngx_pty_screen_t *s, unsigned was_alt)
     /* xterm.js's other buffer waits to wrap too (its x is cols) */
     phantom = s->phantom;
 
+    /* libvterm's stops are the buffer's left, custom ones too */
+    custom = s->tabs_custom[0] || s->tabs_custom[1];
+
     if (!s->alt) {
         /* leaving the alternate buffer sets its stops up anew */
         ngx_pty_tabs_default(s, 1);
     }
 
-    if (s->tabs_custom[0] || s->tabs_custom[1]) {
+    if (custom) {
         /* xterm.js keeps tab stops per buffer, libvterm one set */
         s->diverged++;
         pos = ngx_pty_cursor(s);
@@ -6048,6 +6059,7 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
         c->ch = cp;
         c->ncomb = 0;
         c->width = 2;
+        s->wide = 1;
         return 1;
     }
 
@@ -6068,9 +6080,11 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
         /*
          * after a wide glyph dropped at the edge (autowrap off): xterm.js
          * gives the join the dropped glyph's width, so the glyph before
-         * the last column claims two while the last keeps its own
+         * the last column claims two while the last keeps its own (the
+         * text fast path blanks such a cell too: s->wide)
          */
         c->width = 2;
+        s->wide = 1;
     }
 
     return 1;
@@ -6723,6 +6737,11 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
                     /* HTS */
                     ngx_pty_flush(s, p, &start, i);
                     ngx_pty_tab_set(s, ngx_pty_xterm_col(s), 1);
+
+                    if (ngx_pty_past_wide(s)) {
+                        /* not at libvterm's column, the glyph's left half */
+                        ngx_pty_csi_skip(s, p, &start, i, esc);
+                    }
                 }
 
                 if (c == 'D' || c == 'E' || c == 'M') {

@@ -149,22 +149,26 @@ function state(t) {
     return st;
 }
 
-// What a terminal holds past its edges that no byte stream (and so no
-// Keyframe) can make, given from a (the stream's) to b (the late
-// joiner's); returns the names of those that differed:
+// What a terminal holds that no byte stream (and so no Keyframe) can make,
+// given from a (the stream's) to b (the late joiner's); returns the names
+// of those that differed:
 //
-//   tabs       tab stops at or past the edge, in each buffer: xterm.js
-//              keeps the ones set while the terminal was wider, for a
-//              resize wider, but HTS sets one under the cursor only
-//   alt-lines  the alternate buffer's line list: it holds the most rows
-//              the terminal had since the buffer was last left (only a
-//              resize makes it longer), and lines above the screen that
-//              text scrolled there, which a resize brings back
-//   alt-cells  the alternate buffer's cells past the edge (its lines keep
-//              them when it narrows, a widening shows them again)
-//   saved-row  a saved cursor's line below the screen (a resize that took
-//              rows away can leave it past the buffer's end)
-function copyPastTheEdges(a, b) {
+//   tabs         tab stops at or past the edge, in each buffer: xterm.js
+//                keeps the ones set while the terminal was wider, for a
+//                resize wider, but HTS sets one under the cursor only
+//   alt-lines    the alternate buffer's line list: it holds the most rows
+//                the terminal had since the buffer was last left (only a
+//                resize makes it longer), and lines above the screen that
+//                text scrolled there, which a resize brings back
+//   alt-cells    the alternate buffer's cells past the edge (its lines
+//                keep them when it narrows, a widening shows them again)
+//   saved-row    a saved cursor's line below the screen (a resize that
+//                took rows away can leave it past the buffer's end)
+//   cut-glyphs   on the screen, where the Keyframe left a blank: a cell
+//   lone-halves  two columns wide without its right half, a right half
+//   lone-marks   without its glyph, a combining mark alone (unwritable())
+//   cursor       the cursor more than one column past the edge
+function giveUnwritable(a, b) {
     const out = [];
     if (copyTabs(a, b)) {
         out.push('tabs');
@@ -177,6 +181,81 @@ function copyPastTheEdges(a, b) {
     }
     if (copySavedBelow(a, b)) {
         out.push('saved-row');
+    }
+    for (const k of copyUnwritableCells(a, b)) {
+        out.push(k);
+    }
+    if (copyCursorPast(a, b)) {
+        out.push('cursor');
+    }
+    return out;
+}
+
+// a cursor more than one column past the edge (marks past the edge, each
+// with a column of its own, move it there), where the Keyframe's waits
+// to wrap in the last column or past it
+function copyCursorPast(a, b) {
+    const from = a._core._bufferService.buffer;
+    const to = b._core._bufferService.buffer;
+    if (from.x <= a.cols || a.cols !== b.cols || from.y !== to.y
+        || to.x < b.cols - 1)
+    {
+        return false;
+    }
+    to.x = from.x;
+    return true;
+}
+
+// the kind of cell no write makes that the stream's line holds at x, or
+// null: a wide glyph without its right half (xterm.js's join of a mark to
+// the glyph before a wide one it dropped at the edge, a reflow), a right
+// half without its glyph, a combining mark alone (joined to an empty
+// cell after a resize moved the cursor)
+function unwritable(line, x, cols, cell) {
+    const w = line.getWidth(x);
+    if (w === 2 && (x === cols - 1 || line.getWidth(x + 1) !== 0)) {
+        return 'cut-glyphs';
+    }
+    if (w === 0 && (x === 0 || line.getWidth(x - 1) !== 2)) {
+        return 'lone-halves';
+    }
+    line.loadCell(x, cell);
+    return /^\p{M}/u.test(cell.getChars()) ? 'lone-marks' : null;
+}
+
+// such cells of the screen where the Keyframe left a blank
+function copyUnwritableCells(a, b) {
+    const out = new Set();
+    const cols = a.cols;
+    if (cols !== b.cols || a.rows !== b.rows
+        || a.buffer.active.type !== b.buffer.active.type)
+    {
+        return out;
+    }
+    for (const k of ['normal', 'alt']) {
+        const from = a._core._bufferService.buffers[k];
+        const to = b._core._bufferService.buffers[k];
+        const cell = new (from.getNullCell().constructor)();
+        const blank = new (to.getNullCell().constructor)();
+        for (let y = 0; y < a.rows; y++) {
+            const fl = from.lines.get(from.ybase + y);
+            const tl = to.lines.get(to.ybase + y);
+            if (!fl || !tl) {
+                continue;
+            }
+            for (let x = 0; x < cols && x < fl.length && x < tl.length; x++) {
+                const kind = unwritable(fl, x, cols, cell);
+                if (kind === null) {
+                    continue;
+                }
+                tl.loadCell(x, blank);
+                if (blank.getChars() !== '' || blank.getWidth() !== 1) {
+                    continue;
+                }
+                tl.copyCellsFrom(fl, x, x, 1, false);
+                out.add(kind);
+            }
+        }
     }
     return out;
 }
@@ -301,4 +380,4 @@ function diff(a, b, max) {
 }
 
 module.exports = { VERSIONS, load, newTerminal, write, state, diff,
-                   copyPastTheEdges };
+                   giveUnwritable };
