@@ -1415,24 +1415,30 @@ ngx_pty_row_copy(ngx_pty_screen_t *s, ngx_pty_row_t *dst, unsigned dcol,
 }
 
 
-/* a wide glyph cut by the right edge becomes a blank in pen */
-static void
+/* a wide glyph cut by the right edge becomes a blank in pen (1: it did) */
+static int
 ngx_pty_edge_cut(ngx_pty_screen_t *s, ngx_pty_row_t *row,
-    const ngx_pty_pen_t *pen)
+    const ngx_pty_pen_t *pen, unsigned protect)
 {
     ngx_pty_cell_t  *c;
 
     if (row->len < s->cols) {
-        return;
+        return 0;
     }
 
     c = &row->cells[s->cols - 1];
 
     if (c->ch == 0 || c->ch == NGX_PTY_CONT || c->width != 2) {
-        return;
+        return 0;
     }
 
     ngx_pty_cell_blank(s, c, pen);
+
+    if (protect) {
+        c->pen.attr |= NGX_PTY_A_PROTECT;
+    }
+
+    return 1;
 }
 
 
@@ -1557,7 +1563,6 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
     unsigned         n, i, w, end, moved, fresh;
     uint32_t        *comb;
     VTermRect        ins;
-    ngx_pty_pen_t    pen;
     ngx_pty_row_t   *row;
     ngx_pty_cell_t  *c;
 
@@ -1676,9 +1681,11 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
     }
 
     if (s->insert) {
-        /* what the glyph pushed right: xterm.js clears a cut wide one */
-        pen = ngx_pty_erase_pen(s);
-        ngx_pty_edge_cut(s, row, &pen);
+        /*
+         * what the glyph pushed right: xterm.js clears a cut wide one, in
+         * the whole pen it prints with
+         */
+        s->whole |= ngx_pty_edge_cut(s, row, &s->pen, s->protect);
     }
 
     return 1;
@@ -2854,7 +2861,7 @@ ngx_pty_ich_edge(ngx_pty_screen_t *s)
 
     pos = ngx_pty_cursor(s);
     pen = ngx_pty_erase_pen(s);
-    ngx_pty_edge_cut(s, s->cur->rows[pos.row], &pen);
+    (void) ngx_pty_edge_cut(s, s->cur->rows[pos.row], &pen, 0);
 }
 
 
@@ -4407,6 +4414,28 @@ ngx_pty_fast_put(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned col,
 
 
 /*
+ * xterm.js's print() first blanks a cell two columns wide before its
+ * cursor (in column x) in its pen, also one a mark's join made so (no
+ * right half there)
+ */
+static void
+ngx_pty_print_start(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned x)
+{
+    ngx_pty_cell_t  *c;
+
+    if (x == 0 || x - 1 >= row->len) {
+        return;
+    }
+
+    c = &row->cells[x - 1];
+
+    if (c->width == 2 && c->ch != 0 && c->ch != NGX_PTY_CONT) {
+        ngx_pty_print_blank(s, c, s->protect);
+    }
+}
+
+
+/*
  * A wide glyph (ngx_pty_wide_len()) at p[i] with autowrap off and the
  * cursor in the last column or past it: xterm.js drops it and leaves the
  * cursor in that column; libvterm 0.1.4 wraps it all the same (its wrap
@@ -4419,7 +4448,7 @@ ngx_pty_wide_dropped(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 {
     size_t           len;
     uint32_t         cp;
-    unsigned         col;
+    unsigned         x, col;
     VTermPos         pos;
     ngx_pty_pen_t    pen;
     ngx_pty_row_t   *row;
@@ -4450,6 +4479,7 @@ ngx_pty_wide_dropped(ngx_pty_screen_t *s, const u_char *p, size_t *start,
      * stays on a wide glyph printed at the edge)
      */
     pos = ngx_pty_cursor(s);
+    x = (unsigned) ngx_pty_xterm_col(s);
 
     if ((unsigned) pos.col != s->cols - 1) {
         pos.col = s->cols - 1;
@@ -4461,13 +4491,15 @@ ngx_pty_wide_dropped(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     s->diverged++;
     *start = i + len;
 
+    row = s->cur->rows[pos.row];
+    ngx_pty_print_start(s, row, x);
+
     /*
      * a wide glyph's right half there: xterm.js's print() ends by
      * blanking the cell under the cursor in its pen, which cuts the
      * glyph: it keeps its width, a cell of its own after it
      * (ngx_pty_paint_cut())
      */
-    row = s->cur->rows[pos.row];
     col = s->cols - 1;
 
     if (col > 0 && col < row->len && row->cells[col].ch == NGX_PTY_CONT) {
@@ -7596,6 +7628,7 @@ ngx_pty_row_from_line(ngx_pty_screen_t *s, ngx_pty_row_t *row,
 
     row->wrapped = line->wrapped;
     n = line->len < cols ? line->len : cols;
+
     for (i = 0; i < n; i++) {
         c = &line->cells[i];
 
@@ -7615,7 +7648,8 @@ ngx_pty_row_from_line(ngx_pty_screen_t *s, ngx_pty_row_t *row,
         /*
          * a wide glyph with a cell of its own where its right half was,
          * as xterm.js's reflow leaves one it moved down a line: no byte
-         * stream writes that, and it shows nearly as a blank
+         * stream writes that, so no snapshot could rebuild it (a model
+         * rebuilt from one must be the same); it shows nearly as a blank
          */
         c->ch = 0;
         c->ncomb = 0;
@@ -8643,7 +8677,8 @@ ngx_pty_cuts_wide(const ngx_pty_row_t *row, unsigned col)
  * A wide glyph in the last column: no byte stream puts one there in
  * xterm.js (it wraps it, ICH clears it), and the model clears those it
  * meets (resize, ICH, insert mode, REP); should one remain, the late
- * joiner gets a blank
+ * joiner gets a blank.  So does a cell two columns wide with a cell of
+ * its own in its second.
  */
 static void
 ngx_pty_paint_wide_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r,
@@ -8811,6 +8846,18 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
             }
 
             col++;
+            continue;
+        }
+
+        if (c->width == 2
+            && ngx_pty_row_cell(row, col + 1, &tmp2)->ch != NGX_PTY_CONT)
+        {
+            /*
+             * two columns wide, a cell of its own in the second (a mark's
+             * join, a reflow's move down a line): no byte stream writes
+             * it there, and xterm.js shows it as a blank
+             */
+            ngx_pty_paint_wide_edge(e, s, r, col);
             continue;
         }
 
