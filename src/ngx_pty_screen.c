@@ -191,6 +191,8 @@ struct ngx_pty_screen_s {
     unsigned                      mouse;      /* 0, 1000, 1002, 1003 */
     unsigned                      mouse_enc;  /* 0, 1005, 1006, 1015 */
     int                           top, bottom;
+    /* xterm.js's x past cols while phantom: marks of their own there */
+    unsigned                      past;
 
     unsigned                      alt:1;
     unsigned                      no_skip:1;  /* ngx_pty_sb_raw_lines() */
@@ -1673,6 +1675,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
         s->edge_pos = pos;
         /* past the edge, as xterm.js has it also with autowrap off */
         s->phantom = s->edge;
+        s->past = 0;
         s->diverged += (s->edge && !s->autowrap);
 
         if (s->phantom) {
@@ -2785,7 +2788,7 @@ ngx_pty_vt_tabs(ngx_pty_screen_t *s)
 static int
 ngx_pty_xterm_col(ngx_pty_screen_t *s)
 {
-    return s->phantom ? (int) s->cols : ngx_pty_cursor(s).col;
+    return s->phantom ? (int) (s->cols + s->past) : ngx_pty_cursor(s).col;
 }
 
 
@@ -4240,6 +4243,7 @@ ngx_pty_fast_last(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
     }
 
     s->phantom = pos->ph;
+    s->past = 0;
 }
 
 
@@ -4541,8 +4545,13 @@ ngx_pty_edge_glyph(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     pos = ngx_pty_cursor(s);
     row = s->cur->rows[pos.row];
 
-    if ((unsigned) pos.col >= row->len
-        || !ngx_pty_wide_cuttable(&row->cells[pos.col]))
+    /*
+     * (also where a scroll took the glyph off the row since: xterm.js's
+     * cursor stays past the edge)
+     */
+    if ((unsigned) pos.col < row->len
+        && ngx_pty_wide_left(&row->cells[pos.col])
+        && !ngx_pty_wide_cuttable(&row->cells[pos.col]))
     {
         return;
     }
@@ -5990,8 +5999,12 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
     }
 
     if (!join && s->phantom) {
-        /* a glyph of its own past the edge: xterm.js writes it nowhere */
+        /*
+         * a glyph of its own past the edge: xterm.js writes it nowhere,
+         * and its cursor goes a column further (which a widening shows)
+         */
         s->diverged++;
+        s->past += (s->past < NGX_PTY_SCREEN_MAX_COLS);
         return 1;
     }
 
@@ -6016,6 +6029,7 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
         } else {
             /* past the edge: libvterm must wrap the next glyph too */
             s->phantom = 1;
+            s->past = 0;
             s->ph_pos = pos;
 
             if (s->autowrap) {
@@ -6031,12 +6045,15 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
                                  ? (unsigned) col + 2 : s->cols);
     c = &row->cells[col];
 
-    if (!s->phantom && ngx_pty_wide_left(c) && col + 1 < (int) s->cols) {
+    if (!s->phantom && ngx_pty_wide_left(c) && col + 1 < (int) s->cols
+        && c[1].ch == NGX_PTY_CONT)
+    {
         /*
          * the cursor on the glyph's right half (a resize put it there):
          * xterm.js's print() blanks the glyph first, then the mark joins
          * a blank, which no write makes again: both cells blank in the
-         * pen, the mark dropped
+         * pen, the mark dropped (not a glyph cut by a cell of its own,
+         * right after a wide glyph dropped at the edge: the mark joins it)
          */
         ngx_pty_print_blank(s, c, s->protect);
         ngx_pty_print_blank(s, c + 1, s->protect);
@@ -6337,6 +6354,8 @@ static int
 ngx_pty_edge_lf(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i)
 {
+    unsigned  past;
+
     ngx_pty_flush(s, p, start, i);
 
     if (!s->phantom) {
@@ -6348,10 +6367,26 @@ ngx_pty_edge_lf(ngx_pty_screen_t *s, const u_char *p, size_t *start,
         ngx_pty_vt_to_edge(s);
     }
 
+    past = (p[i] != '\r') ? s->past : 0;
+
     ngx_pty_flush(s, p, start, i + 1);
 
     if (s->phantom) {
         ngx_pty_end_wrap(s);
+    }
+
+    if (past) {
+        /* xterm.js's line feed takes one column back: still past the edge */
+        s->ph_pos = ngx_pty_cursor(s);
+
+        if (s->autowrap) {
+            ngx_pty_vt_rephantom(s);
+
+        } else {
+            s->phantom = 1;
+        }
+
+        s->past = past - 1;
     }
 
     return 1;
