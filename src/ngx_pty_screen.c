@@ -397,6 +397,7 @@ static void ngx_pty_tail_insert(ngx_pty_screen_t *s, ngx_pty_row_t *row,
     unsigned col, unsigned n);
 static void ngx_pty_tail_shift(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
     ngx_pty_row_t *line, u_char c, long n);
+static void ngx_pty_tail_erase_to(ngx_pty_screen_t *s, unsigned selective);
 static void ngx_pty_tails_erase(ngx_pty_screen_t *s, unsigned long v,
     unsigned selective);
 static void ngx_pty_tails_align(ngx_pty_screen_t *s);
@@ -3565,6 +3566,10 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             ngx_pty_tails_erase(s, v, 0);
         }
 
+        if (v == 1 && s->phantom && s->tails) {
+            ngx_pty_tail_erase_to(s, 0);
+        }
+
         if (c == 'J' && v == 3 && !s->alt) {
             /* xterm.js drops its scrollback; its saved row stays a line */
             s->saved_pos[0].row += s->grid[0].sb_len + s->sb_lost;
@@ -4418,6 +4423,19 @@ ngx_pty_fast_put(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned col,
 
 
 /*
+ * Whether p[i] starts a run of glyphs that xterm.js's parser hands its
+ * print() at once: the input's first, or after an escape sequence (which
+ * ended at normal) or a control (C0, DEL, C1)
+ */
+static ngx_inline int
+ngx_pty_run_start(const u_char *p, size_t i, size_t normal)
+{
+    return i == 0 || i == normal || p[i - 1] < 0x20 || p[i - 1] == 0x7f
+           || (i >= 2 && p[i - 2] == 0xc2 && p[i - 1] < 0xa0);
+}
+
+
+/*
  * xterm.js's print() first blanks a cell two columns wide before its
  * cursor (in column x) in its pen, also one a mark's join made so (no
  * right half there)
@@ -4448,7 +4466,7 @@ ngx_pty_print_start(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned x)
  */
 static size_t
 ngx_pty_wide_dropped(ngx_pty_screen_t *s, const u_char *p, size_t *start,
-    size_t i, size_t n)
+    size_t i, size_t n, size_t normal)
 {
     size_t           len;
     uint32_t         cp;
@@ -4496,7 +4514,10 @@ ngx_pty_wide_dropped(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     *start = i + len;
 
     row = s->cur->rows[pos.row];
-    ngx_pty_print_start(s, row, x);
+
+    if (ngx_pty_run_start(p, i, normal)) {
+        ngx_pty_print_start(s, row, x);
+    }
 
     /*
      * a wide glyph's right half there: xterm.js's print() ends by
@@ -5359,6 +5380,10 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v,
         rect.end_col = end;
     }
 
+    if (v == 1 && s->phantom && s->tails) {
+        ngx_pty_tail_erase_to(s, selective);
+    }
+
     if (c == 'J' && v == 2) {
         rect.end_row = s->rows;
     }
@@ -6022,6 +6047,14 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
         c->pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
         ngx_pty_print_halves(s, row, pos.col, pos.col + 1, s->protect);
 
+        if (s->insert) {
+            /*
+             * xterm.js inserts no cell for it, but clears a wide glyph in
+             * the last column as it does for a glyph
+             */
+            s->whole |= ngx_pty_edge_cut(s, row, &s->pen, s->protect);
+        }
+
         if (pos.col + 1 < (int) s->cols) {
             pos.col++;
             ngx_pty_vt_cup(s, pos);
@@ -6098,6 +6131,20 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
     }
 
     s->diverged++;
+
+    if (wide && c->width == 1 && c->ch != 0 && !s->phantom && !over) {
+        /*
+         * xterm.js gives the join the dropped glyph's width here too (a
+         * resize moved the cursor off the column before the last since):
+         * a cell two columns wide with one of its own after it, which no
+         * byte stream writes there; a blank, as a Keyframe paints one
+         */
+        c->ch = 0;
+        c->ncomb = 0;
+        c->width = 1;
+        c->pen = s->default_pen;
+        return 1;
+    }
 
     if (c->ch == 0 && over) {
         /*
@@ -6511,7 +6558,8 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
         /* no set draws a wide glyph otherwise: also while libvterm decodes */
         if (!s->autowrap && c >= 0xe3 && c <= 0xf0
-            && (len = ngx_pty_wide_dropped(s, p, start, i, n)) != 0)
+            && (len = ngx_pty_wide_dropped(s, p, start, i, n, *normal))
+               != 0)
         {
             i += len;
             continue;
@@ -7506,6 +7554,28 @@ ngx_pty_tails_erase(ngx_pty_screen_t *s, unsigned long v, unsigned selective)
     for (r = from; r < to; r++) {
         row = s->cur->rows[r];
         ngx_pty_cells_erase(row->tail, row->tail_len, &pen, selective);
+    }
+}
+
+
+/*
+ * EL 1 and ED 1 past the edge: xterm.js erases its line up to the cursor
+ * and one more, so a tail's cells to there too
+ */
+static void
+ngx_pty_tail_erase_to(ngx_pty_screen_t *s, unsigned selective)
+{
+    unsigned        n;
+    ngx_pty_pen_t   pen;
+    ngx_pty_row_t  *row;
+
+    row = s->cur->rows[ngx_pty_cursor(s).row];
+    n = s->past + 1;
+
+    if (row->tail != NULL) {
+        pen = ngx_pty_erase_pen(s);
+        ngx_pty_cells_erase(row->tail, n < row->tail_len ? n : row->tail_len,
+                            &pen, selective);
     }
 }
 
@@ -9040,14 +9110,17 @@ ngx_pty_paint_wrap_cells(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     wide = (h && ngx_pty_wide_left(h)
             && ngx_pty_row_cell(row, 2, &tmp4)->ch == NGX_PTY_CONT);
 
+    h = ngx_pty_row_cell(row, 0, &tmp2);
+
     if (c->ch == 0 && w >= 2 && ngx_pty_blank_whole(s, c)
-        && ngx_pty_narrow(ngx_pty_row_cell(row, 0, &tmp2))
+        && (ngx_pty_narrow(h) || (h->ch != NGX_PTY_CONT && h->width == 0))
         && (wide || ngx_pty_narrow(ngx_pty_row_cell(row, 1, &tmp3))))
     {
         /*
          * A blank in more than a background (the content below it erased
-         * since): a wide glyph's wrap leaves it so, and its own two cells
-         * are painted again (a wide glyph from the second one whole)
+         * since, or written over by a mark alone): a wide glyph's wrap
+         * leaves it so, and its own two cells are painted again (a wide
+         * glyph from the second one whole)
          */
         ngx_pty_emit_move(e, r - 1, w - 1);
         ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
