@@ -10188,7 +10188,9 @@ ngx_pty_emit_write_modes(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
 /*
  * Whether every cell of row is erased in pen's background (1), or that
- * or protected (2: a selective erase keeps the protected ones)
+ * or protected (2: a selective erase keeps the protected ones); not a
+ * blank in more than a background (a wide glyph's wrap leaves one),
+ * which an erase would not give back
  */
 static int
 ngx_pty_row_erased(ngx_pty_screen_t *s, const ngx_pty_row_t *row,
@@ -10196,10 +10198,12 @@ ngx_pty_row_erased(ngx_pty_screen_t *s, const ngx_pty_row_t *row,
 {
     int                    how;
     unsigned               col;
+    ngx_pty_pen_t          ep;
     ngx_pty_cell_t         tmp;
     const ngx_pty_cell_t  *c;
 
     how = 1;
+    ep = ngx_pty_pen_erased(s, pen);
 
     for (col = 0; col < s->cols; col++) {
         c = ngx_pty_row_cell(row, col, &tmp);
@@ -10208,7 +10212,7 @@ ngx_pty_row_erased(ngx_pty_screen_t *s, const ngx_pty_row_t *row,
             how = 2;
 
         } else if (c->ch != 0
-                   || !ngx_pty_pen_eq(&c->pen, pen, NGX_PTY_A_SGR))
+                   || !ngx_pty_pen_eq(&c->pen, &ep, NGX_PTY_A_SGR))
         {
             return 0;
         }
