@@ -3551,6 +3551,7 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         if (c == 'K' && v == 0 && s->phantom) {
             /* xterm.js has the cursor past the edge: nothing to erase */
             s->diverged++;
+            s->past = 0;
             ngx_pty_csi_skip(s, p, start, i, esc);
             break;
         }
@@ -3583,6 +3584,8 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         }
 
         ngx_pty_erase_wraps(s, c, v, 0);
+        /* xterm.js's ED and EL keep the cursor at most one past the edge */
+        s->past = 0;
         break;
 
     case 'T':
@@ -5403,6 +5406,9 @@ ngx_pty_fast_erase(ngx_pty_screen_t *s, u_char c, unsigned long v,
         rect.end_col = end;
         ngx_pty_erase_rect(s, rect, selective);
     }
+
+    /* xterm.js's ED and EL keep the cursor at most one past the edge */
+    s->past = 0;
 }
 
 
