@@ -7739,7 +7739,6 @@ ngx_pty_row_from_line(ngx_pty_screen_t *s, ngx_pty_row_t *row,
 
     row->wrapped = line->wrapped;
     n = line->len < cols ? line->len : cols;
-
     for (i = 0; i < n; i++) {
         c = &line->cells[i];
 
