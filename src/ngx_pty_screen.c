@@ -8985,10 +8985,11 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
         ngx_pty_emit_glyph(e, s, row, r, col, c);
 
         if (c->width == 0) {
-            /* a lone mark, written after a move, moves the cursor on */
-            if (col + 1 < w) {
-                e->col = col + 1;
-            }
+            /*
+             * a lone mark, written after a move, moves xterm.js's cursor
+             * on, not libvterm's: where it is, is not known
+             */
+            e->col = -1;
 
         } else if (col + c->width < w) {
             e->col = col + c->width;    /* else a pending wrap: unknown */
