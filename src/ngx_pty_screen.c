@@ -9665,8 +9665,9 @@ ngx_pty_emit_past_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
     VTermPos pos, ngx_pty_cell_t *tmp)
 {
     ngx_pty_pen_t          bg;
+    ngx_pty_cell_t         cell;
     const ngx_pty_row_t   *row;
-    const ngx_pty_cell_t  *c;
+    const ngx_pty_cell_t  *c, *h;
 
     if (s->saved_pos[b].col < (int) s->cols || s->grid[b].rows == NULL) {
         return NULL;
@@ -9685,6 +9686,19 @@ ngx_pty_emit_past_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
         ngx_pty_paint_cut(e, s, row, pos.row, pos.col - 1);
 
         return c;
+    }
+
+    h = (pos.col > 0) ? ngx_pty_row_cell(row, pos.col - 1, &cell) : NULL;
+
+    if (h != NULL && h->width == 2 && h->ch != 0 && h->ch != NGX_PTY_CONT
+        && c->ch != NGX_PTY_CONT)
+    {
+        /*
+         * a mark's join claims two columns before it (_overwide()): the
+         * glyph written from its column would blank it, and from past
+         * the edge it could not be written: no way past
+         */
+        return NULL;
     }
 
     if (c->ch == 0) {
