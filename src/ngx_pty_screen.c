@@ -1418,30 +1418,23 @@ ngx_pty_row_copy(ngx_pty_screen_t *s, ngx_pty_row_t *dst, unsigned dcol,
 }
 
 
-/* a wide glyph cut by the right edge becomes a blank in pen (1: it did) */
-static int
-ngx_pty_edge_cut(ngx_pty_screen_t *s, ngx_pty_row_t *row,
-    const ngx_pty_pen_t *pen, unsigned protect)
+/* a wide glyph the right edge cuts (what a shift right left there), or NULL */
+static ngx_pty_cell_t *
+ngx_pty_edge_wide(ngx_pty_screen_t *s, ngx_pty_row_t *row)
 {
     ngx_pty_cell_t  *c;
 
     if (row->len < s->cols) {
-        return 0;
+        return NULL;
     }
 
     c = &row->cells[s->cols - 1];
 
     if (c->ch == 0 || c->ch == NGX_PTY_CONT || c->width != 2) {
-        return 0;
+        return NULL;
     }
 
-    ngx_pty_cell_blank(s, c, pen);
-
-    if (protect) {
-        c->pen.attr |= NGX_PTY_A_PROTECT;
-    }
-
-    return 1;
+    return c;
 }
 
 
@@ -1689,7 +1682,11 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
          * what the glyph pushed right: xterm.js clears a cut wide one, in
          * the whole pen it prints with
          */
-        s->whole |= ngx_pty_edge_cut(s, row, &s->pen, s->protect);
+        c = ngx_pty_edge_wide(s, row);
+
+        if (c != NULL) {
+            ngx_pty_print_blank(s, c, s->protect);
+        }
     }
 
     return 1;
@@ -2101,7 +2098,7 @@ ngx_pty_cb_settermprop(VTermProp prop, VTermValue *val, void *user)
             s->alt = 1;
             vterm_state_get_cursorpos(s->state, &pos);
             s->norm_y = pos.row;
-            s->norm_x = s->phantom ? (int) s->cols : pos.col;
+            s->norm_x = ngx_pty_xterm_col(s);
             ngx_pty_unwrap(s, 0, s->rows);
 
         } else {
@@ -2860,12 +2857,17 @@ ngx_pty_decstr(ngx_pty_screen_t *s)
 static void
 ngx_pty_ich_edge(ngx_pty_screen_t *s)
 {
-    VTermPos       pos;
-    ngx_pty_pen_t  pen;
+    VTermPos         pos;
+    ngx_pty_pen_t    pen;
+    ngx_pty_cell_t  *c;
 
     pos = ngx_pty_cursor(s);
-    pen = ngx_pty_erase_pen(s);
-    (void) ngx_pty_edge_cut(s, s->cur->rows[pos.row], &pen, 0);
+    c = ngx_pty_edge_wide(s, s->cur->rows[pos.row]);
+
+    if (c != NULL) {
+        pen = ngx_pty_erase_pen(s);
+        ngx_pty_cell_blank(s, c, &pen);
+    }
 }
 
 
@@ -4439,28 +4441,6 @@ ngx_pty_run_start(const u_char *p, size_t i, size_t normal)
 
 
 /*
- * xterm.js's print() first blanks a cell two columns wide before its
- * cursor (in column x) in its pen, also one a mark's join made so (no
- * right half there)
- */
-static void
-ngx_pty_print_start(ngx_pty_screen_t *s, ngx_pty_row_t *row, unsigned x)
-{
-    ngx_pty_cell_t  *c;
-
-    if (x == 0 || x - 1 >= row->len) {
-        return;
-    }
-
-    c = &row->cells[x - 1];
-
-    if (c->width == 2 && c->ch != 0 && c->ch != NGX_PTY_CONT) {
-        ngx_pty_print_blank(s, c, s->protect);
-    }
-}
-
-
-/*
  * A wide glyph (ngx_pty_wide_len()) at p[i] with autowrap off and the
  * cursor in the last column or past it: xterm.js drops it and leaves the
  * cursor in that column; libvterm 0.1.4 wraps it all the same (its wrap
@@ -4519,7 +4499,12 @@ ngx_pty_wide_dropped(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     row = s->cur->rows[pos.row];
 
     if (ngx_pty_run_start(p, i, normal)) {
-        ngx_pty_print_start(s, row, x);
+        /*
+         * xterm.js's print() first blanks a cell two columns wide before
+         * its cursor (also one a mark's join made so, no right half after
+         * it), and a right half under it, in its pen
+         */
+        ngx_pty_print_halves(s, row, x, x, s->protect);
     }
 
     /*
@@ -6058,7 +6043,11 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
              * xterm.js inserts no cell for it, but clears a wide glyph in
              * the last column as it does for a glyph
              */
-            s->whole |= ngx_pty_edge_cut(s, row, &s->pen, s->protect);
+            c = ngx_pty_edge_wide(s, row);
+
+            if (c != NULL) {
+                ngx_pty_print_blank(s, c, s->protect);
+            }
         }
 
         if (pos.col + 1 < (int) s->cols) {
