@@ -198,6 +198,8 @@ struct ngx_pty_screen_s {
     unsigned                      no_skip:1;  /* ngx_pty_sb_raw_lines() */
     unsigned                      phantom:1;
     unsigned                      edge:1;
+    /* marks the model joined to the last glyph: libvterm's copy lacks them */
+    unsigned                      comb_own:1;
     unsigned                      untracked:1; /* DECALN, ngx_pty_vt_prime */
     unsigned                      last_text:1;
     unsigned                      last_wide:1; /* ... and it was wide */
@@ -1667,6 +1669,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
         s->combine_w = w;
         s->edge = pos.col + w >= s->cols;
         s->edge_pos = pos;
+        s->comb_own = 0;
         /* past the edge, as xterm.js has it also with autowrap off */
         s->phantom = s->edge;
         s->past = 0;
@@ -2233,6 +2236,7 @@ ngx_pty_vt_rephantom(ngx_pty_screen_t *s)
     s->vt_glyph = (c->ch > 0x20 && c->ch != NGX_PTY_CONT && c->width == 1
                    && c->ncomb == 0) ? c->ch : ' ';
     s->edge_pos = s->ph_pos;
+    s->comb_own = (s->vt_glyph != c->ch);
 
     if (s->vt_glyph == ' ') {
         /* in the last column: a wide glyph's left half is not there */
@@ -3558,8 +3562,12 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             break;
         }
 
-        if (c == 'J' && v == 0 && s->phantom) {
-            /* the same on the cursor's row; the rows below are erased */
+        if (s->phantom && (v == 1 || (c == 'J' && v == 0))) {
+            /*
+             * the same on the cursor's row, the rows below are erased; to
+             * the cursor, past the edge (libvterm's is on a wide glyph's
+             * first column): as the fast path does it (origin mode)
+             */
             ngx_pty_csi_skip(s, p, start, i, esc);
             ngx_pty_fast_erase(s, c, v, 0);
             break;
@@ -3567,10 +3575,6 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
 
         if (c == 'J' && s->tails) {
             ngx_pty_tails_erase(s, v, 0);
-        }
-
-        if (v == 1 && s->phantom && s->tails) {
-            ngx_pty_tail_erase_to(s, 0);
         }
 
         if (c == 'J' && v == 3 && !s->alt) {
@@ -4239,6 +4243,7 @@ ngx_pty_fast_last(ngx_pty_screen_t *s, const ngx_pty_tmpl_t *t,
     s->edge_pos.col = pos->col;
     s->vt_dirty |= NGX_PTY_VT_GLYPH;
     s->combine_w = 1;
+    s->comb_own = 0;
     s->edge = ((unsigned) pos->col + 1 >= s->cols);
     s->ph_pos = s->edge_pos;
 
@@ -4686,6 +4691,7 @@ ngx_pty_fast_wide(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     /* what ngx_pty_cb_putglyph() keeps of the last glyph */
     s->vt_glyph = last.ch;
     s->combine_w = last.width;
+    s->comb_own = 0;
     s->edge_pos = glyph;
     s->ph_pos = glyph;
     s->edge = 0;
@@ -6117,7 +6123,7 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
             && (unsigned) col + 2 == s->cols);
 
     if (!s->phantom && !s->charset[s->gl] && c->ch != 0 && !over
-        && pos.row == s->edge_pos.row
+        && !s->comb_own && pos.row == s->edge_pos.row
         && col == s->edge_pos.col && pos.col == col + (c->width ? c->width : 1)
         && ngx_pty_pen_eq(&c->pen, &s->pen, NGX_PTY_A_SGR))
     {
@@ -6165,6 +6171,7 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
 
     if (c->ncomb < NGX_PTY_MAX_COMB && (comb = ngx_pty_row_comb(s, row))) {
         comb[col * NGX_PTY_MAX_COMB + c->ncomb++] = cp;
+        s->comb_own = 1;
     }
 
     if (over) {
@@ -6262,30 +6269,58 @@ ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
 /*
  * Whether the character right before p[i] is a wide glyph, which a mark
  * at p[i] joins with its width in xterm.js, also where xterm.js dropped
- * the glyph (autowrap off, ngx_pty_wide_dropped()).  The marks after the
- * first find the cell made so (ngx_pty_combine()).  An earlier piece's
- * end is last_wide.
+ * the glyph (autowrap off, ngx_pty_wide_dropped()).  Marks joined to it
+ * keep that width in xterm.js's join state, also where a resize moved
+ * the cursor off the glyph since: they are looked through, as many as a
+ * cell keeps (docs/SNAPSHOT.md).  An earlier piece's end is last_wide.
  */
 static unsigned
 ngx_pty_wide_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
     size_t i)
 {
     size_t    j;
+    unsigned  len, marks;
     uint32_t  cp;
 
-    if (i == normal) {
-        return (i == 0) ? s->last_wide : 0;
-    }
+    for (marks = 0; i > normal; marks++) {
 
-    j = (i - normal >= 4) ? i - 4 : normal;
-
-    for ( /* void */ ; j + 3 <= i; j++) {
-        if (j + ngx_pty_wide_len(p, j, i, &cp) == i) {
-            return 1;
+        /* a flood of marks would make each a walk back over all of them */
+        if (marks > NGX_PTY_MAX_COMB) {
+            return 0;
         }
+
+        j = (i - normal >= 4) ? i - 4 : normal;
+
+        for ( /* void */ ; j + 3 <= i; j++) {
+            if (j + ngx_pty_wide_len(p, j, i, &cp) == i) {
+                return 1;
+            }
+        }
+
+        /* a well-formed combining mark ends at p[i]: the glyph before it */
+        for (j = i - 1; j > normal && i - j < 4 && (p[j] & 0xc0) == 0x80; j--)
+        {
+            /* void */
+        }
+
+        len = ngx_pty_utf8_len(p[j]);
+
+        if (len < 2 || len != i - j) {
+            return 0;
+        }
+
+        cp = ngx_pty_utf8_cp(p + j, len);
+
+        if (cp == 0 || !ngx_pty_utf8_kept(cp, len)
+            || !ngx_pty_is_combining(cp))
+        {
+            return 0;
+        }
+
+        i = j;
     }
 
-    return 0;
+    return (i == 0 && normal == 0) ? s->last_wide : 0;
 }
 
 
@@ -7209,6 +7244,7 @@ ngx_pty_absorb(ngx_pty_screen_t *s, const u_char *p, size_t n)
             && (comb = ngx_pty_row_comb(s, row)) != NULL)
         {
             comb[s->edge_pos.col * NGX_PTY_MAX_COMB + c->ncomb++] = cp;
+            s->comb_own = 1;
         }
     }
 
@@ -8061,8 +8097,12 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
         vterm_input_write(s->vt, (char *) s->pend, s->pend_len);
     }
 
-    /* the last glyph may have moved or gone: marks find it by the cursor */
+    /*
+     * the last glyph may have moved or gone: marks find it by the cursor,
+     * not where libvterm printed it
+     */
     s->edge = 0;
+    s->comb_own = 1;
 
     return 0;
 
@@ -9989,16 +10029,17 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
                       : NULL;
 
     if (!s->pend_len && s->last_wide && !s->phantom && !s->autowrap
-        && (unsigned) pos.col + 1 == s->cols && c && c->ch != NGX_PTY_CONT)
+        && (unsigned) pos.col + 1 == s->cols && c)
     {
         /*
          * after a wide glyph dropped at the edge: one dropped again, so
-         * that a mark joins with its width (ngx_pty_paint_overwide()).
-         * Not once a mark made the glyph before the cursor claim two
-         * columns: xterm.js's print() blanks such a glyph first, even
+         * that a mark joins with its width (ngx_pty_paint_overwide(); a
+         * wide glyph's right half there: the mark joins the glyph, in any
+         * pen).  Not once a mark made the glyph before the cursor claim
+         * two columns: xterm.js's print() blanks such a glyph first, even
          * for a glyph it then drops.
          */
-        if (c->width == 1) {
+        if (c->width == 1 || c->ch == NGX_PTY_CONT) {
             ngx_pty_emit(e, NGX_PTY_WIDE_FILL,
                          sizeof(NGX_PTY_WIDE_FILL) - 1);
 
@@ -10009,6 +10050,14 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
             pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
             ngx_pty_emit_cut(e, s, s->cur->rows[pos.row], pos.row,
                              pos.col - 1, &pen);
+
+            c = ngx_pty_row_cell(s->cur->rows[pos.row], pos.col, &tmp);
+
+            if (c->ch != 0 && c->width == 1) {
+                /* its last column written, not a dropped glyph: drop one */
+                ngx_pty_emit(e, NGX_PTY_WIDE_FILL,
+                             sizeof(NGX_PTY_WIDE_FILL) - 1);
+            }
         }
 
         return;

@@ -188,7 +188,46 @@ function giveUnwritable(a, b) {
     if (copyCursorPast(a, b)) {
         out.push('cursor');
     }
+    if (copyJoinState(a, b)) {
+        out.push('join-state');
+    }
     return out;
+}
+
+// xterm.js's join state (a mark that comes next joins the cell left of
+// the cursor with its width) where no write leaves it: a resize moved the
+// cursor since the glyph (or a mark joined to it) was printed.  After a
+// write, the cell left of the cursor is the glyph's: a right half for a
+// wide one, for a narrow one a cell that holds it.  A wide state over any
+// other cell comes only from a wide glyph dropped at the last column with
+// autowrap off; a narrow one never has an empty cell or a right half
+// there.  Any move or escape sequence ends the state.
+function copyJoinState(a, b) {
+    const pa = a._core._inputHandler._parser;
+    const pb = b._core._inputHandler._parser;
+    const from = a._core._bufferService.buffer;
+    const to = b._core._bufferService.buffer;
+    const w = (pa.precedingJoinState >> 1) & 3;
+    if (w === 0 || pb.precedingJoinState === pa.precedingJoinState
+        || from.x !== to.x || from.y !== to.y || from.x === 0
+        || a.cols !== b.cols)
+    {
+        return false;
+    }
+    const line = from.lines.get(from.ybase + from.y);
+    if (!line) {
+        return false;
+    }
+    const lw = line.getWidth(from.x - 1);
+    const unwritable = w === 2
+        ? lw !== 0 && (a._core.coreService.decPrivateModes.wraparound
+                       || from.x !== a.cols - 1)
+        : lw === 0 || line.getString(from.x - 1) === '';
+    if (!unwritable) {
+        return false;
+    }
+    pb.precedingJoinState = pa.precedingJoinState;
+    return true;
 }
 
 // a cursor more than one column past the edge (marks past the edge, each
