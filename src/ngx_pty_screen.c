@@ -9586,6 +9586,18 @@ ngx_pty_emit_title(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 }
 
 
+/* whether a row is inside the scroll region (CUP reaches it in origin mode) */
+static int
+ngx_pty_in_region(ngx_pty_screen_t *s, int row)
+{
+    int  bottom;
+
+    bottom = s->bottom == -1 ? (int) s->rows : s->bottom;
+
+    return row >= s->top && row < bottom;
+}
+
+
 /*
  * The cursor at an absolute position.  Call before origin mode is set: a
  * cursor outside the margins then cannot be reached by CUP, but DECRC
@@ -9594,10 +9606,9 @@ ngx_pty_emit_title(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 static void
 ngx_pty_emit_cursor(ngx_pty_emit_t *e, ngx_pty_screen_t *s, VTermPos pos)
 {
-    int  row, col, bottom, outside;
+    int  row, col, outside;
 
-    bottom = s->bottom == -1 ? (int) s->rows : s->bottom;
-    outside = pos.row < s->top || pos.row >= bottom;
+    outside = !ngx_pty_in_region(s, pos.row);
 
     if (s->origin && outside && !s->saved_valid[s->alt]) {
         ngx_pty_emitf(e, "\x1b[%d;%dH", pos.row + 1, pos.col + 1);
@@ -10398,9 +10409,11 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
             pos.col = s->cols - 1;
             erased = ngx_pty_row_erased(s, row, &c->pen);
 
-            if (erased == 0 && !s->alt && !s->origin) {
+            if (erased == 0 && !s->alt
+                && (!s->origin || ngx_pty_in_region(s, pos.row)))
+            {
                 ngx_pty_emit(e, "\x1b[?1047h", 8);
-                ngx_pty_emitf(e, "\x1b[%d;%dH", pos.row + 1, pos.col + 1);
+                ngx_pty_emit_cursor(e, s, pos);
                 ngx_pty_emit(e, " \x1b[?1047l", 9);
                 e->row = pos.row;
                 e->col = -1;
