@@ -9265,7 +9265,7 @@ static void ngx_pty_esc_bel(ngx_pty_screen_t *s, const u_char *p,
 static void ngx_pty_emit_decsc(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     unsigned b);
 static void ngx_pty_emit_saved_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
-    int r);
+    const ngx_pty_row_t *row, int r);
 
 
 /* line feeds at the bottom row until line r of a tall paint is on screen */
@@ -9402,7 +9402,7 @@ ngx_pty_paint_lines(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
 
         if ((int) r == saved) {
             /* xterm.js saves a line of its buffer: save while it shows */
-            ngx_pty_emit_saved_row(e, s, r);
+            ngx_pty_emit_saved_row(e, s, g->rows[r], r);
         }
     }
 
@@ -9657,26 +9657,46 @@ ngx_pty_emit_region(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int top,
 
 
 static const ngx_pty_cell_t *ngx_pty_emit_past_edge(ngx_pty_emit_t *e,
-    ngx_pty_screen_t *s, unsigned b, VTermPos pos, ngx_pty_cell_t *tmp);
+    ngx_pty_screen_t *s, unsigned b, const ngx_pty_row_t *row, int r,
+    ngx_pty_cell_t *tmp);
+static void ngx_pty_emit_decsc_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    unsigned b, const ngx_pty_row_t *row, int r, int col);
 
 
 /* DECSC of what the program saved in buffer b, in that buffer */
 static void
 ngx_pty_emit_saved(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
 {
-    VTermPos               pos;
-    ngx_pty_cell_t         cell;
-    const ngx_pty_cell_t  *edge;
+    VTermPos  pos;
 
     if (!s->saved_valid[b] || (b == 0 && e->saved_main)) {
         return;     /* none, or saved in the scrollback's paint */
     }
 
     pos = ngx_pty_saved_at(s, b);
-    edge = ngx_pty_emit_past_edge(e, s, b, pos, &cell);
+    ngx_pty_emit_decsc_at(e, s, b,
+                          s->grid[b].rows ? s->grid[b].rows[pos.row] : NULL,
+                          pos.row, pos.col);
+}
+
+
+/*
+ * DECSC of buffer b's saved cursor at row r (painted as the given row,
+ * NULL when it has none) and column col, past the edge where it was
+ * saved there
+ */
+static void
+ngx_pty_emit_decsc_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
+    const ngx_pty_row_t *row, int r, int col)
+{
+    ngx_pty_cell_t         cell;
+    const ngx_pty_cell_t  *edge;
+
+    edge = (row != NULL) ? ngx_pty_emit_past_edge(e, s, b, row, r, &cell)
+                         : NULL;
 
     if (edge == NULL) {
-        ngx_pty_emit_move(e, pos.row, pos.col);
+        ngx_pty_emit_move(e, r, col);
     }
 
     ngx_pty_emit_sgr(e, &s->saved_pen[b], &s->default_pen);
@@ -9685,7 +9705,7 @@ ngx_pty_emit_saved(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
 
     if (edge != NULL && edge->ch == 0) {
         /* the space that put the cursor there, erased again */
-        ngx_pty_emit_move(e, pos.row, s->cols - 1);
+        ngx_pty_emit_move(e, r, s->cols - 1);
         ngx_pty_emit_sgr(e, &edge->pen, &s->default_pen);
         ngx_pty_emit(e, "\x1b[X", 3);
     }
@@ -9702,18 +9722,18 @@ ngx_pty_emit_saved(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
  */
 static const ngx_pty_cell_t *
 ngx_pty_emit_past_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
-    VTermPos pos, ngx_pty_cell_t *tmp)
+    const ngx_pty_row_t *row, int r, ngx_pty_cell_t *tmp)
 {
+    VTermPos               pos;
     ngx_pty_pen_t          bg;
     ngx_pty_cell_t         cell;
-    const ngx_pty_row_t   *row;
     const ngx_pty_cell_t  *c, *h;
 
-    if (s->saved_pos[b].col < (int) s->cols || s->grid[b].rows == NULL) {
+    if (s->saved_pos[b].col < (int) s->cols) {
         return NULL;
     }
 
-    row = s->grid[b].rows[pos.row];
+    pos.row = r;
     pos.col = s->cols - 1;
     c = ngx_pty_row_cell(row, pos.col, tmp);
 
@@ -9752,6 +9772,21 @@ ngx_pty_emit_past_edge(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
         ngx_pty_emit_move(e, pos.row, pos.col);
         ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
         ngx_pty_emit(e, " ", 1);
+        e->col = -1;
+
+        return c;
+    }
+
+    if (c->ch != 0 && c->ch != NGX_PTY_CONT && c->width == 0
+        && !(c->pen.attr & NGX_PTY_A_PROTECT))
+    {
+        /* a lone mark: after a space and a move, as it was written */
+        ngx_pty_emit_move(e, pos.row, pos.col);
+        ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
+        ngx_pty_emit(e, " ", 1);
+        e->col = -1;
+        ngx_pty_emit_move(e, pos.row, pos.col);
+        ngx_pty_emit_chars(e, row, pos.col, c);
         e->col = -1;
 
         return c;
@@ -9801,17 +9836,12 @@ ngx_pty_emit_decsc(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b)
 }
 
 
-/* the main buffer's saved cursor on line r of a tall paint */
+/* the main buffer's saved cursor on line r of a tall paint (row) */
 static void
-ngx_pty_emit_saved_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
+ngx_pty_emit_saved_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r)
 {
-    VTermPos  pos;
-
-    pos = ngx_pty_saved_at(s, 0);
-    ngx_pty_emit_move(e, r, pos.col);
-    ngx_pty_emit_sgr(e, &s->saved_pen[0], &s->default_pen);
-    ngx_pty_emit_protect(e, s->saved_protect[0]);
-    ngx_pty_emit_decsc(e, s, 0);
+    ngx_pty_emit_decsc_at(e, s, 0, row, r, ngx_pty_saved_at(s, 0).col);
     e->saved_main = 1;
 }
 
