@@ -408,6 +408,8 @@ static void ngx_pty_cells_erase(ngx_pty_cell_t *c, unsigned n,
 static void ngx_pty_rep(ngx_pty_screen_t *s, long n);
 static unsigned ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p,
     size_t normal, size_t i);
+static size_t ngx_pty_kept_end(const u_char *p, size_t normal, size_t i,
+    size_t *start);
 
 
 static int
@@ -6227,12 +6229,38 @@ static unsigned
 ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
     size_t i)
 {
+    size_t  j;
+
+    i = ngx_pty_kept_end(p, normal, i, &j);
+
+    if (i == normal) {
+        return (i == 0) ? s->last_text : 0;
+    }
+
+    if (p[j] < 0x80) {
+        return p[j] >= 0x20 && p[j] < 0x7f;
+    }
+
+    /* a glyph, but for a C1 control the model dropped */
+    return !(p[j] == 0xc2 && p[j + 1] < 0xa0);
+}
+
+
+/*
+ * Where the last character the model keeps before p[i] ends (its start in
+ * *start), past the broken UTF-8 it drops (ngx_pty_text_broken(), which
+ * xterm.js drops too); normal when there is none from p[normal]
+ */
+static size_t
+ngx_pty_kept_end(const u_char *p, size_t normal, size_t i, size_t *start)
+{
     size_t    j;
     unsigned  len;
 
     while (i > normal) {
         if (p[i - 1] < 0x80) {
-            return p[i - 1] >= 0x20 && p[i - 1] < 0x7f;
+            *start = i - 1;
+            return i;
         }
 
         /* the character that ends before p[i] */
@@ -6246,8 +6274,8 @@ ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
         if (len != 0 && len == i - j
             && ngx_pty_utf8_kept(ngx_pty_utf8_cp(p + j, len), len))
         {
-            /* a glyph, but for a C1 control the model dropped */
-            return !(p[j] == 0xc2 && p[j + 1] < 0xa0);
+            *start = j;
+            return i;
         }
 
         /* dropped bytes: before them */
@@ -6262,7 +6290,7 @@ ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
         }
     }
 
-    return (i == 0 && normal == 0) ? s->last_text : 0;
+    return i;
 }
 
 
@@ -6272,46 +6300,30 @@ ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
  * the glyph (autowrap off, ngx_pty_wide_dropped()).  Marks joined to it
  * keep that width in xterm.js's join state, also where a resize moved
  * the cursor off the glyph since: they are looked through, as many as a
- * cell keeps (docs/SNAPSHOT.md).  An earlier piece's end is last_wide.
+ * cell keeps (docs/SNAPSHOT.md); so are the bytes the model drops, as
+ * ngx_pty_glyph_before() does.  An earlier piece's end is last_wide.
  */
 static unsigned
 ngx_pty_wide_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
     size_t i)
 {
     size_t    j;
-    unsigned  len, marks;
+    unsigned  marks;
     uint32_t  cp;
 
-    for (marks = 0; i > normal; marks++) {
+    for (marks = 0; marks <= NGX_PTY_MAX_COMB; marks++) {
+        i = ngx_pty_kept_end(p, normal, i, &j);
 
-        /* a flood of marks would make each a walk back over all of them */
-        if (marks > NGX_PTY_MAX_COMB) {
-            return 0;
+        if (i == normal) {
+            return (i == 0) ? s->last_wide : 0;
         }
 
-        j = (i - normal >= 4) ? i - 4 : normal;
-
-        for ( /* void */ ; j + 3 <= i; j++) {
-            if (j + ngx_pty_wide_len(p, j, i, &cp) == i) {
-                return 1;
-            }
+        if (i - j >= 3 && j + ngx_pty_wide_len(p, j, i, &cp) == i) {
+            return 1;
         }
 
-        /* a well-formed combining mark ends at p[i]: the glyph before it */
-        for (j = i - 1; j > normal && i - j < 4 && (p[j] & 0xc0) == 0x80; j--)
-        {
-            /* void */
-        }
-
-        len = ngx_pty_utf8_len(p[j]);
-
-        if (len < 2 || len != i - j) {
-            return 0;
-        }
-
-        cp = ngx_pty_utf8_cp(p + j, len);
-
-        if (cp == 0 || !ngx_pty_utf8_kept(cp, len)
+        /* a combining mark: the glyph before it */
+        if (i - j < 2 || (cp = ngx_pty_utf8_cp(p + j, i - j)) == 0
             || !ngx_pty_is_combining(cp))
         {
             return 0;
@@ -6320,7 +6332,8 @@ ngx_pty_wide_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
         i = j;
     }
 
-    return (i == 0 && normal == 0) ? s->last_wide : 0;
+    /* a flood of marks would make each a walk back over all of them */
+    return 0;
 }
 
 
