@@ -1443,6 +1443,23 @@ ngx_pty_edge_wide(ngx_pty_screen_t *s, ngx_pty_row_t *row)
 
 
 /*
+ * what a print in insert mode pushed right: xterm.js clears a wide glyph
+ * the edge cuts, in the whole pen it prints with
+ */
+static void
+ngx_pty_print_edge_blank(ngx_pty_screen_t *s, ngx_pty_row_t *row)
+{
+    ngx_pty_cell_t  *c;
+
+    c = ngx_pty_edge_wide(s, row);
+
+    if (c != NULL) {
+        ngx_pty_print_blank(s, c, s->protect);
+    }
+}
+
+
+/*
  * A wide glyph that did not fit in the last column wrapped: xterm.js
  * clears that column (and the wide glyph it was the right half of) in
  * the whole pen, the glyph's; libvterm leaves what was there.  Like
@@ -1683,15 +1700,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
     }
 
     if (s->insert) {
-        /*
-         * what the glyph pushed right: xterm.js clears a cut wide one, in
-         * the whole pen it prints with
-         */
-        c = ngx_pty_edge_wide(s, row);
-
-        if (c != NULL) {
-            ngx_pty_print_blank(s, c, s->protect);
-        }
+        ngx_pty_print_edge_blank(s, row);
     }
 
     return 1;
@@ -3556,19 +3565,12 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
          */
         ngx_pty_flush(s, p, start, i);
 
-        if (c == 'K' && v == 0 && s->phantom) {
-            /* xterm.js has the cursor past the edge: nothing to erase */
-            s->diverged++;
-            s->past = 0;
-            ngx_pty_csi_skip(s, p, start, i, esc);
-            break;
-        }
-
-        if (s->phantom && (v == 1 || (c == 'J' && v == 0))) {
+        if (s->phantom && v <= 1) {
             /*
-             * the same on the cursor's row, the rows below are erased; to
-             * the cursor, past the edge (libvterm's is on a wide glyph's
-             * first column): as the fast path does it (origin mode)
+             * xterm.js has the cursor past the edge: nothing to erase right
+             * of it (ED 0: the rows below), to it the last column too
+             * (libvterm's is on a wide glyph's first column); as the fast
+             * path erases (in origin mode, which it leaves to this one)
              */
             ngx_pty_csi_skip(s, p, start, i, esc);
             ngx_pty_fast_erase(s, c, v, 0);
@@ -6047,15 +6049,8 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
         ngx_pty_print_halves(s, row, pos.col, pos.col + 1, s->protect);
 
         if (s->insert) {
-            /*
-             * xterm.js inserts no cell for it, but clears a wide glyph in
-             * the last column as it does for a glyph
-             */
-            c = ngx_pty_edge_wide(s, row);
-
-            if (c != NULL) {
-                ngx_pty_print_blank(s, c, s->protect);
-            }
+            /* xterm.js inserts no cell for it, but clears as for a glyph */
+            ngx_pty_print_edge_blank(s, row);
         }
 
         if (pos.col + 1 < (int) s->cols) {
@@ -8771,12 +8766,13 @@ ngx_pty_paint_overwide(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
  * from past the edge, or a wide glyph dropped there blanked the right
  * half.  Made the same way (autowrap off): the glyph from its column,
  * then the last cell's glyph, or a wide glyph dropped in pen (the
- * blank's).
+ * blank's).  Returns whether it ended so, with a glyph dropped.
  */
-static void
+static unsigned
 ngx_pty_emit_cut(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_row_t *row, int r, unsigned col, const ngx_pty_pen_t *pen)
 {
+    unsigned               dropped;
     ngx_pty_cell_t         tmp, tmp2;
     const ngx_pty_cell_t  *c, *l;
 
@@ -8788,7 +8784,9 @@ ngx_pty_emit_cut(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     ngx_pty_emit_chars(e, row, col, c);
     ngx_pty_emit_pen(e, pen, &s->default_pen);
 
-    if (l->ch != 0 && l->width == 1) {
+    dropped = !(l->ch != 0 && l->width == 1);
+
+    if (!dropped) {
         ngx_pty_emit_chars(e, row, col + 1, l);
 
     } else {
@@ -8797,6 +8795,8 @@ ngx_pty_emit_cut(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
     e->row = -1;
     e->col = -1;
+
+    return dropped;
 }
 
 
@@ -10102,12 +10102,9 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
             pen = s->pen;
             pen.attr &= ~NGX_PTY_A_PROTECT;
             pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
-            ngx_pty_emit_cut(e, s, s->cur->rows[pos.row], pos.row,
-                             pos.col - 1, &pen);
-
-            c = ngx_pty_row_cell(s->cur->rows[pos.row], pos.col, &tmp);
-
-            if (c->ch != 0 && c->width == 1) {
+            if (!ngx_pty_emit_cut(e, s, s->cur->rows[pos.row], pos.row,
+                                  pos.col - 1, &pen))
+            {
                 /* its last column written, not a dropped glyph: drop one */
                 ngx_pty_emit(e, NGX_PTY_WIDE_FILL,
                              sizeof(NGX_PTY_WIDE_FILL) - 1);
@@ -10145,9 +10142,7 @@ ngx_pty_emit_join(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
          * xterm.js adds the margin's top to the row of every relative
          * move in origin mode (CUB too): the glyph's cell, absolutely
          */
-        if (pos.row < s->top
-            || pos.row >= (s->bottom == -1 ? (int) s->rows : s->bottom))
-        {
+        if (!ngx_pty_in_region(s, pos.row)) {
             return;
         }
 
