@@ -8761,6 +8761,24 @@ ngx_pty_paint_overwide(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
 
 /*
+ * A cell two columns wide before the last column with a cell of its own
+ * in the last: a wide glyph cut (ngx_pty_paint_cut()) or a mark's join
+ * (ngx_pty_paint_overwide()), both written with autowrap off
+ */
+static void
+ngx_pty_paint_claim(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r, unsigned col, const ngx_pty_cell_t *c)
+{
+    if (ngx_pty_wide_cp(c->ch)) {
+        ngx_pty_paint_cut(e, s, row, r, col);
+
+    } else {
+        ngx_pty_paint_overwide(e, s, row, r, col, c);
+    }
+}
+
+
+/*
  * A wide glyph before the last column cut by the cell after it: xterm.js
  * keeps it whole where, autowrap off, a glyph went to the last column
  * from past the edge, or a wide glyph dropped there blanked the right
@@ -8990,13 +9008,7 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
         if (c->width == 2 && col + 2 == w
             && ngx_pty_row_cell(row, col + 1, &tmp2)->ch != NGX_PTY_CONT)
         {
-            if (ngx_pty_wide_cp(c->ch)) {
-                ngx_pty_paint_cut(e, s, row, r, col);
-
-            } else {
-                ngx_pty_paint_overwide(e, s, row, r, col, c);
-            }
-
+            ngx_pty_paint_claim(e, s, row, r, col, c);
             col++;
             continue;
         }
@@ -9227,6 +9239,15 @@ ngx_pty_paint_wrap_cells(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
     if (cut) {
         ngx_pty_paint_wide_edge(e, s, r - 1, w - 1);
+
+    } else if (h && h->width == 2 && h->ch != 0 && h->ch != NGX_PTY_CONT
+               && ngx_pty_row_cell(prev, w - 1, &tmp3)->ch != NGX_PTY_CONT)
+    {
+        /*
+         * what the wrap wrote in the last column blanked the cell two
+         * columns wide before it (xterm.js's print() and ECH do): again
+         */
+        ngx_pty_paint_claim(e, s, prev, r - 1, w - 2, h);
 
     } else if (ph) {
         ngx_pty_repaint(e, s, prev, r - 1, w - 1, 0);
