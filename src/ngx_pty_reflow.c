@@ -222,12 +222,19 @@ ngx_pty_rbuf_add(ngx_pty_rbuf_t *b, const ngx_pty_row_t *row,
 }
 
 
-/* BufferLine's hasContent(), getWidth(), getTrimmedLength() */
+/*
+ * BufferLine's hasContent(), getWidth(), getTrimmedLength(); past a line's
+ * end xterm.js reads zeros (a line can end in a glyph two columns wide)
+ */
 
 static int
 ngx_pty_rcell_content(const ngx_pty_row_t *row, unsigned col)
 {
     uint32_t  ch;
+
+    if (col >= row->len) {
+        return 0;
+    }
 
     ch = row->cells[col].ch;
 
@@ -238,7 +245,11 @@ ngx_pty_rcell_content(const ngx_pty_row_t *row, unsigned col)
 static unsigned
 ngx_pty_rcell_width(const ngx_pty_row_t *row, unsigned col)
 {
-    return row->cells[col].ch == NGX_PTY_CONT ? 0 : row->cells[col].width;
+    if (col >= row->len || row->cells[col].ch == NGX_PTY_CONT) {
+        return 0;
+    }
+
+    return row->cells[col].width;
 }
 
 
@@ -301,7 +312,22 @@ static void
 ngx_pty_rcell_copy(ngx_pty_rbuf_t *b, ngx_pty_row_t *dst, unsigned dcol,
     ngx_pty_row_t *src, unsigned scol)
 {
-    uint32_t  *comb;
+    uint32_t        *comb;
+    ngx_pty_cell_t  *c;
+
+    if (scol >= src->len) {
+        /*
+         * a glyph two columns wide in a line's last column makes the line
+         * one cell longer than it is: past its end xterm.js's cells read
+         * as zeros, which is a right half in the default pen
+         */
+        c = &dst->cells[dcol];
+        c->ch = NGX_PTY_CONT;
+        c->ncomb = 0;
+        c->width = 1;
+        c->pen = b->null_pen;
+        return;
+    }
 
     dst->cells[dcol] = src->cells[scol];
 

@@ -7742,10 +7742,12 @@ ngx_pty_rbuf_from_grid(ngx_pty_screen_t *s, ngx_pty_rbuf_t *b,
     b->rows = g->nrows;
     b->x = cursor.col;
     b->y = cursor.row;
-    /* xterm.js's saved row is a line of the buffer: never saved, its first */
+    /*
+     * xterm.js's saved row is a line of the buffer: never saved, its first;
+     * its reflow can leave it at -1, which the next reflow moves on from
+     */
     b->saved_y = s->saved_valid[k] ? (long) b->ybase + s->saved_pos[k].row
                                    : 0;
-    b->saved_y = b->saved_y > 0 ? b->saved_y : 0;
     b->saved_x = s->saved_pos[k].col;
     b->null_pen = s->default_pen;
 
