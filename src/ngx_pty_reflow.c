@@ -816,7 +816,10 @@ ngx_pty_rbuf_larger(ngx_pty_rbuf_t *b, unsigned old, unsigned cols,
         }
     }
 
-    b->saved_y = ngx_pty_rmax(b->saved_y - (long) removed, 0);
+    /* only a reflow that joined lines moves it (off -1 too) */
+    if (removed) {
+        b->saved_y = ngx_pty_rmax(b->saved_y - (long) removed, 0);
+    }
 
     return ngx_pty_rbuf_hold(b);
 }

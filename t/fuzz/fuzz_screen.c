@@ -3,8 +3,10 @@
  * libFuzzer harness: the screen model and its snapshot writer
  * (src/ngx_pty_screen.c).
  *
- * Input: cols, rows, a resize byte, the cuts (fuzz.h), then the stream.
- * Model A takes the stream in pieces (resized halfway when asked); its
+ * Input: cols, rows, a resize byte, two more when the rows byte's top bit
+ * is set, the cuts (fuzz.h), then the stream.  Model A takes the stream in
+ * pieces (resized halfway when asked, and again at three quarters to the
+ * size the two bytes give: a reflow of what a reflow left); its
  * snapshot goes to a fresh model B.  Invariants: the snapshot is 7-bit
  * escapes and UTF-8; A and B show the same text; the screens their
  * snapshots rebuild in libvterm's reference terminal are equal cell for
@@ -139,7 +141,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     u_char            *snap;
     size_t             slen, left, n, half;
-    unsigned           cols, rows, rcols, rrows, resize;
+    unsigned           cols, rows, rcols, rrows, resize, again, acols,
+                       arows;
     fuzz_cuts_t        cuts;
     ngx_pty_screen_t  *a, *b, *c;
 
@@ -151,8 +154,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cols = data[0] % 131 + 2;
     rows = data[1] % 60 + 1;
     resize = data[2];
-    data += 3;
-    size -= 3;
+    again = (resize & 0x80) && (data[1] & 0x80) && size >= 5;
+    acols = again ? data[3] % 131 + 2 : 0;
+    arows = again ? data[4] % 60 + 1 : 0;
+    data += again ? 5 : 3;
+    size -= again ? 5 : 3;
 
     fuzz_cuts_init(&cuts, &data, &size);
 
@@ -171,6 +177,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rrows = (resize >> 3) % 40 + 1;
             fuzz_assert(ngx_pty_screen_resize(a, rcols, rrows) == 0);
             fuzz_assert(ngx_pty_screen_resize(c, rcols, rrows) == 0);
+        }
+
+        if (again && size - left <= half + half / 2
+            && size - left + n > half + half / 2)
+        {
+            fuzz_assert(ngx_pty_screen_resize(a, acols, arows) == 0);
+            fuzz_assert(ngx_pty_screen_resize(c, acols, arows) == 0);
         }
 
         ngx_pty_screen_feed(a, data, n);

@@ -17,13 +17,18 @@
 // Random streams mix the classes of gen.js; a failing one is shrunk to a
 // minimal case, printed, and with --save written as DIR/<name>.json.  A
 // stream xterm.js itself throws on (its bugs; no Keyframe involved) is
-// skipped and counted.  Exit 0 when no case fails, 1 otherwise.
+// skipped and counted.  A random stream that differs only through one of
+// xterm.js's errors (xtfixes.js: it passes with that error fixed in
+// xterm.js) is counted by the error's name; a case names the error it
+// shows in "xterm_error", and must then differ without the fix and pass
+// with it.  Exit 0 when no case fails, 1 otherwise.
 
 const fs = require('fs');
 const path = require('path');
 const { spawn } = require('child_process');
 const xs = require('./xtstate');
 const gen = require('./gen');
+const xtfixes = require('./xtfixes');
 
 const VTPAIR = process.env.VTPAIR
     || path.join(__dirname, '..', '..', 'build', 'vtpair');
@@ -228,6 +233,20 @@ async function runCase(model, c) {
     return problems;
 }
 
+// a case that shows an xterm.js error (xtfixes.js): it must differ as it
+// is, and pass with the error fixed; the differences, [] when both hold
+async function expectXtermError(model, c, d) {
+    if (!xtfixes.FIXES[c.xterm_error]) {
+        return ['no xterm.js error ' + c.xterm_error + ' in xtfixes.js'];
+    }
+    if (!d.length) {
+        return ['passes without the fix of xterm.js error ' + c.xterm_error
+                + ' (fixed in xterm.js? then make it a plain case)'];
+    }
+    const f = await xtfixes.withFix(c.xterm_error, () => runCase(model, c));
+    return f.map((l) => 'with ' + c.xterm_error + ' fixed: ' + l);
+}
+
 // --- shrinking ---------------------------------------------------------------
 
 // the case's ops as [bytes...], the keyframe and resizes kept as markers
@@ -370,12 +389,37 @@ async function main() {
     let passed = 0, failed = 0, skipped = 0;
     const copied = {};
 
+    const xtErrors = {};
+
+    // the xterm.js error (xtfixes.js) a case differs through alone, if any
+    async function xtermError(c) {
+        for (const name of Object.keys(xtfixes.FIXES)) {
+            const d = await xtfixes.withFix(name, () => runCase(model, c));
+            if (!d.length) {
+                return name;
+            }
+        }
+        return null;
+    }
+
     // the differences, or null when xterm.js cannot take the stream
     async function judge(c) {
         try {
-            const d = await runCase(model, c);
+            let d = await runCase(model, c);
             for (const k of Object.keys(c.copied || {})) {
                 copied[k] = (copied[k] || 0) + 1;
+            }
+            if (c.xterm_error) {
+                d = await expectXtermError(model, c, d);
+            } else if (d.length && c.random) {
+                c.xtermError = await xtermError(c);
+                if (c.xtermError) {
+                    xtErrors[c.xtermError] = (xtErrors[c.xtermError] || 0)
+                        + 1;
+                    console.log('ok - ' + c.name + ' # xterm.js error '
+                        + c.xtermError);
+                    return [];
+                }
             }
             return d;
         } catch (e) {
@@ -408,12 +452,13 @@ async function main() {
     for (let i = 0; i < opt.random && failed < opt.maxFail; i++) {
         const c = gen.randomCase(rng, opt.classes);
         c.name = 'random seed ' + opt.seed + ' #' + i;
+        c.random = true;
         const d = await judge(c);
         if (d === null) {
             continue;
         }
         if (!d.length) {
-            passed++;
+            passed += c.xtermError ? 0 : 1;
             continue;
         }
         failed++;
@@ -438,6 +483,10 @@ async function main() {
     for (const k of Object.keys(copied)) {
         console.log(copied[k] + ' given ' + k + ' at the Keyframe (no byte'
             + ' stream makes them)');
+    }
+    for (const k of Object.keys(xtErrors)) {
+        console.log(xtErrors[k] + ' differ through xterm.js error ' + k
+            + ' only (they pass with it fixed)');
     }
     console.log(passed + ' passed, ' + failed + ' failed');
     process.exit(failed ? 1 : 0);

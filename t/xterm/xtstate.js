@@ -168,6 +168,9 @@ function state(t) {
 //   lone-halves  two columns wide without its right half, a right half
 //   lone-marks   without its glyph, a combining mark alone (unwritable())
 //   cursor       the cursor more than one column past the edge
+//   half-pens    a wide glyph's right half in another pen than the glyph
+//                (a reflow that read past a line ending in half a glyph
+//                makes one in the default pen: copyHalfPens())
 function giveUnwritable(a, b) {
     const out = [];
     if (copyTabs(a, b)) {
@@ -191,7 +194,59 @@ function giveUnwritable(a, b) {
     if (copyJoinState(a, b)) {
         out.push('join-state');
     }
+    if (copyHalfPens(a, b)) {
+        out.push('half-pens');
+    }
     return out;
+}
+
+// a wide glyph's right half in a pen other than its glyph's, where the
+// late joiner has the same glyph with a right half in the glyph's pen
+// (print() writes both halves in one pen, and an erase or a write into
+// either half takes the whole glyph)
+function copyHalfPens(a, b) {
+    let given = false;
+    if (a.cols !== b.cols || a.rows !== b.rows
+        || a.buffer.active.type !== b.buffer.active.type)
+    {
+        return false;
+    }
+    for (const k of ['normal', 'alt']) {
+        const from = a._core._bufferService.buffers[k];
+        const to = b._core._bufferService.buffers[k];
+        const Cell = from.getNullCell().constructor;
+        const [fg, fh, tg, th] = [new Cell(), new Cell(), new Cell(),
+                                  new Cell()];
+        const key = (c) => c.getChars() + '/' + attrKey(attrs(c));
+        for (let y = 0; y < a.rows; y++) {
+            const fl = from.lines.get(from.ybase + y);
+            const tl = to.lines.get(to.ybase + y);
+            if (!fl || !tl) {
+                continue;
+            }
+            const n = Math.min(a.cols, fl.length, tl.length);
+            for (let x = 1; x < n; x++) {
+                if (fl.getWidth(x) !== 0 || fl.getWidth(x - 1) !== 2
+                    || tl.getWidth(x) !== 0 || tl.getWidth(x - 1) !== 2)
+                {
+                    continue;
+                }
+                fl.loadCell(x - 1, fg);
+                fl.loadCell(x, fh);
+                tl.loadCell(x - 1, tg);
+                tl.loadCell(x, th);
+                const pen = (c) => attrKey(attrs(c));
+                if (key(fg) !== key(tg) || pen(fh) === pen(fg)
+                    || pen(th) !== pen(tg))
+                {
+                    continue;
+                }
+                tl.copyCellsFrom(fl, x, x, 1, false);
+                given = true;
+            }
+        }
+    }
+    return given;
 }
 
 // xterm.js's join state (a mark that comes next joins the cell left of
