@@ -1354,6 +1354,32 @@ ngx_pty_wide_cuttable(const ngx_pty_cell_t *c)
 }
 
 
+/*
+ * A cell two columns wide at col with a cell of its own in its second (a
+ * reflow's move down a line, a DCH, a glyph from past the edge) that a
+ * Keyframe makes anywhere (ngx_pty_paint_moved_claim()): not where the
+ * cell before claims col too (the DCH that moves it would blank that),
+ * nor before a wide glyph or a mark alone (written after it, they would
+ * blank or join it)
+ */
+static int
+ngx_pty_claim_movable(const ngx_pty_row_t *row, unsigned col)
+{
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_cell_t  *c;
+
+    if (col > 0 && ngx_pty_wide_left(ngx_pty_row_cell(row, col - 1, &tmp))) {
+        return 0;
+    }
+
+    c = ngx_pty_row_cell(row, col + 1, &tmp);
+
+    return c->ch == 0
+           || (c->ch != NGX_PTY_CONT && c->width == 1
+               && !ngx_pty_is_combining(c->ch));
+}
+
+
 static void
 ngx_pty_row_erase(ngx_pty_row_t *row, unsigned from, unsigned to,
     unsigned cols, const ngx_pty_pen_t *pen)
@@ -2199,11 +2225,13 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
     char             buf[32];
     size_t           len;
     unsigned         rlen, lo, hi;
+    ngx_pty_pen_t    fill;
     ngx_pty_row_t   *row;
     ngx_pty_cell_t   cells[4];
 
     row = s->cur->rows[s->edge_pos.row];
     rlen = row->len;
+    fill = row->fill;
 
     /* the glyph's cells and one on each side, which its halves may touch */
     lo = s->edge_pos.col > 0 ? s->edge_pos.col - 1 : 0;
@@ -2222,7 +2250,9 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
     vterm_input_write(s->vt, buf, len);
     s->untracked = 0;
 
+    /* in insert mode libvterm shifts the row's end first: an erase */
     row->len = rlen;
+    row->fill = fill;
 
     if (lo < hi) {
         memcpy(&row->cells[lo], cells, (hi - lo) * sizeof(ngx_pty_cell_t));
@@ -7779,22 +7809,22 @@ ngx_pty_row_from_line(ngx_pty_screen_t *s, ngx_pty_row_t *row,
 
         if (!ngx_pty_wide_left(c)
             || (i + 1 < line->len && line->cells[i + 1].ch == NGX_PTY_CONT)
-            || i + 2 >= cols)
+            || i + 2 >= cols || ngx_pty_claim_movable(line, i))
         {
             /*
              * whole (the alternate buffer keeps a right half past the
              * edge), a glyph the edge cut (kept as xterm.js keeps it: a
-             * later widening's reflow counts it), or before the last
-             * column one a mark widened (ngx_pty_paint_cut(), _overwide())
+             * later widening's reflow counts it), or with a cell of its
+             * own in its second column, as xterm.js's reflow leaves one
+             * it moved down a line, which a snapshot makes before the
+             * last column and moves (ngx_pty_paint_moved_claim())
              */
             continue;
         }
 
         /*
-         * a wide glyph with a cell of its own where its right half was,
-         * as xterm.js's reflow leaves one it moved down a line: no byte
-         * stream writes that, so no snapshot could rebuild it (a model
-         * rebuilt from one must be the same); it shows nearly as a blank
+         * such a cell that no snapshot could rebuild (a model rebuilt
+         * from one must be the same): it shows nearly as a blank
          */
         c->ch = 0;
         c->ncomb = 0;
@@ -8318,6 +8348,8 @@ typedef struct {
 static void ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s);
 static void ngx_pty_paint_cut(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_row_t *row, int r, unsigned col);
+static void ngx_pty_paint_claim(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r, unsigned col, const ngx_pty_cell_t *c);
 static unsigned ngx_pty_paint_wrap_cells(ngx_pty_emit_t *e,
     ngx_pty_screen_t *s, ngx_pty_grid_t *g, int r);
 static int ngx_pty_cuts_wide(const ngx_pty_row_t *row, unsigned col);
@@ -8763,6 +8795,72 @@ ngx_pty_paint_overwide(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
 
 /*
+ * A cell two columns wide with a cell of its own in its second, further
+ * left (ngx_pty_claim_movable()): made before the last column, as there
+ * (ngx_pty_paint_claim()), then moved to its column by DCH, which
+ * xterm.js does cell by cell; the columns it empties at the end are
+ * blanks in the default pen, painted after.  Returns -1 where it cannot.
+ */
+static int
+ngx_pty_paint_moved_claim(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int r, unsigned col, const ngx_pty_cell_t *c)
+{
+    size_t           size;
+    unsigned         w, i;
+    ngx_pty_row_t    edge;
+    ngx_pty_cell_t  *cells, tmp;
+
+    w = s->cols;
+
+    if (col + 2 >= w || !ngx_pty_claim_movable(row, col)) {
+        return -1;
+    }
+
+    /* the two cells in a row of their own, at the edge */
+    size = (size_t) w * sizeof(ngx_pty_cell_t);
+    size += row->comb ? (size_t) w * NGX_PTY_MAX_COMB * sizeof(uint32_t) : 0;
+
+    cells = malloc(size);
+    if (cells == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < w - 2; i++) {
+        cells[i].ch = 0;
+        cells[i].ncomb = 0;
+        cells[i].width = 1;
+        cells[i].pen = s->default_pen;
+    }
+
+    cells[w - 2] = *c;
+    cells[w - 1] = *ngx_pty_row_cell(row, col + 1, &tmp);
+
+    memset(&edge, 0, sizeof(ngx_pty_row_t));
+    edge.cells = cells;
+    edge.len = w;
+    edge.fill = s->default_pen;
+
+    if (row->comb) {
+        edge.comb = (uint32_t *) (cells + w);
+        memcpy(&edge.comb[(w - 2) * NGX_PTY_MAX_COMB],
+               &row->comb[col * NGX_PTY_MAX_COMB],
+               2 * NGX_PTY_MAX_COMB * sizeof(uint32_t));
+    }
+
+    ngx_pty_paint_claim(e, s, &edge, r, w - 2, &cells[w - 2]);
+    free(cells);
+
+    ngx_pty_emit_move(e, r, col);
+    ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
+    ngx_pty_emit_csi(e, w - 2 - col, -1, 'P');
+    e->row = r;
+    e->col = col;
+
+    return 0;
+}
+
+
+/*
  * A cell two columns wide before the last column with a cell of its own
  * in the last: a wide glyph cut (ngx_pty_paint_cut()) or a mark's join
  * (ngx_pty_paint_overwide()), both written with autowrap off
@@ -9018,11 +9116,12 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
         if (c->width == 2
             && ngx_pty_row_cell(row, col + 1, &tmp2)->ch != NGX_PTY_CONT)
         {
-            /*
-             * two columns wide, a cell of its own in the second (a mark's
-             * join, a reflow's move down a line): no byte stream writes
-             * it there, and xterm.js shows it as a blank
-             */
+            if (ngx_pty_paint_moved_claim(e, s, row, r, col, c) == 0) {
+                col++;
+                continue;
+            }
+
+            /* should the model hold one that cannot be moved: a blank */
             ngx_pty_paint_wide_edge(e, s, r, col);
             continue;
         }
