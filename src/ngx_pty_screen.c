@@ -1343,14 +1343,17 @@ ngx_pty_wide_left(const ngx_pty_cell_t *c)
 
 
 /*
- * ... of a glyph the model knows wide (ngx_pty_wide_cp()), which it lets
- * a glyph in the last column cut (ngx_pty_paint_cut()); a cell of width 2
- * is otherwise a mark's join (ngx_pty_paint_overwide())
+ * ... of a glyph wide itself, which a glyph in the last column may cut
+ * (ngx_pty_paint_cut()); a mark's join (ngx_pty_paint_overwide()) has a
+ * mark, or is one, where a wide glyph (but for those the model knows,
+ * ngx_pty_wide_cp()) has none
  */
 static ngx_inline int
 ngx_pty_wide_cuttable(const ngx_pty_cell_t *c)
 {
-    return ngx_pty_wide_left(c) && ngx_pty_wide_cp(c->ch);
+    return ngx_pty_wide_left(c)
+           && (ngx_pty_wide_cp(c->ch)
+               || (c->ncomb == 0 && !ngx_pty_is_combining(c->ch)));
 }
 
 
@@ -4628,6 +4631,46 @@ ngx_pty_edge_glyph(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 }
 
 
+/*
+ * A glyph libvterm may print two columns wide that the model does not
+ * know (ngx_pty_wide_cp()), autowrap off: printed alone, so that a glyph
+ * right after it sees the cursor past the edge when it ended there
+ * (ngx_pty_edge_glyph()), as after one the model knows.  The ranges are
+ * the East Asian wide ones and the emoji planes, a few more than
+ * libvterm's: printing one alone costs a flush.  Returns its length.
+ */
+static size_t
+ngx_pty_rare_wide(ngx_pty_screen_t *s, const u_char *p, size_t *start,
+    size_t i, size_t n)
+{
+    unsigned  len;
+    uint32_t  cp;
+
+    len = ngx_pty_utf8_len(p[i]);
+
+    if (len < 3 || n - i < len) {
+        return 0;
+    }
+
+    cp = ngx_pty_utf8_cp(p + i, len);
+
+    if (!ngx_pty_utf8_kept(cp, len) || ngx_pty_wide_cp(cp)
+        || ngx_pty_is_combining(cp)
+        || !((cp >= 0x1100 && cp <= 0x115f) || cp == 0x2329 || cp == 0x232a
+             || (cp >= 0x2e80 && cp <= 0xa4cf) || (cp >= 0xac00 && cp <= 0xd7a3)
+             || (cp >= 0xf900 && cp <= 0xfaff) || (cp >= 0xfe10 && cp <= 0xfe6f)
+             || (cp >= 0xff00 && cp <= 0xff60) || (cp >= 0xffe0 && cp <= 0xffe6)
+             || cp >= 0x1f000))
+    {
+        return 0;
+    }
+
+    ngx_pty_flush(s, p, start, i + len);
+
+    return len;
+}
+
+
 /* the halves of wide glyphs a stretch of glyphs from..to left in a row */
 static ngx_inline void
 ngx_pty_fast_halves(ngx_pty_screen_t *s, int row, unsigned from, unsigned to)
@@ -6624,13 +6667,19 @@ ngx_pty_text(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             continue;
         }
 
-        /* no set draws a wide glyph otherwise: also while libvterm decodes */
-        if (!s->autowrap && c >= 0xe3 && c <= 0xf0
-            && (len = ngx_pty_wide_dropped(s, p, start, i, n, *normal))
-               != 0)
-        {
-            i += len;
-            continue;
+        if (!s->autowrap && c >= 0xe1 && c <= 0xf4) {
+            /* no set draws a wide glyph otherwise: also as libvterm decodes */
+            len = (c >= 0xe3 && c <= 0xf0)
+                  ? ngx_pty_wide_dropped(s, p, start, i, n, *normal) : 0;
+
+            if (len == 0) {
+                len = ngx_pty_rare_wide(s, p, start, i, n);
+            }
+
+            if (len != 0) {
+                i += len;
+                continue;
+            }
         }
 
         if (c >= 0xe3 && c <= 0xf0 && !s->no_fast_wide && !s->vt_text
@@ -8869,7 +8918,7 @@ static void
 ngx_pty_paint_claim(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_row_t *row, int r, unsigned col, const ngx_pty_cell_t *c)
 {
-    if (ngx_pty_wide_cp(c->ch)) {
+    if (ngx_pty_wide_cuttable(c)) {
         ngx_pty_paint_cut(e, s, row, r, col);
 
     } else {
@@ -9100,28 +9149,25 @@ ngx_pty_paint_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s, ngx_pty_grid_t *g,
             continue;
         }
 
-        if (c->width == 2 && col + 1 >= w) {
-            ngx_pty_paint_wide_edge(e, s, r, col);
-            continue;
-        }
-
-        if (c->width == 2 && col + 2 == w
-            && ngx_pty_row_cell(row, col + 1, &tmp2)->ch != NGX_PTY_CONT)
-        {
-            ngx_pty_paint_claim(e, s, row, r, col, c);
-            col++;
-            continue;
-        }
-
         if (c->width == 2
-            && ngx_pty_row_cell(row, col + 1, &tmp2)->ch != NGX_PTY_CONT)
+            && (col + 1 >= w
+                || ngx_pty_row_cell(row, col + 1, &tmp2)->ch != NGX_PTY_CONT))
         {
-            if (ngx_pty_paint_moved_claim(e, s, row, r, col, c) == 0) {
+            /* two columns wide, a cell of its own in the second, if any */
+            if (col + 2 == w) {
+                ngx_pty_paint_claim(e, s, row, r, col, c);
                 col++;
                 continue;
             }
 
-            /* should the model hold one that cannot be moved: a blank */
+            if (col + 1 < w
+                && ngx_pty_paint_moved_claim(e, s, row, r, col, c) == 0)
+            {
+                col++;
+                continue;
+            }
+
+            /* in the last column, or one that cannot be moved: a blank */
             ngx_pty_paint_wide_edge(e, s, r, col);
             continue;
         }
