@@ -128,8 +128,10 @@ for my $file (@corpus) {
     (my $name = $file) =~ s{.*/|\.json$}{}g;
     my $td = $t->testdir;
 
-    # each part printed when the test says so (a line on the terminal)
-    my $cmd = 'stty raw -echo';
+    # each part printed when the test says so (a line on the terminal);
+    # an SGR 0 first says the terminal is raw: a newline sent before
+    # that would be echoed into the stream
+    my $cmd = "stty raw -echo; printf '\\033[m'";
     for my $i (0 .. $#parts) {
         $t->write_file("$name.$i", $parts[$i]{bytes});
         $cmd .= "; cat $td/$name.$i; read x";
@@ -142,7 +144,7 @@ for my $file (@corpus) {
     my (%out, %resized, $late, @flush, $kf);
     collect(\%out, $_) for @replay;
 
-    my ($want, @size) = (0, $c->{cols}, $c->{rows});
+    my ($want, @size) = (length "\e[m", $c->{cols}, $c->{rows});
     for my $i (0 .. $#parts) {
         my $p = $parts[$i];
         Test::Nginx::Pty::send_input($early, "\n") if $i > 0;
