@@ -4643,13 +4643,19 @@ static size_t
 ngx_pty_rare_wide(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i, size_t n)
 {
-    unsigned  len;
+    unsigned  len, k;
     uint32_t  cp;
 
     len = ngx_pty_utf8_len(p[i]);
 
     if (len < 3 || n - i < len) {
         return 0;
+    }
+
+    for (k = 1; k < len; k++) {
+        if ((p[i + k] & 0xc0) != 0x80) {
+            return 0;       /* broken: libvterm's decoder has its own way */
+        }
     }
 
     cp = ngx_pty_utf8_cp(p + i, len);
