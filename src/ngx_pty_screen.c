@@ -1343,17 +1343,34 @@ ngx_pty_wide_left(const ngx_pty_cell_t *c)
 
 
 /*
+ * The East Asian wide ranges and the emoji planes: a few more code points
+ * than libvterm 0.1.4 prints two columns wide, none it prints narrow
+ * but for the emoji planes' narrow ones
+ */
+static ngx_inline int
+ngx_pty_wide_range(uint32_t cp)
+{
+    return (cp >= 0x1100 && cp <= 0x115f) || cp == 0x2329 || cp == 0x232a
+           || (cp >= 0x2e80 && cp <= 0xa4cf) || (cp >= 0xac00 && cp <= 0xd7a3)
+           || (cp >= 0xf900 && cp <= 0xfaff) || (cp >= 0xfe10 && cp <= 0xfe6f)
+           || (cp >= 0xff00 && cp <= 0xff60) || (cp >= 0xffe0 && cp <= 0xffe6)
+           || cp >= 0x1f000;
+}
+
+
+/*
  * ... of a glyph wide itself, which a glyph in the last column may cut
  * (ngx_pty_paint_cut()); a mark's join (ngx_pty_paint_overwide()) has a
- * mark, or is one, where a wide glyph (but for those the model knows,
- * ngx_pty_wide_cp()) has none
+ * mark, or is one, or holds a narrow glyph, where a wide glyph (but for
+ * those the model knows, ngx_pty_wide_cp()) has none
  */
 static ngx_inline int
 ngx_pty_wide_cuttable(const ngx_pty_cell_t *c)
 {
     return ngx_pty_wide_left(c)
            && (ngx_pty_wide_cp(c->ch)
-               || (c->ncomb == 0 && !ngx_pty_is_combining(c->ch)));
+               || (c->ncomb == 0 && ngx_pty_wide_range(c->ch)
+                   && !ngx_pty_is_combining(c->ch)));
 }
 
 
@@ -4635,9 +4652,8 @@ ngx_pty_edge_glyph(ngx_pty_screen_t *s, const u_char *p, size_t *start,
  * A glyph libvterm may print two columns wide that the model does not
  * know (ngx_pty_wide_cp()), autowrap off: printed alone, so that a glyph
  * right after it sees the cursor past the edge when it ended there
- * (ngx_pty_edge_glyph()), as after one the model knows.  The ranges are
- * the East Asian wide ones and the emoji planes, a few more than
- * libvterm's: printing one alone costs a flush.  Returns its length.
+ * (ngx_pty_edge_glyph()), as after one the model knows; one more than
+ * needed costs a flush (ngx_pty_wide_range()).  Returns its length.
  */
 static size_t
 ngx_pty_rare_wide(ngx_pty_screen_t *s, const u_char *p, size_t *start,
@@ -4661,12 +4677,7 @@ ngx_pty_rare_wide(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     cp = ngx_pty_utf8_cp(p + i, len);
 
     if (!ngx_pty_utf8_kept(cp, len) || ngx_pty_wide_cp(cp)
-        || ngx_pty_is_combining(cp)
-        || !((cp >= 0x1100 && cp <= 0x115f) || cp == 0x2329 || cp == 0x232a
-             || (cp >= 0x2e80 && cp <= 0xa4cf) || (cp >= 0xac00 && cp <= 0xd7a3)
-             || (cp >= 0xf900 && cp <= 0xfaff) || (cp >= 0xfe10 && cp <= 0xfe6f)
-             || (cp >= 0xff00 && cp <= 0xff60) || (cp >= 0xffe0 && cp <= 0xffe6)
-             || cp >= 0x1f000))
+        || ngx_pty_is_combining(cp) || !ngx_pty_wide_range(cp))
     {
         return 0;
     }
