@@ -1343,9 +1343,11 @@ ngx_pty_wide_left(const ngx_pty_cell_t *c)
 
 
 /*
- * The East Asian wide ranges and the emoji planes: a few more code points
- * than libvterm 0.1.4 prints two columns wide, none it prints narrow
- * but for the emoji planes' narrow ones
+ * The East Asian wide ranges libvterm 0.1.4 knows (Markus Kuhn's) and the
+ * emoji planes: a few more code points than it prints two columns wide,
+ * none it prints narrow but for the emoji planes' narrow ones.  Not
+ * ngx_pty_text.c's table: that is newer Unicode's (Tangut is wide there,
+ * narrow in libvterm)
  */
 static ngx_inline int
 ngx_pty_wide_range(uint32_t cp)
@@ -8404,6 +8406,7 @@ typedef struct {
     u_char          protect;    /* DECSCA: 0, 1, NGX_PTY_PROTECT_UNKNOWN */
     size_t          glyph_end;  /* after a pending wrap's glyph, 0: none */
     u_char          gl_set;     /* the SCS final GL draws after the tail */
+    ngx_pty_row_t   edge;       /* blanks, a moved cell in its last two */
 } ngx_pty_emit_t;
 
 
@@ -8861,6 +8864,46 @@ ngx_pty_paint_overwide(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
 
 /*
+ * The snapshot's row of blanks that ngx_pty_paint_moved_claim() puts two
+ * cells in: made once a snapshot (a row of such cells would otherwise
+ * cost a row's worth each), freed with it
+ */
+static ngx_pty_row_t *
+ngx_pty_emit_edge_row(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    size_t           size;
+    unsigned         i;
+    ngx_pty_cell_t  *cells;
+
+    if (e->edge.cells != NULL) {
+        return &e->edge;
+    }
+
+    size = (size_t) s->cols
+           * (sizeof(ngx_pty_cell_t) + NGX_PTY_MAX_COMB * sizeof(uint32_t));
+
+    cells = malloc(size);
+    if (cells == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < s->cols; i++) {
+        cells[i].ch = 0;
+        cells[i].ncomb = 0;
+        cells[i].width = 1;
+        cells[i].pen = s->default_pen;
+    }
+
+    e->edge.cells = cells;
+    e->edge.comb = (uint32_t *) (cells + s->cols);
+    e->edge.len = s->cols;
+    e->edge.fill = s->default_pen;
+
+    return &e->edge;
+}
+
+
+/*
  * A cell two columns wide with a cell of its own in its second, further
  * left (ngx_pty_claim_movable()): made before the last column, as there
  * (ngx_pty_paint_claim()), then moved to its column by DCH, which
@@ -8871,10 +8914,9 @@ static int
 ngx_pty_paint_moved_claim(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_row_t *row, int r, unsigned col, const ngx_pty_cell_t *c)
 {
-    size_t           size;
-    unsigned         w, i;
-    ngx_pty_row_t    edge;
-    ngx_pty_cell_t  *cells, tmp;
+    unsigned         w;
+    ngx_pty_row_t   *edge;
+    ngx_pty_cell_t   tmp;
 
     w = s->cols;
 
@@ -8883,38 +8925,25 @@ ngx_pty_paint_moved_claim(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     }
 
     /* the two cells in a row of their own, at the edge */
-    size = (size_t) w * sizeof(ngx_pty_cell_t);
-    size += row->comb ? (size_t) w * NGX_PTY_MAX_COMB * sizeof(uint32_t) : 0;
-
-    cells = malloc(size);
-    if (cells == NULL) {
+    edge = ngx_pty_emit_edge_row(e, s);
+    if (edge == NULL) {
         return -1;
     }
 
-    for (i = 0; i < w - 2; i++) {
-        cells[i].ch = 0;
-        cells[i].ncomb = 0;
-        cells[i].width = 1;
-        cells[i].pen = s->default_pen;
-    }
-
-    cells[w - 2] = *c;
-    cells[w - 1] = *ngx_pty_row_cell(row, col + 1, &tmp);
-
-    memset(&edge, 0, sizeof(ngx_pty_row_t));
-    edge.cells = cells;
-    edge.len = w;
-    edge.fill = s->default_pen;
+    edge->cells[w - 2] = *c;
+    edge->cells[w - 1] = *ngx_pty_row_cell(row, col + 1, &tmp);
 
     if (row->comb) {
-        edge.comb = (uint32_t *) (cells + w);
-        memcpy(&edge.comb[(w - 2) * NGX_PTY_MAX_COMB],
+        memcpy(&edge->comb[(w - 2) * NGX_PTY_MAX_COMB],
                &row->comb[col * NGX_PTY_MAX_COMB],
                2 * NGX_PTY_MAX_COMB * sizeof(uint32_t));
+
+    } else {
+        edge->cells[w - 2].ncomb = 0;
+        edge->cells[w - 1].ncomb = 0;
     }
 
-    ngx_pty_paint_claim(e, s, &edge, r, w - 2, &cells[w - 2]);
-    free(cells);
+    ngx_pty_paint_claim(e, s, edge, r, w - 2, &edge->cells[w - 2]);
 
     ngx_pty_emit_move(e, r, col);
     ngx_pty_emit_sgr(e, &s->default_pen, &s->default_pen);
@@ -10732,6 +10761,8 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
 
     ngx_pty_emit_end(&e, s);
     ngx_pty_emit_tail(&e, s);
+
+    free(e.edge.cells);
 
     if (e.failed) {
         free(e.buf);
