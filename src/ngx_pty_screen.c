@@ -6086,6 +6086,25 @@ ngx_pty_skip_lines(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 
 
 /*
+ * The wrap of a glyph past the edge, made by libvterm as for a glyph: a
+ * space in the next row's first column, which the caller writes over
+ * (in insert mode, no cell inserted for it: xterm.js inserts none for
+ * a glyph of no width)
+ */
+static void
+ngx_pty_vt_wrap(ngx_pty_screen_t *s)
+{
+    if (s->insert) {
+        vterm_input_write(s->vt, "\x1b[4l \x1b[4h", 9);
+        s->vt_args = 1;
+        return;
+    }
+
+    vterm_input_write(s->vt, " ", 1);
+}
+
+
+/*
  * A combining mark, as xterm.js places it: right after a glyph, on the
  * cell left of the cursor (the glyph's first cell for a wide one), past
  * the edge when waiting to wrap; after a control or an escape sequence,
@@ -6098,14 +6117,41 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
     unsigned wide)
 {
     int                    col;
-    unsigned               over;
+    unsigned               over, halves;
     uint32_t              *comb;
     VTermPos               pos;
     ngx_pty_row_t         *row;
     ngx_pty_cell_t        *c, tmp;
     const ngx_pty_cell_t  *lone;
 
+    halves = 1;
     pos = ngx_pty_cursor(s);
+
+    if (s->phantom && s->past > 0) {
+        /*
+         * a column past where a lone mark took xterm.js's cursor: this
+         * one, joined to nothing (the glyph before is that mark), wraps
+         * as a glyph does; with autowrap off it goes to the last column,
+         * where print() looks at no wide glyph's halves from out there
+         */
+        join = 0;
+        s->diverged++;
+        s->past = 0;
+        s->phantom = 0;
+
+        if (s->autowrap) {
+            ngx_pty_vt_wrap(s);
+            pos = ngx_pty_cursor(s);
+            pos.col = 0;
+
+        } else {
+            pos.col = s->cols - 1;
+            halves = 0;
+        }
+
+        ngx_pty_vt_cup(s, pos);
+    }
+
     col = s->phantom ? (int) s->cols - 1 : pos.col - 1;
     row = s->cur->rows[pos.row];
 
@@ -6122,7 +6168,13 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
          * and its cursor goes a column further (which a widening shows)
          */
         s->diverged++;
-        s->past += (s->past < NGX_PTY_SCREEN_MAX_COLS);
+        s->past = 1;
+
+        if (s->insert) {
+            /* xterm.js inserts no cell for it, but clears as for a glyph */
+            ngx_pty_print_edge_blank(s, row);
+        }
+
         return 1;
     }
 
@@ -6138,7 +6190,10 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
         c->pen = s->pen;
         c->pen.attr &= ~NGX_PTY_A_PROTECT;
         c->pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
-        ngx_pty_print_halves(s, row, pos.col, pos.col + 1, s->protect);
+
+        if (halves) {
+            ngx_pty_print_halves(s, row, pos.col, pos.col + 1, s->protect);
+        }
 
         if (s->insert) {
             /* xterm.js inserts no cell for it, but clears as for a glyph */
@@ -7310,7 +7365,10 @@ ngx_pty_absorb(ngx_pty_screen_t *s, const u_char *p, size_t n)
     ngx_pty_row_t   *row;
     ngx_pty_cell_t  *c;
 
-    if (!s->edge || !s->last_text || s->ps != NGX_PTY_PS_NORMAL) {
+    if (!s->edge || !s->last_text || s->ps != NGX_PTY_PS_NORMAL
+        || (s->phantom && s->past))
+    {
+        /* (past it: the glyph before is a lone mark written nowhere) */
         return 0;
     }
 
@@ -8405,6 +8463,7 @@ typedef struct {
     ngx_pty_pen_t   pen;
     u_char          protect;    /* DECSCA: 0, 1, NGX_PTY_PROTECT_UNKNOWN */
     size_t          glyph_end;  /* after a pending wrap's glyph, 0: none */
+    unsigned        pending;    /* ngx_pty_emit_end() left a pending wrap */
     u_char          gl_set;     /* the SCS final GL draws after the tail */
     ngx_pty_row_t   edge;       /* blanks, a moved cell in its last two */
 } ngx_pty_emit_t;
@@ -10113,11 +10172,6 @@ ngx_pty_emit_modes(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         ngx_pty_emit(e, "\x1b[?5h", 5);
     }
 
-    /* (a glyph rewritten at the edge replaces the same cells either way) */
-    if (s->insert) {
-        ngx_pty_emit(e, "\x1b[4h", 4);
-    }
-
     ngx_pty_emit_props(e, s);
 }
 
@@ -10456,6 +10510,22 @@ ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
 
 /*
+ * A lone mark took xterm.js's cursor a column past the edge, written
+ * nowhere: one again, after a sequence (the pen again, from SGR 0) so
+ * that it joins nothing.  A mark that comes next then wraps, as in the
+ * stream.
+ */
+static void
+ngx_pty_emit_past_mark(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    ngx_pty_emit_sgr0(e, &s->default_pen);
+    ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
+    ngx_pty_emit_protect(e, s->protect);
+    ngx_pty_emit(e, "\xcc\x81", 2);      /* U+0301 */
+}
+
+
+/*
  * Last: the character sets (the cells are painted in code points, so not
  * before), then what the input stopped in the middle of: an escape
  * sequence, a UTF-8 character.
@@ -10489,8 +10559,13 @@ ngx_pty_emit_tail(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     e->gl_set = (s->ov && s->ov_g == s->gl && !restored) ? s->ov_scs
                                                           : s->scs[s->gl];
 
-    /* the glyph again (for marks to come), if that set keeps it */
-    ngx_pty_emit_join(e, s);
+    if (s->phantom && s->past && e->pending) {
+        ngx_pty_emit_past_mark(e, s);
+
+    } else {
+        /* the glyph again (for marks to come), if that set keeps it */
+        ngx_pty_emit_join(e, s);
+    }
 
     ngx_pty_emit(e, s->pend, s->pend_len);
     ngx_pty_emit(e, s->tail, s->tail_len);
@@ -10503,6 +10578,11 @@ ngx_pty_emit_write_modes(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
     if (!s->autowrap) {
         ngx_pty_emit(e, "\x1b[?7l", 5);
+    }
+
+    /* nor would insert mode push a cut glyph's cell of its own out */
+    if (s->insert) {
+        ngx_pty_emit(e, "\x1b[4h", 4);
     }
 }
 
@@ -10540,6 +10620,89 @@ ngx_pty_row_erased(ngx_pty_screen_t *s, const ngx_pty_row_t *row,
     }
 
     return how;
+}
+
+
+/*
+ * A pending wrap over an empty last column in row r (an SU or SD in the
+ * stream scrolled the glyph away; xterm.js keeps the column past the
+ * edge through both): the rows of the region moved down one (SD), a glyph
+ * written at the edge of row r, then moved back up (SU) over it.  The
+ * glyph is the one of row r - 1's last column, which SD put in row r, or
+ * a space in the blank row SD brought in, which SU drops.  The region's
+ * last row must be the blank SU brings in: erased in one background, not
+ * a soft wrap.  Returns 0 where that cannot be done.
+ */
+static int
+ngx_pty_emit_scroll_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
+{
+    int                    bottom;
+    unsigned               col;
+    VTermPos               pos;
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_row_t   *last, *above;
+    const ngx_pty_cell_t  *blank, *c;
+
+    bottom = (s->bottom == -1 ? (int) s->rows : s->bottom) - 1;
+
+    if (!ngx_pty_in_region(s, r) || r == bottom) {
+        return 0;
+    }
+
+    last = s->cur->rows[bottom];
+    blank = ngx_pty_row_cell(last, 0, &tmp);
+
+    if (last->wrapped || ngx_pty_row_erased(s, last, &blank->pen) != 1) {
+        return 0;
+    }
+
+    col = s->cols - 1;
+    c = NULL;
+    above = NULL;
+
+    if (r > s->top) {
+        above = s->cur->rows[r - 1];
+        c = ngx_pty_row_cell(above, col, &tmp);
+
+        if (c->ch == NGX_PTY_CONT) {
+            c = ngx_pty_row_cell(above, --col, &tmp);
+
+            if (c->width != 2) {
+                return 0;
+            }
+
+        } else if (c->width != 1 || ngx_pty_cuts_wide(above, col)) {
+            return 0;
+        }
+
+        if (c->ch == 0 || c->ch == NGX_PTY_CONT) {
+            return 0;
+        }
+    }
+
+    ngx_pty_emit(e, "\x1b[T", 3);
+
+    pos.row = r;
+    pos.col = col;
+
+    if (c == NULL) {
+        ngx_pty_emit_cursor(e, s, pos);
+        ngx_pty_emit(e, " ", 1);
+
+    } else {
+        ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
+        ngx_pty_emit_cursor(e, s, pos);
+        ngx_pty_emit_chars(e, above, col, c);
+    }
+
+    /* SU's blank row takes the pen's background */
+    ngx_pty_emit_sgr(e, &blank->pen, &s->default_pen);
+    ngx_pty_emit(e, "\x1b[S", 3);
+
+    e->row = r;
+    e->col = -1;
+
+    return 1;
 }
 
 
@@ -10610,6 +10773,7 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     vterm_state_get_cursorpos(s->state, &pos);
     c = NULL;
     e->glyph_end = 0;
+    e->pending = 0;
 
     if (s->phantom) {
         ph = ngx_pty_ph_glyph(s);
@@ -10630,6 +10794,7 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
     } else {
         /* a pending wrap: rewrite the glyph it follows */
+        e->pending = 1;
         ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
         ngx_pty_emit_cursor(e, s, ph);
 
@@ -10643,6 +10808,13 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         } else if (c->ch && ngx_pty_cuts_wide(row, ph.col)) {
             /* moved to its column, xterm.js's print() would blank it */
             ngx_pty_paint_cut(e, s, row, ph.row, ph.col - 1);
+            e->glyph_end = e->len;
+
+        } else if (c->ch && (unsigned) ph.col + 1 < s->cols
+                   && ngx_pty_cuts_wide(row, ph.col + 1))
+        {
+            /* a cut glyph: written again, it would take the cell after */
+            ngx_pty_paint_cut(e, s, row, ph.row, ph.col);
             e->glyph_end = e->len;
 
         } else if (c->ch) {
@@ -10664,13 +10836,21 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
             if (erased == 0 && !s->alt
                 && (!s->origin || ngx_pty_in_region(s, pos.row)))
             {
+                if (s->origin) {
+                    /* before: DECOM homes the cursor */
+                    ngx_pty_emit(e, "\x1b[?6h", 5);
+                }
+
+                /* that buffer's region is the whole screen: row, as is */
                 ngx_pty_emit(e, "\x1b[?1047h", 8);
-                ngx_pty_emit_cursor(e, s, pos);
+                ngx_pty_emitf(e, "\x1b[%d;%dH", pos.row + 1, pos.col + 1);
                 ngx_pty_emit(e, " \x1b[?1047l", 9);
                 e->row = pos.row;
                 e->col = -1;
 
-            } else {
+            } else if (erased
+                       || !ngx_pty_emit_scroll_wrap(e, s, pos.row))
+            {
                 ngx_pty_emit_cursor(e, s, pos);
                 ngx_pty_emit(e, " ", 1);
 

@@ -276,8 +276,6 @@ my @sets = (
      'saved cursors, modes and character sets with text', 1305],
 
     # erases, ICH and DCH that cut wide glyphs in two, the halves left
-    # (not marks: a lone one moved to the edge is a known difference,
-    # "mark past the edge", that these reach about once in 2,000)
     [$quarter, 'text,wide,erase,cursor,wrap',
      'wide glyphs with erases, ICH, DCH, cursor moves and long lines'],
 

@@ -202,8 +202,9 @@ function streamState(t, v) {
 // What the stream's terminal holds at the Keyframe that no byte stream can
 // make (tab stops past the edge, the alternate buffer's lines above the
 // screen, a wide glyph without its right half where the Keyframe left a
-// blank: xtstate.giveUnwritable), is given to the late joiner before the
-// two are compared (docs/SNAPSHOT.md);
+// blank: xtstate.giveUnwritable), and the lines older than the scrollback
+// the Keyframe carries, are given to the late joiner before the two are
+// compared (docs/SNAPSHOT.md);
 // c.copied names it, and the runs count such streams
 async function runCase(model, c) {
     const kf = await keyframeOf(model, c);
@@ -481,8 +482,9 @@ async function main() {
         console.log(skipped + ' skipped (xterm.js fails on the stream)');
     }
     for (const k of Object.keys(copied)) {
-        console.log(copied[k] + ' given ' + k + ' at the Keyframe (no byte'
-            + ' stream makes them)');
+        console.log(copied[k] + ' given ' + k + ' at the Keyframe ('
+            + (k === 'older-lines' ? 'past the scrollback it carries'
+                : 'no byte stream makes them') + ')');
     }
     for (const k of Object.keys(xtErrors)) {
         console.log(xtErrors[k] + ' differ through xterm.js error ' + k

@@ -160,6 +160,8 @@ function state(t) {
 //                the terminal had since the buffer was last left (only a
 //                resize makes it longer), and lines above the screen that
 //                text scrolled there, which a resize brings back
+//   older-lines  the main buffer's lines older than the Keyframe's
+//                scrollback, which the model's ring does not hold
 //   alt-cells    the alternate buffer's cells past the edge (its lines
 //                keep them when it narrows, a widening shows them again)
 //   saved-row    a saved cursor's line below the screen (a resize that
@@ -178,6 +180,9 @@ function giveUnwritable(a, b) {
     }
     if (copyAltLines(a, b)) {
         out.push('alt-lines');
+    }
+    if (copyOlderLines(a, b)) {
+        out.push('older-lines');
     }
     if (copyAltCells(a, b)) {
         out.push('alt-cells');
@@ -292,7 +297,7 @@ function copyCursorPast(a, b) {
     const from = a._core._bufferService.buffer;
     const to = b._core._bufferService.buffer;
     if (from.x <= a.cols || a.cols !== b.cols || from.y !== to.y
-        || to.x < b.cols - 1)
+        || to.x < b.cols - 1 || to.x === from.x)
     {
         return false;
     }
@@ -302,12 +307,15 @@ function copyCursorPast(a, b) {
 
 // the kind of cell no write makes that the stream's line holds at x, or
 // null: a wide glyph without its right half (xterm.js's join of a mark to
-// the glyph before a wide one it dropped at the edge, a reflow), a right
-// half without its glyph, a combining mark alone (joined to an empty
-// cell after a resize moved the cursor)
+// the glyph before a wide one it dropped at the edge, a reflow; a lone
+// mark in that half, which only a second lone mark past the edge writes
+// there with autowrap off), a right half without its glyph, a combining
+// mark alone (joined to an empty cell after a resize moved the cursor)
 function unwritable(line, x, cols, cell) {
     const w = line.getWidth(x);
-    if (w === 2 && (x === cols - 1 || line.getWidth(x + 1) !== 0)) {
+    if (w === 2 && (x === cols - 1 || line.getWidth(x + 1) !== 0
+                    || line.hasContent(x + 1)))
+    {
         return 'cut-glyphs';
     }
     if (w === 0 && (x === 0 || line.getWidth(x - 1) !== 2)) {
@@ -369,18 +377,50 @@ function copyAltLines(a, b) {
     }
     const n = from.ybase - to.ybase;
     if (n > 0) {
-        const above = [];
-        for (let i = 0; i < n; i++) {
-            above.push(from.lines.get(i).clone());
-        }
-        to.lines.splice(0, 0, ...above);
-        to.ybase += n;
-        to.ydisp += n;
+        prependLines(from, to, n);
         // the saved row: the Keyframe's, unless it is a line above
         to.savedY = from.savedY < from.ybase ? from.savedY : to.savedY + n;
         differed = true;
     }
     return differed;
+}
+
+// the main buffer's lines older than the Keyframe's scrollback: the model
+// keeps a ring of scrollback, at least 48 lines (NGX_PTY_SB_MIN), not
+// xterm.js's 1,000, and a later resize reflows a line that started above
+// the ring from its start (docs/SNAPSHOT.md, "Scrollback the ring does
+// not hold").  Given only where the Keyframe carried at least that many
+// lines and its oldest is the stream's line there, so that a ring that
+// lost lines it should hold still fails.
+const SB_MIN = 48;
+
+function copyOlderLines(a, b) {
+    const from = a._core._bufferService.buffers.normal;
+    const to = b._core._bufferService.buffers.normal;
+    const n = from.lines.length - to.lines.length;
+    if (n <= 0 || a.cols !== b.cols || a.rows !== b.rows
+        || to.lines.length - b.rows < SB_MIN
+        || from.lines.get(n).translateToString(true)
+           !== to.lines.get(0).translateToString(true))
+    {
+        return false;
+    }
+    prependLines(from, to, n);
+    to.savedY = from.savedY < n ? from.savedY : to.savedY + n;
+    // the line the Keyframe starts with goes on where it went on
+    to.lines.get(n).isWrapped = from.lines.get(n).isWrapped;
+    return true;
+}
+
+// from's first n lines put before to's, which its screen stays below
+function prependLines(from, to, n) {
+    const lines = [];
+    for (let i = 0; i < n; i++) {
+        lines.push(from.lines.get(i).clone());
+    }
+    to.lines.splice(0, 0, ...lines);
+    to.ybase += n;
+    to.ydisp += n;
 }
 
 // a saved row below the screen: a resize that took rows away can leave
