@@ -238,7 +238,9 @@ ngx_pty_rcell_content(const ngx_pty_row_t *row, unsigned col)
 
     ch = row->cells[col].ch;
 
-    return ch != 0 && ch != NGX_PTY_CONT;
+    /* a blank with marks: one xterm.js joined to an empty cell */
+    return (ch != 0 && ch != NGX_PTY_CONT)
+           || (ch == 0 && row->cells[col].ncomb);
 }
 
 

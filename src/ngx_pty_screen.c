@@ -6308,8 +6308,14 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
         /*
          * an empty cell (a resize moved the cursor since the glyph):
          * xterm.js keeps the mark alone in it, which no write can make
-         * again, so a snapshot could not rebuild it; dropped
+         * again, so a snapshot paints a blank, and text shows one; kept
+         * with the blank (its marks) for the reflow, where the cell has
+         * content (ngx_pty_reflow.c)
          */
+        if (!wide && (comb = ngx_pty_row_comb(s, row)) != NULL) {
+            comb[col * NGX_PTY_MAX_COMB + c->ncomb++] = cp;
+        }
+
         return 1;
     }
 
@@ -8674,7 +8680,8 @@ ngx_pty_emit_chars(ngx_pty_emit_t *e, const ngx_pty_row_t *row,
 
     n = ngx_pty_utf8_put(buf, c->ch);
 
-    for (i = 0; i < c->ncomb && row->comb; i++) {
+    /* (not a blank's: marks xterm.js joined to an empty cell) */
+    for (i = 0; c->ch && i < c->ncomb && row->comb; i++) {
         n += ngx_pty_utf8_put(buf + n, row->comb[col * NGX_PTY_MAX_COMB + i]);
     }
 
