@@ -309,8 +309,9 @@ function copyCursorPast(a, b) {
 // null: a wide glyph without its right half (xterm.js's join of a mark to
 // the glyph before a wide one it dropped at the edge, a reflow; a lone
 // mark in that half, which only a second lone mark past the edge writes
-// there with autowrap off), a right half without its glyph, a combining
-// mark alone (joined to an empty cell after a resize moved the cursor)
+// there with autowrap off), a right half without its glyph (and the
+// blank before it), a combining mark alone (joined to an empty cell
+// after a resize moved the cursor)
 function unwritable(line, x, cols, cell) {
     const w = line.getWidth(x);
     if (w === 2 && (x === cols - 1 || line.getWidth(x + 1) !== 0
@@ -319,6 +320,14 @@ function unwritable(line, x, cols, cell) {
         return 'cut-glyphs';
     }
     if (w === 0 && (x === 0 || line.getWidth(x - 1) !== 2)) {
+        return 'lone-halves';
+    }
+    if (w === 1 && x + 1 < cols && line.getWidth(x + 1) === 0
+        && !line.hasContent(x) && !line.hasContent(x + 1))
+    {
+        // the blank before a lone right half: one in a whole pen (which
+        // xterm.js's print() leaves of a wide glyph's left half) cannot
+        // be written there, only ICH's in a background
         return 'lone-halves';
     }
     line.loadCell(x, cell);
