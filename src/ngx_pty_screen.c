@@ -130,6 +130,13 @@ struct ngx_pty_screen_s {
     uint16_t                      ul_hidden;      /* NGX_PTY_A_UL bits */
     uint8_t                       ul_hidden_x;    /* NGX_PTY_X_UL bits */
 
+    /*
+     * xterm.js's pen has its "extended" mark without the underline flag
+     * (an SGR 59 showed a hidden style): DECSC saves no underline then,
+     * and a DECRC of such a pen shows the style in use
+     */
+    uint8_t                       ul_flagless;
+
     ngx_pty_screen_reply_pt       reply;
     void                         *reply_data;
 
@@ -181,6 +188,7 @@ struct ngx_pty_screen_s {
     u_char                        saved_set[2]; /* the set in GL then: its
                                                    SCS final, 0: ASCII */
     u_char                        saved_protect[2]; /* DECSCA then */
+    u_char                        saved_flagless[2]; /* ul_flagless then */
 
     /* xterm.js's way taken where libvterm 0.1.4 goes another (tests) */
     unsigned long                 diverged;
@@ -201,6 +209,7 @@ struct ngx_pty_screen_s {
     /* marks the model joined to the last glyph: libvterm's copy lacks them */
     unsigned                      comb_own:1;
     unsigned                      untracked:1; /* DECALN, ngx_pty_vt_prime */
+    unsigned                      align_top;   /* DECALN's first row */
     unsigned                      last_text:1;
     unsigned                      last_wide:1; /* ... and it was wide */
     unsigned                      esc_glyph:1; /* a glyph before the ESC */
@@ -1631,7 +1640,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
     ngx_pty_row_t   *row;
     ngx_pty_cell_t  *c;
 
-    if (pos.row < 0 || (unsigned) pos.row >= s->rows
+    if (pos.row < (int) s->align_top || (unsigned) pos.row >= s->rows
         || pos.col < 0 || (unsigned) pos.col >= s->cols)
     {
         return 1;
@@ -2032,6 +2041,7 @@ ngx_pty_cb_initpen(void *user)
     s->pen = s->default_pen;
     s->ul_hidden = 0;
     s->ul_hidden_x = 0;
+    s->ul_flagless = 0;
 
     return 1;
 }
@@ -2549,6 +2559,14 @@ ngx_pty_save_cursor(ngx_pty_screen_t *s)
     /* past the edge with a wrap pending: a resize wider makes it a column */
     s->saved_pos[s->alt].col = ngx_pty_xterm_col(s);
     s->saved_pen[s->alt] = s->pen;
+    s->saved_flagless[s->alt] = s->ul_flagless;
+
+    if (s->ul_flagless) {
+        /* the flag word, without the underline */
+        s->saved_pen[s->alt].attr &= ~NGX_PTY_A_UL;
+        s->saved_pen[s->alt].xattr &= ~NGX_PTY_X_UL;
+    }
+
     /* xterm.js saves the set in use with the cursor */
     s->saved_set[s->alt] = ngx_pty_set_drawn(s);
     s->saved_protect[s->alt] = s->protect;
@@ -2611,27 +2629,44 @@ ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible,
     const ngx_pty_pen_t *cur)
 {
     VTermPos        pos, vt;
+    unsigned        flagless;
     ngx_pty_pen_t   pen;
 
     pos.row = 0;
     pos.col = 0;
     pen = s->default_pen;
 
+    flagless = 0;
+
     if (s->saved_valid[s->alt]) {
         pos = ngx_pty_saved_at(s, s->alt);
         pen = s->saved_pen[s->alt];
+        flagless = s->saved_flagless[s->alt];
     }
 
-    if (pen.attr & NGX_PTY_A_UL) {
+    if (flagless) {
+        /* the style in use shows, hidden or not (none: none) */
+        pen.attr |= (cur->attr & NGX_PTY_A_UL) | s->ul_hidden;
+        pen.xattr |= (cur->xattr & NGX_PTY_X_UL) | s->ul_hidden_x;
         s->ul_hidden = 0;
         s->ul_hidden_x = 0;
+        pen.ul = cur->ul;
 
-    } else if (cur->attr & NGX_PTY_A_UL) {
-        s->ul_hidden = cur->attr & NGX_PTY_A_UL;
-        s->ul_hidden_x = cur->xattr & NGX_PTY_X_UL;
+    } else if (pen.attr & NGX_PTY_A_UL) {
+        s->ul_hidden = 0;
+        s->ul_hidden_x = 0;
+        ngx_pty_pen_keep_ul(&pen, cur);
+
+    } else {
+        if (cur->attr & NGX_PTY_A_UL) {
+            s->ul_hidden = cur->attr & NGX_PTY_A_UL;
+            s->ul_hidden_x = cur->xattr & NGX_PTY_X_UL;
+        }
+
+        ngx_pty_pen_keep_ul(&pen, cur);
     }
 
-    ngx_pty_pen_keep_ul(&pen, cur);
+    s->ul_flagless = flagless;
 
     vterm_state_get_cursorpos(s->state, &vt);
 
@@ -2906,6 +2941,7 @@ ngx_pty_decstr(ngx_pty_screen_t *s)
     s->pen = s->default_pen;
     s->ul_hidden = 0;
     s->ul_hidden_x = 0;
+    s->ul_flagless = 0;
     ngx_pty_save_cursor(s);
     s->vt_text = 1;          /* a single shift libvterm may still hold */
 
@@ -3883,10 +3919,15 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         /*
          * DECALN writes every cell (the tails too); xterm.js then homes
          * the cursor (to the region's top in origin mode), libvterm keeps
-         * it where it was
+         * it where it was.  xterm.js fills as many lines as the screen
+         * has from the cursor's row after it homed it, so in origin mode
+         * the rows above the region stay; not on the alternate screen,
+         * whose line list is as long as the screen: the lines past its
+         * end it reads from its start, circular.
          */
         ngx_pty_flush(s, p, start, i);
         s->untracked = 1;
+        s->align_top = (s->origin && !s->alt) ? s->top : 0;
         ngx_pty_feed_final(s, p, start, i);
         s->untracked = 0;
 
@@ -3894,10 +3935,12 @@ ngx_pty_esc(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
             ngx_pty_tails_align(s);
         }
 
+        s->align_top = 0;
         home.row = s->origin ? s->top : 0;
         home.col = 0;
         s->diverged++;
         ngx_pty_vt_cup(s, home);
+        s->vt_next = home;      /* no wrap got the next glyph there */
         s->phantom = 0;
         s->edge = 0;
         return;
@@ -5001,6 +5044,7 @@ ngx_pty_sgr_underline(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
     pen->xattr = (pen->xattr & ~NGX_PTY_X_UL) | (x << NGX_PTY_X_UL_SHIFT);
     s->ul_hidden = 0;
     s->ul_hidden_x = 0;
+    s->ul_flagless = 0;
 }
 
 
@@ -5030,6 +5074,7 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
         pen->xattr = 0;
         s->ul_hidden = 0;
         s->ul_hidden_x = 0;
+        s->ul_flagless = 0;
         pen->fg = s->default_pen.fg;
         pen->bg = s->default_pen.bg;
         pen->ul = s->default_pen.ul;
@@ -5126,7 +5171,11 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
             pen->xattr |= s->ul_hidden_x;
             s->ul_hidden = 0;
             s->ul_hidden_x = 0;
+            s->ul_flagless = 1;     /* shown without the flag */
             s->diverged++;
+
+        } else if (s->ul_flagless && !(pen->attr & NGX_PTY_A_UL)) {
+            s->ul_flagless = 0;     /* no style: no extended mark */
         }
 
         break;
@@ -7790,7 +7839,7 @@ ngx_pty_tails_align(ngx_pty_screen_t *s)
     ngx_pty_row_t   *row;
     const ngx_pty_cell_t  *e;
 
-    for (r = 0; r < s->rows; r++) {
+    for (r = s->align_top; r < s->rows; r++) {
         row = s->cur->rows[r];
 
         if (row->tail == NULL) {
@@ -8224,6 +8273,7 @@ ngx_pty_screen_resize(ngx_pty_screen_t *s, unsigned cols, unsigned rows)
             s->saved_pen[k] = s->default_pen;
             s->saved_set[k] = 0;
             s->saved_protect[k] = 0;
+            s->saved_flagless[k] = 0;
         }
     }
 
@@ -10724,15 +10774,20 @@ static void
 ngx_pty_emit_ul_hidden(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
     char           buf[160], *p;
-    unsigned       b;
+    unsigned       b, flagless;
     ngx_pty_pen_t  pen;
 
-    if (s->ul_hidden == 0 || s->ov) {
+    b = s->alt;
+
+    /* shown without the flag: hidden the same way, then SGR 59 */
+    flagless = s->ul_flagless && (s->pen.attr & NGX_PTY_A_UL)
+               && !(s->saved_valid[b]
+                    && (s->saved_pen[b].attr & NGX_PTY_A_UL));
+
+    if ((s->ul_hidden == 0 && !flagless) || s->ov) {
         /* (GL drawing a set a DECRC gave back takes a DECRC of its own) */
         return;
     }
-
-    b = s->alt;
 
     pen = s->pen;
     pen.attr |= s->ul_hidden;
@@ -10756,6 +10811,14 @@ ngx_pty_emit_ul_hidden(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
                 ? ngx_pty_color_idx(0, 1) : s->default_pen.fg;
     e->pen.bg = ngx_pty_color_eq(&s->pen.bg, &s->default_pen.bg)
                 ? ngx_pty_color_idx(0, 1) : s->default_pen.bg;
+
+    if (flagless) {
+        /* xterm.js stores -1 for the colour, which reads as white */
+        ngx_pty_emit(e, "\x1b[59m", 5);
+        e->pen.attr |= s->pen.attr & NGX_PTY_A_UL;
+        e->pen.xattr |= s->pen.xattr & NGX_PTY_X_UL;
+        vterm_color_rgb(&e->pen.ul, 255, 255, 255);
+    }
 
     p = ngx_pty_sgr_diff(buf, &e->pen, &s->pen, NGX_PTY_A_SGR, 1);
     ngx_pty_emit(e, buf, p - buf);

@@ -2481,7 +2481,8 @@ test_xterm_pairs(void)
     size_t             k;
     ngx_pty_screen_t  *a, *b;
     static const char  *pairs[][3] = {
-        { "\x1b[4mab\x1b" "8\x1b[59mX", "\x1b[4mab\x1b[H\x1b[0;4;59mX",
+        { "\x1b[4mab\x1b" "8\x1b[59mX",
+          "\x1b[4mab\x1b[H\x1b[0;4;24;4m\x1b" "8\x1b[59mX",
           "DECRC hides the underline style, SGR 59 shows it" },
         { "\x1b[4mab\x1b" "8\x1b[24;59mX", "\x1b[4mab\x1b[H\x1b[0;59mX",
           "SGR 24 drops the style a DECRC hid" },
