@@ -91,6 +91,13 @@
 #define NGX_PTY_X_UL_SHIFT    2                 /* 4:4 dotted 1, 4:5 dashed 2 */
 #define NGX_PTY_X_UL          0x0c
 
+typedef struct {
+    int                           style;      /* DECSCUSR's, -1: unset */
+    int                           blink12;    /* ?12 after it, -1: unset */
+    int                           blink_pre;  /* ?12 before it */
+} ngx_pty_cursor_props_t;
+
+
 /* scanner states, mirroring libvterm's parser */
 #define NGX_PTY_PS_NORMAL     0
 #define NGX_PTY_PS_ESC        1
@@ -193,9 +200,14 @@ struct ngx_pty_screen_s {
     /* xterm.js's way taken where libvterm 0.1.4 goes another (tests) */
     unsigned long                 diverged;
 
-    int                           cursor_style; /* DECSCUSR's, -1: unset */
-    int                           blink12;      /* ?12 after it, -1: unset */
-    int                           blink_pre;    /* ?12 before it */
+    /*
+     * the cursor's style as xterm.js 5.5 keeps it (DECSTR and RIS keep
+     * it, in its options), as set since the last of those (what 6.0
+     * keeps), and as it was then
+     */
+    ngx_pty_cursor_props_t        props;
+    ngx_pty_cursor_props_t        props_since;
+    ngx_pty_cursor_props_t        props_reset;
     unsigned                      mouse;      /* 0, 1000, 1002, 1003 */
     unsigned                      mouse_enc;  /* 0, 1005, 1006, 1015 */
     int                           top, bottom;
@@ -2925,6 +2937,30 @@ ngx_pty_modes_reset(ngx_pty_screen_t *s)
  * cursor put back; a pending wrap, which that CUP cancels in libvterm,
  * stays the model's, as xterm.js keeps it.
  */
+/* xterm.js 6.0 keeps ?12 under the style, and 0 brings it back */
+static void
+ngx_pty_props_style(ngx_pty_cursor_props_t *p, int style)
+{
+    p->blink_pre = (p->blink12 >= 0) ? p->blink12 : p->blink_pre;
+    p->style = style;
+    p->blink12 = -1;
+}
+
+
+/*
+ * DECSTR and RIS: xterm.js 5.5 keeps the cursor's style (in its options),
+ * 6.0 drops it; the snapshot gives it both ways (ngx_pty_emit_props())
+ */
+static void
+ngx_pty_props_reset(ngx_pty_screen_t *s)
+{
+    s->props_reset = s->props;
+    s->props_since.style = -1;
+    s->props_since.blink12 = -1;
+    s->props_since.blink_pre = -1;
+}
+
+
 static void
 ngx_pty_decstr(ngx_pty_screen_t *s)
 {
@@ -2938,6 +2974,7 @@ ngx_pty_decstr(ngx_pty_screen_t *s)
     vterm_input_write(s->vt, reset, sizeof(reset) - 1);
 
     ngx_pty_modes_reset(s);
+    ngx_pty_props_reset(s);
     s->pen = s->default_pen;
     s->ul_hidden = 0;
     s->ul_hidden_x = 0;
@@ -3164,9 +3201,7 @@ ngx_pty_hard_reset(ngx_pty_screen_t *s)
     ngx_pty_modes_reset(s);
     s->norm_top = 0;
     s->norm_bottom = -1;
-    s->cursor_style = -1;   /* DECSTR keeps it in xterm.js 5.5, not in 6.0 */
-    s->blink12 = -1;
-    s->blink_pre = -1;
+    ngx_pty_props_reset(s);
     s->newline = 0;
     s->mouse = 0;
     s->mouse_enc = 0;
@@ -3393,7 +3428,8 @@ ngx_pty_dec_mode(ngx_pty_screen_t *s, const u_char *p, size_t *start,
             break;
 
         case 12:
-            s->blink12 = val;
+            s->props.blink12 = val;
+            s->props_since.blink12 = val;
             break;
 
         case 1004:
@@ -3578,10 +3614,8 @@ ngx_pty_csi(ngx_pty_screen_t *s, const u_char *p, size_t *start, size_t i,
         v = NGX_PTY_ARG_OR(s->args[0], 0);
 
         if (v <= 6) {
-            /* xterm.js 6.0 keeps ?12 under the style, and 0 brings it back */
-            s->blink_pre = (s->blink12 >= 0) ? s->blink12 : s->blink_pre;
-            s->cursor_style = (int) v;
-            s->blink12 = -1;
+            ngx_pty_props_style(&s->props, (int) v);
+            ngx_pty_props_style(&s->props_since, (int) v);
         }
 
         return;
@@ -7076,7 +7110,17 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
             /* fall through */
 
         case NGX_PTY_PS_ESC:
-            if (c == 'P' || c == ']') {
+            if (s->intermedlen && (c == 'P' || c == ']' || c == '[')) {
+                /*
+                 * after an intermediate, a final byte as any other in
+                 * xterm.js (libvterm 0.1.4 opens the string or the CSI)
+                 */
+                s->ps = NGX_PTY_PS_NORMAL;
+                normal = i + 1;
+                s->diverged++;
+                ngx_pty_csi_skip(s, p, &start, i, esc);
+
+            } else if (c == 'P' || c == ']') {
                 s->ps = NGX_PTY_PS_STRING;
                 s->osc = (c == ']');
                 s->osc_len = 0;
@@ -8443,6 +8487,9 @@ ngx_pty_screen_create(unsigned cols, unsigned rows)
 
     s->cur = &s->grid[0];
     s->visible = 1;
+    s->props.style = -1;
+    s->props.blink12 = -1;
+    s->props.blink_pre = -1;
     ngx_pty_hard_reset(s);
 
     vterm_state_set_callbacks(s->state, &ngx_pty_state_callbacks, s);
@@ -8697,6 +8744,45 @@ ngx_pty_emit_pen(ngx_pty_emit_t *e, const ngx_pty_pen_t *pen,
 }
 
 
+/* the cursor's style only as the program set it */
+static void
+ngx_pty_emit_style(ngx_pty_emit_t *e, const ngx_pty_cursor_props_t *p)
+{
+    if (p->style >= 0 && p->blink_pre >= 0) {
+        ngx_pty_emit(e, p->blink_pre ? "\x1b[?12h" : "\x1b[?12l", 6);
+    }
+
+    if (p->style >= 0) {
+        ngx_pty_emitf(e, "\x1b[%d q", p->style, 0);
+    }
+
+    if (p->blink12 >= 0) {
+        ngx_pty_emit(e, p->blink12 ? "\x1b[?12h" : "\x1b[?12l", 6);
+    }
+}
+
+
+/*
+ * First: the style as it was at the last DECSTR or RIS, then a DECSTR,
+ * which xterm.js 5.5 keeps it through and 6.0 not (on a reset terminal
+ * it changes nothing else); the style set since comes last
+ */
+static void
+ngx_pty_emit_reset_style(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    const ngx_pty_cursor_props_t  *p;
+
+    p = &s->props_reset;
+
+    if (p->style < 0 && p->blink12 < 0) {
+        return;
+    }
+
+    ngx_pty_emit_style(e, p);
+    ngx_pty_emit(e, "\x1b[!p", 4);
+}
+
+
 /* the cursor's visibility, and its style only as the program set it */
 static void
 ngx_pty_emit_props(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
@@ -8706,17 +8792,7 @@ ngx_pty_emit_props(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         e->visible = s->visible;
     }
 
-    if (s->cursor_style >= 0 && s->blink_pre >= 0) {
-        ngx_pty_emit(e, s->blink_pre ? "\x1b[?12h" : "\x1b[?12l", 6);
-    }
-
-    if (s->cursor_style >= 0) {
-        ngx_pty_emitf(e, "\x1b[%d q", s->cursor_style, 0);
-    }
-
-    if (s->blink12 >= 0) {
-        ngx_pty_emit(e, s->blink12 ? "\x1b[?12h" : "\x1b[?12l", 6);
-    }
+    ngx_pty_emit_style(e, &s->props_since);
 }
 
 
@@ -10967,6 +11043,8 @@ ngx_pty_screen_snapshot(ngx_pty_screen_t *s, size_t *len)
     /* the state a reset terminal is in */
     e.pen = s->default_pen;
     e.visible = 1;
+
+    ngx_pty_emit_reset_style(&e, s);
 
     if (s->title_len) {
         ngx_pty_emit_title(&e, s);
