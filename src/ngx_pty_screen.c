@@ -1690,7 +1690,7 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
     fresh = (moved || n < 2 || (unsigned) pos.col >= row->len
              || row->cells[pos.col].ch != info->chars[0]);
 
-    if (s->insert && fresh && w == 2 && pos.col + 2 < (int) s->cols) {
+    if (s->insert && fresh && w == 2 && pos.col + 2 <= (int) s->cols) {
         /* libvterm 0.1.4 makes room for one column only; xterm.js two */
         ins.start_row = pos.row;
         ins.end_row = pos.row + 1;
@@ -8804,10 +8804,10 @@ ngx_pty_emit_chars(ngx_pty_emit_t *e, const ngx_pty_row_t *row,
     size_t    n;
     unsigned  i;
 
+    /* (never a blank: the marks of one are xterm.js's join to nothing) */
     n = ngx_pty_utf8_put(buf, c->ch);
 
-    /* (not a blank's: marks xterm.js joined to an empty cell) */
-    for (i = 0; c->ch && i < c->ncomb && row->comb; i++) {
+    for (i = 0; i < c->ncomb && row->comb; i++) {
         n += ngx_pty_utf8_put(buf + n, row->comb[col * NGX_PTY_MAX_COMB + i]);
     }
 
@@ -10080,6 +10080,7 @@ static const ngx_pty_cell_t *ngx_pty_emit_past_edge(ngx_pty_emit_t *e,
     ngx_pty_cell_t *tmp);
 static void ngx_pty_emit_decsc_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     unsigned b, const ngx_pty_row_t *row, int r, int col);
+static void ngx_pty_emit_decrc_done(ngx_pty_emit_t *e, ngx_pty_screen_t *s);
 
 
 /* DECSC of what the program saved in buffer b, in that buffer */
@@ -10111,6 +10112,20 @@ ngx_pty_emit_decsc_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
     ngx_pty_cell_t         cell;
     const ngx_pty_cell_t  *edge;
 
+    if (s->saved_flagless[b]) {
+        /*
+         * a pen with xterm.js's extended mark and no underline flag
+         * (ul_flagless): a style, DECRC from the slot this fills (as a
+         * reset terminal has it: no underline), SGR 59; its colour, -1,
+         * reads as white.  The pen's other attributes then without SGR 0
+         * or an underline's, which would drop the mark.
+         */
+        ngx_pty_emit(e, "\x1b[4m\x1b" "8\x1b[59m", 11);
+        ngx_pty_emit_decrc_done(e, s);
+        e->pen = s->default_pen;
+        vterm_color_rgb(&e->pen.ul, 255, 255, 255);
+    }
+
     edge = (row != NULL) ? ngx_pty_emit_past_edge(e, s, b, row, r, &cell)
                          : NULL;
 
@@ -10121,6 +10136,11 @@ ngx_pty_emit_decsc_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
     ngx_pty_emit_sgr(e, &s->saved_pen[b], &s->default_pen);
     ngx_pty_emit_protect(e, s->saved_protect[b]);
     ngx_pty_emit_decsc(e, s, b);
+
+    if (s->saved_flagless[b]) {
+        /* the style the mark shows in the pen in use: gone */
+        ngx_pty_emit_sgr0(e, &s->default_pen);
+    }
 
     if (edge != NULL && edge->ch == 0) {
         /* the space that put the cursor there, erased again */
@@ -10850,7 +10870,7 @@ static void
 ngx_pty_emit_ul_hidden(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
     char           buf[160], *p;
-    unsigned       b, flagless;
+    unsigned       b, flagless, mark;
     ngx_pty_pen_t  pen;
 
     b = s->alt;
@@ -10860,8 +10880,17 @@ ngx_pty_emit_ul_hidden(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
                && !(s->saved_valid[b]
                     && (s->saved_pen[b].attr & NGX_PTY_A_UL));
 
-    if ((s->ul_hidden == 0 && !flagless) || s->ov) {
-        /* (GL drawing a set a DECRC gave back takes a DECRC of its own) */
+    /* the mark with no style (its colour shows): DECRC of a slot with it */
+    mark = s->ul_flagless && !(s->pen.attr & NGX_PTY_A_UL)
+           && s->saved_valid[b] && s->saved_flagless[b];
+
+    if ((s->ul_hidden == 0 && !flagless && !mark) || s->ov
+        || (s->ul_hidden && s->saved_valid[b] && s->saved_flagless[b]))
+    {
+        /*
+         * (GL drawing a set a DECRC gave back takes a DECRC of its own;
+         * a slot with the extended mark would show the style)
+         */
         return;
     }
 
@@ -10869,6 +10898,11 @@ ngx_pty_emit_ul_hidden(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     pen.attr |= s->ul_hidden;
     pen.xattr |= s->ul_hidden_x;
     ngx_pty_emit_sgr(e, &pen, &s->default_pen);
+
+    if (mark) {
+        ngx_pty_emit(e, "\x1b[24m", 5);
+    }
+
     ngx_pty_emit(e, "\x1b" "8", 2);
 
     if (s->saved_valid[b] && s->saved_set[b]) {
