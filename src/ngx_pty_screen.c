@@ -8567,6 +8567,7 @@ typedef struct {
     u_char          protect;    /* DECSCA: 0, 1, NGX_PTY_PROTECT_UNKNOWN */
     size_t          glyph_end;  /* after a pending wrap's glyph, 0: none */
     unsigned        pending;    /* ngx_pty_emit_end() left a pending wrap */
+    unsigned        keep_ul;    /* SGR keeps xterm.js's extended mark */
     u_char          gl_set;     /* the SCS final GL draws after the tail */
     ngx_pty_row_t   edge;       /* blanks, a moved cell in its last two */
 } ngx_pty_emit_t;
@@ -8679,6 +8680,29 @@ ngx_pty_emit_move(ngx_pty_emit_t *e, int row, int col)
 }
 
 
+/*
+ * The same, keeping the underline and its colour as the terminal has them
+ * (e->keep_ul): SGR 0, an underline's or its colour's would drop the
+ * extended mark xterm.js's pen has without a style
+ */
+static void
+ngx_pty_emit_sgr_kept(ngx_pty_emit_t *e, const ngx_pty_pen_t *want)
+{
+    char           buf[160], *p;
+    ngx_pty_pen_t  kept;
+
+    kept = *want;
+    kept.attr = (kept.attr & ~NGX_PTY_A_UL) | (e->pen.attr & NGX_PTY_A_UL);
+    kept.xattr = (kept.xattr & ~NGX_PTY_X_UL) | (e->pen.xattr & NGX_PTY_X_UL);
+    kept.ul = e->pen.ul;
+
+    p = ngx_pty_sgr_diff(buf, &e->pen, &kept, NGX_PTY_A_SGR, 1);
+    ngx_pty_emit(e, buf, p - buf);
+
+    e->pen = kept;
+}
+
+
 /* SGR for what differs between the terminal's pen and "want" */
 static void
 ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
@@ -8687,6 +8711,11 @@ ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
     char  buf[160], *p;
 
     if (ngx_pty_pen_eq(&e->pen, want, NGX_PTY_A_SGR)) {
+        return;
+    }
+
+    if (e->keep_ul) {
+        ngx_pty_emit_sgr_kept(e, want);
         return;
     }
 
@@ -10081,6 +10110,8 @@ static const ngx_pty_cell_t *ngx_pty_emit_past_edge(ngx_pty_emit_t *e,
 static void ngx_pty_emit_decsc_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     unsigned b, const ngx_pty_row_t *row, int r, int col);
 static void ngx_pty_emit_decrc_done(ngx_pty_emit_t *e, ngx_pty_screen_t *s);
+static unsigned ngx_pty_emit_mark_pen(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_cell_t *last);
 
 
 /* DECSC of what the program saved in buffer b, in that buffer */
@@ -10109,22 +10140,12 @@ static void
 ngx_pty_emit_decsc_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
     const ngx_pty_row_t *row, int r, int col)
 {
-    ngx_pty_cell_t         cell;
-    const ngx_pty_cell_t  *edge;
+    unsigned               mark;
+    ngx_pty_cell_t         cell, tmp;
+    const ngx_pty_cell_t  *edge, *last;
 
-    if (s->saved_flagless[b]) {
-        /*
-         * a pen with xterm.js's extended mark and no underline flag
-         * (ul_flagless): a style, DECRC from the slot this fills (as a
-         * reset terminal has it: no underline), SGR 59; its colour, -1,
-         * reads as white.  The pen's other attributes then without SGR 0
-         * or an underline's, which would drop the mark.
-         */
-        ngx_pty_emit(e, "\x1b[4m\x1b" "8\x1b[59m", 11);
-        ngx_pty_emit_decrc_done(e, s);
-        e->pen = s->default_pen;
-        vterm_color_rgb(&e->pen.ul, 255, 255, 255);
-    }
+    last = (row != NULL) ? ngx_pty_row_cell(row, s->cols - 1, &tmp) : NULL;
+    mark = s->saved_flagless[b] && ngx_pty_emit_mark_pen(e, s, last);
 
     edge = (row != NULL) ? ngx_pty_emit_past_edge(e, s, b, row, r, &cell)
                          : NULL;
@@ -10137,8 +10158,8 @@ ngx_pty_emit_decsc_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
     ngx_pty_emit_protect(e, s->saved_protect[b]);
     ngx_pty_emit_decsc(e, s, b);
 
-    if (s->saved_flagless[b]) {
-        /* the style the mark shows in the pen in use: gone */
+    if (mark) {
+        e->keep_ul = 0;
         ngx_pty_emit_sgr0(e, &s->default_pen);
     }
 
@@ -10148,6 +10169,60 @@ ngx_pty_emit_decsc_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
         ngx_pty_emit_sgr(e, &edge->pen, &s->default_pen);
         ngx_pty_emit(e, "\x1b[X", 3);
     }
+}
+
+
+/*
+ * A pen with xterm.js's extended mark and no underline flag (ul_flagless)
+ * for a DECSC, which only DECRC gives: a slot with the mark first (a
+ * style, DECRC from the slot as a reset terminal has it, SGR 59, DECSC),
+ * then DECRC from it; with the style of the glyph in the last column
+ * (which a saved pending wrap writes again), or SGR 24 before the DECRC
+ * where it has none (it drops the mark, which the DECRC gives back).
+ * The colour is -1, which reads as white where the style shows and as
+ * none where none does, as after the program's SGR 59; the SGRs then
+ * keep the mark (e->keep_ul).  Returns 0 where a glyph in the last
+ * column has another underline colour.
+ */
+static unsigned
+ngx_pty_emit_mark_pen(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
+    const ngx_pty_cell_t *last)
+{
+    char           buf[160], *p;
+    unsigned       ul;
+    ngx_pty_pen_t  pen, white;
+
+    vterm_color_rgb(&white.ul, 255, 255, 255);
+    ul = (last != NULL) ? (last->pen.attr & NGX_PTY_A_UL) : 0;
+
+    if (last != NULL
+        && !ngx_pty_color_eq(&last->pen.ul, ul ? &white.ul
+                                               : &s->default_pen.ul))
+    {
+        return 0;
+    }
+
+    pen = s->default_pen;
+    pen.attr |= ul ? ul : (1 << NGX_PTY_A_UL_SHIFT);
+    pen.xattr |= ul ? (last->pen.xattr & NGX_PTY_X_UL) : 0;
+
+    p = ngx_pty_sgr_diff(buf, &s->default_pen, &pen, NGX_PTY_A_UL, 1);
+    ngx_pty_emit(e, buf, p - buf);
+    ngx_pty_emit(e, "\x1b" "8\x1b[59m\x1b" "7", 9);
+
+    if (!ul) {
+        ngx_pty_emit(e, "\x1b[24m", 5);
+        pen = s->default_pen;
+    }
+
+    ngx_pty_emit(e, "\x1b" "8", 2);
+    ngx_pty_emit_decrc_done(e, s);
+
+    pen.ul = white.ul;
+    e->pen = pen;
+    e->keep_ul = 1;
+
+    return 1;
 }
 
 
