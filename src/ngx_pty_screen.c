@@ -2928,15 +2928,6 @@ ngx_pty_modes_reset(ngx_pty_screen_t *s)
 }
 
 
-/*
- * DECSTR as xterm.js does it (libvterm 0.1.4 leaves the pen, the modes
- * and the region as they were): the modes above, the pen, the character
- * sets, the cursor shown and the saved cursor at the home position in
- * the default pen; the cursor's style stays, as in xterm.js 5.5 (the
- * demo page's; 6.0 drops it).  libvterm is told in sequences it reads, and its
- * cursor put back; a pending wrap, which that CUP cancels in libvterm,
- * stays the model's, as xterm.js keeps it.
- */
 /* xterm.js 6.0 keeps ?12 under the style, and 0 brings it back */
 static void
 ngx_pty_props_style(ngx_pty_cursor_props_t *p, int style)
@@ -2961,6 +2952,14 @@ ngx_pty_props_reset(ngx_pty_screen_t *s)
 }
 
 
+/*
+ * DECSTR as xterm.js does it (libvterm 0.1.4 leaves the pen, the modes
+ * and the region as they were): the modes above, the pen, the character
+ * sets, the cursor shown and the saved cursor at the home position in
+ * the default pen; the cursor's style as above.  libvterm is told in
+ * sequences it reads, and its cursor put back; a pending wrap, which
+ * that CUP cancels in libvterm, stays the model's, as xterm.js keeps it.
+ */
 static void
 ngx_pty_decstr(ngx_pty_screen_t *s)
 {
@@ -10190,14 +10189,18 @@ ngx_pty_emit_mark_pen(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 {
     char           buf[160], *p;
     unsigned       ul;
-    ngx_pty_pen_t  pen, white;
+    VTermColor     white;
+    ngx_pty_pen_t  pen;
 
-    vterm_color_rgb(&white.ul, 255, 255, 255);
+    /* as the model's SGR 59 has it (ngx_pty_fast_sgr_arg()) */
+    pen = s->default_pen;
+    vterm_color_rgb(&pen.ul, 255, 255, 255);
+    white = pen.ul;
+
     ul = (last != NULL) ? (last->pen.attr & NGX_PTY_A_UL) : 0;
 
     if (last != NULL
-        && !ngx_pty_color_eq(&last->pen.ul, ul ? &white.ul
-                                               : &s->default_pen.ul))
+        && !ngx_pty_color_eq(&last->pen.ul, ul ? &white : &s->default_pen.ul))
     {
         return 0;
     }
@@ -10218,7 +10221,7 @@ ngx_pty_emit_mark_pen(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     ngx_pty_emit(e, "\x1b" "8", 2);
     ngx_pty_emit_decrc_done(e, s);
 
-    pen.ul = white.ul;
+    pen.ul = white;
     e->pen = pen;
     e->keep_ul = 1;
 
