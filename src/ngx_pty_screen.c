@@ -10181,7 +10181,7 @@ ngx_pty_emit_decsc_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
  * The colour is -1, which reads as white where the style shows and as
  * none where none does, as after the program's SGR 59; the SGRs then
  * keep the mark (e->keep_ul).  Returns 0 where a glyph in the last
- * column has another underline colour.
+ * column has an underline colour and no style.
  */
 static unsigned
 ngx_pty_emit_mark_pen(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
@@ -10199,8 +10199,8 @@ ngx_pty_emit_mark_pen(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
     ul = (last != NULL) ? (last->pen.attr & NGX_PTY_A_UL) : 0;
 
-    if (last != NULL
-        && !ngx_pty_color_eq(&last->pen.ul, ul ? &white : &s->default_pen.ul))
+    if (last != NULL && !ul
+        && !ngx_pty_color_eq(&last->pen.ul, &s->default_pen.ul))
     {
         return 0;
     }
@@ -10223,6 +10223,15 @@ ngx_pty_emit_mark_pen(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
     pen.ul = white;
     e->pen = pen;
+
+    if (ul) {
+        /* the glyph's underline colour (SGR 58 leaves the mark) */
+        pen.ul = last->pen.ul;
+        p = ngx_pty_sgr_diff(buf, &e->pen, &pen, NGX_PTY_A_SGR, 1);
+        ngx_pty_emit(e, buf, p - buf);
+        e->pen = pen;
+    }
+
     e->keep_ul = 1;
 
     return 1;
