@@ -8679,52 +8679,37 @@ ngx_pty_emit_move(ngx_pty_emit_t *e, int row, int col)
 }
 
 
-/*
- * The same, keeping the underline and its colour as the terminal has them
- * (e->keep_ul): SGR 0, an underline's or its colour's would drop the
- * extended mark xterm.js's pen has without a style
- */
-static void
-ngx_pty_emit_sgr_kept(ngx_pty_emit_t *e, const ngx_pty_pen_t *want)
-{
-    char           buf[160], *p;
-    ngx_pty_pen_t  kept;
-
-    kept = *want;
-    kept.attr = (kept.attr & ~NGX_PTY_A_UL) | (e->pen.attr & NGX_PTY_A_UL);
-    kept.xattr = (kept.xattr & ~NGX_PTY_X_UL) | (e->pen.xattr & NGX_PTY_X_UL);
-    kept.ul = e->pen.ul;
-
-    p = ngx_pty_sgr_diff(buf, &e->pen, &kept, NGX_PTY_A_SGR, 1);
-    ngx_pty_emit(e, buf, p - buf);
-
-    e->pen = kept;
-}
-
-
 /* SGR for what differs between the terminal's pen and "want" */
 static void
 ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
     const ngx_pty_pen_t *def)
 {
-    char  buf[160], *p;
+    char           buf[160], *p;
+    ngx_pty_pen_t  kept;
 
     if (ngx_pty_pen_eq(&e->pen, want, NGX_PTY_A_SGR)) {
         return;
     }
 
     if (e->keep_ul) {
-        ngx_pty_emit_sgr_kept(e, want);
-        return;
-    }
+        /*
+         * the underline and its colour as the terminal has them: SGR 0,
+         * an underline's or its colour's would drop the extended mark
+         * xterm.js's pen has without a style (ngx_pty_emit_mark_pen())
+         */
+        kept = *want;
+        kept.attr = (kept.attr & ~NGX_PTY_A_UL) | (e->pen.attr & NGX_PTY_A_UL);
+        kept.xattr = (kept.xattr & ~NGX_PTY_X_UL)
+                     | (e->pen.xattr & NGX_PTY_X_UL);
+        kept.ul = e->pen.ul;
+        want = &kept;
 
-    if (ngx_pty_pen_eq(want, def, NGX_PTY_A_SGR)) {
+    } else if (ngx_pty_pen_eq(want, def, NGX_PTY_A_SGR)) {
         ngx_pty_emit_sgr0(e, def);
         return;
-    }
 
-    if (ngx_pty_color_eq(&want->ul, &def->ul)
-        && !ngx_pty_color_eq(&e->pen.ul, &def->ul))
+    } else if (ngx_pty_color_eq(&want->ul, &def->ul)
+               && !ngx_pty_color_eq(&e->pen.ul, &def->ul))
     {
         /* only SGR 0 gives xterm.js its default underline colour back */
         ngx_pty_emit_sgr0(e, def);
