@@ -10957,11 +10957,14 @@ ngx_pty_emit_ul_hidden(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
            && s->saved_valid[b] && s->saved_flagless[b];
 
     if ((s->ul_hidden == 0 && !flagless && !mark) || s->ov
-        || (s->ul_hidden && s->saved_valid[b] && s->saved_flagless[b]))
+        || (s->ul_hidden && s->saved_valid[b]
+            && (s->saved_flagless[b]
+                || (s->saved_pen[b].attr & NGX_PTY_A_UL))))
     {
         /*
          * (GL drawing a set a DECRC gave back takes a DECRC of its own;
-         * a slot with the extended mark would show the style)
+         * a slot with the extended mark or an underline would show the
+         * style: the pen then comes without it, which shows the same)
          */
         return;
     }
