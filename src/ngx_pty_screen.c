@@ -6199,22 +6199,24 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
     unsigned wide)
 {
     int                    col;
-    unsigned               over, halves;
+    unsigned               over;
     uint32_t              *comb;
     VTermPos               pos;
     ngx_pty_row_t         *row;
     ngx_pty_cell_t        *c, tmp;
     const ngx_pty_cell_t  *lone;
 
-    halves = 1;
     pos = ngx_pty_cursor(s);
 
     if (s->phantom && s->past > 0) {
         /*
          * a column past where a lone mark took xterm.js's cursor: this
          * one, joined to nothing (the glyph before is that mark), wraps
-         * as a glyph does; with autowrap off it goes to the last column,
-         * where print() looks at no wide glyph's halves from out there
+         * as a glyph does; with autowrap off it goes to the last column.
+         * There print() looks at no wide glyph's halves from out there,
+         * so one it writes the right half of keeps its width: no byte
+         * stream writes that from the screen, and the model blanks the
+         * glyph, as a Keyframe paints it (the test gives the cell)
          */
         join = 0;
         s->diverged++;
@@ -6228,7 +6230,6 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
 
         } else {
             pos.col = s->cols - 1;
-            halves = 0;
         }
 
         ngx_pty_vt_cup(s, pos);
@@ -6272,10 +6273,7 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
         c->pen = s->pen;
         c->pen.attr &= ~NGX_PTY_A_PROTECT;
         c->pen.attr |= s->protect ? NGX_PTY_A_PROTECT : 0;
-
-        if (halves) {
-            ngx_pty_print_halves(s, row, pos.col, pos.col + 1, s->protect);
-        }
+        ngx_pty_print_halves(s, row, pos.col, pos.col + 1, s->protect);
 
         if (s->insert) {
             /* xterm.js inserts no cell for it, but clears as for a glyph */
