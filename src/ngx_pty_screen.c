@@ -2304,6 +2304,9 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
 }
 
 
+static VTermPos ngx_pty_ph_glyph(ngx_pty_screen_t *s);
+
+
 /*
  * Autowrap back on with the cursor past the edge: libvterm, which kept it
  * on the last column, prints the glyph there again (untracked) to wait
@@ -2312,15 +2315,18 @@ ngx_pty_vt_prime(ngx_pty_screen_t *s)
 static void
 ngx_pty_vt_rephantom(ngx_pty_screen_t *s)
 {
+    VTermPos               ph;
     ngx_pty_cell_t         tmp;
     const ngx_pty_cell_t  *c;
 
-    c = ngx_pty_row_cell(s->cur->rows[s->ph_pos.row], s->ph_pos.col, &tmp);
+    /* (the other buffer's glyph, after a switch: the one at the edge) */
+    ph = ngx_pty_ph_glyph(s);
+    c = ngx_pty_row_cell(s->cur->rows[ph.row], ph.col, &tmp);
 
     /* a space where it is no plain glyph: only the wrap state counts */
     s->vt_glyph = (c->ch > 0x20 && c->ch != NGX_PTY_CONT && c->width == 1
                    && c->ncomb == 0) ? c->ch : ' ';
-    s->edge_pos = s->ph_pos;
+    s->edge_pos = ph;
     s->comb_own = (s->vt_glyph != c->ch);
 
     if (s->vt_glyph == ' ') {

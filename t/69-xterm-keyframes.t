@@ -296,7 +296,7 @@ my @sets = (
      'DECSCA and selective erases with text, cursor moves and erases'],
 
     # every class at once; a fixed seed: the known differences
-    # (t/xterm/known) reach about 7 in 100,000 of these (seeds 800-819)
+    # (t/xterm/known) reach about 6 in 100,000 of these (seeds 800-819)
     [$quarter, 'text,lines,wide,combining,sgr,cursor,erase,scroll,modes,'
      . 'charsets,tabs,wrap,resize,late-resize', 'every class at once', 500],
 );
