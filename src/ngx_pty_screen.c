@@ -401,6 +401,8 @@ static ngx_pty_row_t *ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     ngx_pty_row_t *row);
 static ngx_inline ngx_pty_row_t *ngx_pty_ring_keep(ngx_pty_screen_t *s,
     ngx_pty_grid_t *g, unsigned cap, ngx_pty_row_t *row);
+static void ngx_pty_ring_grow(ngx_pty_grid_t *g, unsigned cap);
+static ngx_pty_row_t *ngx_pty_grid_line(ngx_pty_grid_t *g, unsigned i);
 static ngx_pty_row_t *ngx_pty_alt_push(ngx_pty_screen_t *s,
     ngx_pty_grid_t *g, ngx_pty_row_t *row);
 static void ngx_pty_alt_clear(ngx_pty_screen_t *s);
@@ -1041,7 +1043,7 @@ ngx_pty_row_new(ngx_pty_screen_t *s, unsigned cols)
 static ngx_pty_row_t *
 ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
 {
-    unsigned        xb;
+    unsigned        xb, cap;
     ngx_pty_row_t  *spare;
 
     xb = g->sb_len + s->sb_lost;
@@ -1060,7 +1062,15 @@ ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
         return row;
     }
 
-    spare = ngx_pty_ring_keep(s, g, ngx_pty_sb_cap(g->nrows, g->cols), row);
+    cap = ngx_pty_sb_cap(g->nrows, g->cols);
+
+    if (g->sb_len == g->sb_cap && g->sb_len > 1
+        && ngx_pty_grid_line(g, 1)->wrapped)
+    {
+        ngx_pty_ring_grow(g, cap);
+    }
+
+    spare = ngx_pty_ring_keep(s, g, cap, row);
 
     if (spare != row && g->sb_len == g->sb_cap && s->sb_raw) {
         /* older than all the ring holds */
@@ -1070,6 +1080,42 @@ ngx_pty_sb_push(ngx_pty_screen_t *s, ngx_pty_grid_t *g, ngx_pty_row_t *row)
     s->sb_lost = (xb > g->sb_len) ? xb - g->sb_len : 0;
 
     return spare;
+}
+
+
+/*
+ * The oldest row would go while the line it starts goes on below: the
+ * ring grows, up to twice its size (cap), so that a later resize reflows
+ * that line from its start, as xterm.js does
+ */
+static void
+ngx_pty_ring_grow(ngx_pty_grid_t *g, unsigned cap)
+{
+    unsigned         n, i, k;
+    ngx_pty_row_t  **sb;
+
+    n = g->sb_cap + cap / 4 + 1;
+    n = n < 2 * cap ? n : 2 * cap;
+    n = n < NGX_PTY_XTERM_SCROLLBACK ? n : NGX_PTY_XTERM_SCROLLBACK;
+
+    if (n <= g->sb_cap) {
+        return;
+    }
+
+    sb = calloc(n, sizeof(ngx_pty_row_t *));
+    if (sb == NULL) {
+        return;                 /* the oldest row goes, as before */
+    }
+
+    for (i = 0; i < g->sb_cap; i++) {
+        k = g->sb_head + i;
+        sb[i] = g->sb[k < g->sb_cap ? k : k - g->sb_cap];
+    }
+
+    free(g->sb);
+    g->sb = sb;
+    g->sb_head = 0;
+    g->sb_cap = n;
 }
 
 
@@ -5299,7 +5345,11 @@ ngx_pty_unwrap_line(ngx_pty_screen_t *s, int row)
     unsigned  i;
 
     if (s->alt) {
-        ngx_pty_unwrap(s, row, row + 1);
+        /* the lines above the alternate screen are all held */
+        if ((unsigned) row < s->grid[1].sb_len + s->rows) {
+            ngx_pty_grid_line(&s->grid[1], row)->wrapped = 0;
+        }
+
         return;
     }
 
@@ -6363,12 +6413,42 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
 
     s->diverged++;
 
-    if (wide && c->width == 1 && c->ch != 0 && !s->phantom && !over) {
+    if (!wide && ngx_pty_wide_left(c) && !s->phantom
+        && (pos.row != s->edge_pos.row || col != s->edge_pos.col))
+    {
+        /*
+         * a wide glyph a resize put the cursor after, joined in the width
+         * of the narrow glyph printed last (xterm.js's join state): one
+         * column, its right half left alone, which no byte stream writes;
+         * a blank, as a Keyframe paints one
+         */
+        c->ch = 0;
+        c->ncomb = 0;
+        c->width = 1;
+        return 1;
+    }
+
+    if (wide && c->width == 1 && c->ch != 0 && !s->phantom && !over
+        && ngx_pty_claim_movable(row, col)
+        && (comb = ngx_pty_row_comb(s, row)) != NULL)
+    {
         /*
          * xterm.js gives the join the dropped glyph's width here too (a
          * resize moved the cursor off the column before the last since):
-         * a cell two columns wide with one of its own after it, which no
-         * byte stream writes there; a blank, as a Keyframe paints one
+         * a cell two columns wide with one of its own after it, which a
+         * Keyframe makes at the edge and moves here (a glyph printed
+         * after it blanks it in its pen, as in xterm.js: s->wide)
+         */
+        comb[col * NGX_PTY_MAX_COMB + c->ncomb++] = cp;
+        c->width = 2;
+        s->wide = 1;
+        return 1;
+    }
+
+    if (wide && c->width == 1 && c->ch != 0 && !s->phantom && !over) {
+        /*
+         * the same where no Keyframe could move it (a wide glyph before
+         * it, or after): a blank, as a Keyframe paints one
          */
         c->ch = 0;
         c->ncomb = 0;
@@ -6382,6 +6462,19 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
          * an empty cell before the last column, after a wide glyph
          * dropped there (a line feed since the glyph before): xterm.js
          * keeps the mark alone in it, two columns wide, in the cell's pen
+         */
+        c->ch = cp;
+        c->ncomb = 0;
+        c->width = 2;
+        s->wide = 1;
+        return 1;
+    }
+
+    if (c->ch == 0 && wide && ngx_pty_claim_movable(row, col)) {
+        /*
+         * the same further left (a resize moved the cursor since): a
+         * Keyframe makes it at the edge and moves it here; a glyph
+         * printed after it blanks it in its pen, as in xterm.js
          */
         c->ch = cp;
         c->ncomb = 0;
@@ -8135,6 +8228,19 @@ ngx_pty_grid_from_rbuf(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
     cap = ngx_pty_sb_cap(g->nrows, g->cols);
     n = b->ybase - b->lost;
     n = n < cap ? n : cap;
+
+    /*
+     * the line the oldest row kept belongs to is kept whole, up to twice
+     * the ring: the next resize reflows it from its start, as xterm.js
+     */
+    while (n < b->ybase - b->lost && n < 2 * cap
+           && n < NGX_PTY_XTERM_SCROLLBACK
+           && ngx_pty_rbuf_get(b, (long) b->ybase - n)->wrapped)
+    {
+        n++;
+    }
+
+    cap = n > cap ? n : cap;
     *lost = b->ybase - n;
 
     if (n == 0) {

@@ -165,7 +165,8 @@ function state(t) {
 //   alt-cells    the alternate buffer's cells past the edge (its lines
 //                keep them when it narrows, a widening shows them again)
 //   saved-row    a saved cursor's line below the screen (a resize that
-//                took rows away can leave it past the buffer's end)
+//                took rows away can leave it past the buffer's end) or
+//                above the buffer's first line (a reflow moved it there)
 //   cut-glyphs   on the screen, where the Keyframe left a blank: a cell
 //   lone-halves  two columns wide without its right half, a right half
 //   lone-marks   without its glyph, a combining mark alone (unwritable())
@@ -331,8 +332,18 @@ function unwritable(line, x, cols, cell) {
         return 'lone-halves';
     }
     line.loadCell(x, cell);
+    if (w === 1 && WIDE.test(cell.getChars())) {
+        // a wide glyph in one column: a mark joined to it after a resize
+        // moved the cursor there, in the width of the narrow glyph
+        // printed last (xterm.js's join state)
+        return 'cut-glyphs';
+    }
     return /^\p{M}/u.test(cell.getChars()) ? 'lone-marks' : null;
 }
+
+// the first character of a cell two columns wide in xterm.js (CJK, kana,
+// Hangul, fullwidth forms)
+const WIDE = /^[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\uff00-\uff60\uffe0-\uffe6]/u;
 
 // such cells of the screen where the Keyframe left a blank
 function copyUnwritableCells(a, b) {
@@ -348,7 +359,10 @@ function copyUnwritableCells(a, b) {
         const to = b._core._bufferService.buffers[k];
         const cell = new (from.getNullCell().constructor)();
         const blank = new (to.getNullCell().constructor)();
-        for (let y = 0; y < a.rows; y++) {
+        // the scrollback's too, line for line up from the screen (a
+        // resize after the Keyframe brings them back)
+        const above = Math.min(from.ybase, to.ybase);
+        for (let y = -above; y < a.rows; y++) {
             const fl = from.lines.get(from.ybase + y);
             const tl = to.lines.get(to.ybase + y);
             if (!fl || !tl) {
@@ -433,14 +447,18 @@ function prependLines(from, to, n) {
 }
 
 // a saved row below the screen: a resize that took rows away can leave
-// xterm.js's saved line past the buffer's end, where DECSC never saves
+// xterm.js's saved line past the buffer's end, where DECSC never saves;
+// or above its first line: a reflow of a first line marked wrapped (SU
+// after its text was erased) moves it to -1
 function copySavedBelow(a, b) {
     let differed = false;
     for (const k of ['normal', 'alt']) {
         const from = a._core._bufferService.buffers[k];
         const to = b._core._bufferService.buffers[k];
         const row = from.savedY - from.ybase;
-        if (row >= a.rows && to.savedY - to.ybase !== row) {
+        if ((row >= a.rows || from.savedY < 0)
+            && to.savedY - to.ybase !== row)
+        {
             to.savedY = to.ybase + row;
             differed = true;
         }
