@@ -224,6 +224,7 @@ struct ngx_pty_screen_s {
     unsigned                      align_top;   /* DECALN's first row */
     unsigned                      last_text:1;
     unsigned                      last_wide:1; /* ... and it was wide */
+    unsigned                      last_join:1; /* a mark would join it */
     unsigned                      esc_glyph:1; /* a glyph before the ESC */
     unsigned                      put:1;      /* a glyph since the move */
     unsigned                      visible:1;
@@ -430,6 +431,8 @@ static void ngx_pty_cells_erase(ngx_pty_cell_t *c, unsigned n,
     const ngx_pty_pen_t *pen, unsigned selective);
 static void ngx_pty_rep(ngx_pty_screen_t *s, long n);
 static unsigned ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p,
+    size_t normal, size_t i);
+static unsigned ngx_pty_join_before(ngx_pty_screen_t *s, const u_char *p,
     size_t normal, size_t i);
 static size_t ngx_pty_kept_end(const u_char *p, size_t normal, size_t i,
     size_t *start);
@@ -6574,6 +6577,49 @@ ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
 
 
 /*
+ * Whether a mark at p[i] joins the cell before (xterm.js's join state): a
+ * glyph printed last, through the marks joined to it; not after a mark
+ * that joined nothing (its join state is its own, of no width), also
+ * where a resize moved the cursor since.  Marks are looked through as
+ * many as a cell keeps.  An earlier piece's end is last_join.
+ */
+static unsigned
+ngx_pty_join_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
+    size_t i)
+{
+    size_t    j;
+    unsigned  marks;
+    uint32_t  cp;
+
+    for (marks = 0; marks <= NGX_PTY_MAX_COMB; marks++) {
+        i = ngx_pty_kept_end(p, normal, i, &j);
+
+        if (i == normal) {
+            return (i == 0) ? s->last_join : 0;
+        }
+
+        if (p[j] < 0x80) {
+            return p[j] >= 0x20 && p[j] < 0x7f;
+        }
+
+        if (p[j] == 0xc2 && p[j + 1] < 0xa0) {
+            return 0;           /* a C1 control the model dropped */
+        }
+
+        cp = ngx_pty_utf8_cp(p + j, i - j);
+
+        if (cp == 0 || !ngx_pty_is_combining(cp)) {
+            return 1;
+        }
+
+        i = j;
+    }
+
+    return 1;
+}
+
+
+/*
  * Where the last character the model keeps before p[i] ends (its start in
  * *start), past the broken UTF-8 it drops (ngx_pty_text_broken(), which
  * xterm.js drops too); normal when there is none from p[normal]
@@ -6722,7 +6768,7 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     if (cp >= 0x300 && ngx_pty_is_combining(cp)) {
         ngx_pty_flush(s, p, start, i);
 
-        join = ngx_pty_glyph_before(s, p, normal, i);
+        join = ngx_pty_join_before(s, p, normal, i);
 
         if (ngx_pty_combine(s, cp, join,
                             join && ngx_pty_wide_before(s, p, normal, i)))
@@ -7374,6 +7420,7 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
     s->last_text = (s->ps == NGX_PTY_PS_NORMAL
                     && ngx_pty_glyph_before(s, p, normal, n));
     s->last_wide = (s->last_text && ngx_pty_wide_before(s, p, normal, n));
+    s->last_join = (s->last_text && ngx_pty_join_before(s, p, normal, n));
 }
 
 
@@ -8128,29 +8175,21 @@ ngx_pty_row_from_line(ngx_pty_screen_t *s, ngx_pty_row_t *row,
     for (i = 0; i < n; i++) {
         c = &line->cells[i];
 
-        if (!ngx_pty_wide_left(c)
-            || (i + 1 < line->len && line->cells[i + 1].ch == NGX_PTY_CONT)
-            || i + 2 >= cols || ngx_pty_claim_movable(line, i))
+        if (ngx_pty_wide_left(c)
+            && (i + 1 >= line->len || line->cells[i + 1].ch != NGX_PTY_CONT))
         {
             /*
-             * whole (the alternate buffer keeps a right half past the
-             * edge), a glyph the edge cut (kept as xterm.js keeps it: a
-             * later widening's reflow counts it), or with a cell of its
-             * own in its second column, as xterm.js's reflow leaves one
-             * it moved down a line, which a snapshot makes before the
-             * last column and moves (ngx_pty_paint_moved_claim())
+             * a glyph the edge cut, or with a cell of its own in its
+             * second column (as xterm.js's reflow leaves one it moved
+             * down a line, or a narrowing cut, overlapped by the next):
+             * kept as xterm.js keeps it, for a later widening's reflow
+             * counts it, and the next glyph printed blanks it.  A
+             * snapshot makes one before the last column and moves it
+             * (ngx_pty_paint_moved_claim()); others it paints, and the
+             * text shows, as blanks (ngx_pty_cell_space())
              */
-            continue;
+            s->wide = 1;
         }
-
-        /*
-         * such a cell that no snapshot could rebuild (a model rebuilt
-         * from one must be the same): it shows nearly as a blank
-         */
-        c->ch = 0;
-        c->ncomb = 0;
-        c->width = 1;
-        c->pen = s->default_pen;
     }
 
     /* trailing null cells in the default pen stay lazy */
@@ -9621,6 +9660,14 @@ ngx_pty_narrow(const ngx_pty_cell_t *c)
 }
 
 
+/* ... or a mark alone, of no width */
+static int
+ngx_pty_narrow_or_mark(const ngx_pty_cell_t *c)
+{
+    return ngx_pty_narrow(c) || (c->ch != NGX_PTY_CONT && c->width == 0);
+}
+
+
 /*
  * A soft wrap into row r (xterm.js marks the row, copy and paste and
  * reflow join it to the one above): the last cell of row r - 1, then the
@@ -9682,7 +9729,7 @@ ngx_pty_paint_wrap_cells(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
 
     if (c->ch == 0 && w >= 2 && ngx_pty_blank_whole(s, c)
         && (ngx_pty_narrow(h) || (h->ch != NGX_PTY_CONT && h->width == 0))
-        && (wide || ngx_pty_narrow(ngx_pty_row_cell(row, 1, &tmp3))))
+        && (wide || ngx_pty_narrow_or_mark(ngx_pty_row_cell(row, 1, &tmp3))))
     {
         /*
          * A blank in more than a background (the content below it erased
@@ -10246,6 +10293,14 @@ ngx_pty_emit_decsc_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
 
     if (edge == NULL) {
         ngx_pty_emit_move(e, r, col);
+
+    } else if (s->saved_pos[b].col > (int) s->cols) {
+        /*
+         * a lone mark took the cursor a column further when it was
+         * saved: one again, after a sequence so that it joins nothing
+         */
+        ngx_pty_emit_sgr0(e, &s->default_pen);
+        ngx_pty_emit(e, "\xcc\x81", 2);                 /* U+0301 */
     }
 
     ngx_pty_emit_sgr(e, &s->saved_pen[b], &s->default_pen);
@@ -11364,17 +11419,32 @@ ngx_pty_lone_half(const ngx_pty_row_t *row, unsigned col)
 
 
 /*
- * whether cell col of a row reads as a space: a lone right half, or a
- * wide glyph the edge cut (the alternate buffer keeps one, and a Keyframe
- * paints a blank there)
+ * whether cell col of a row reads as a space: a lone right half, a wide
+ * glyph the edge cut (the alternate buffer keeps one, and a Keyframe
+ * paints a blank there), or one a cell of its own overlaps that no
+ * Keyframe could make (a reflow's)
  */
 static ngx_inline int
 ngx_pty_cell_space(ngx_pty_screen_t *s, const ngx_pty_row_t *row,
     unsigned col, const ngx_pty_cell_t *c)
 {
-    return (c->ch == NGX_PTY_CONT) ? ngx_pty_lone_half(row, col)
-                                   : (col + 1 == s->cols
-                                      && ngx_pty_wide_left(c));
+    ngx_pty_cell_t  tmp;
+
+    if (c->ch == NGX_PTY_CONT) {
+        return ngx_pty_lone_half(row, col);
+    }
+
+    if (!ngx_pty_wide_left(c)) {
+        return 0;
+    }
+
+    if (col + 1 >= s->cols) {
+        return 1;
+    }
+
+    /* a cell of its own after it, where no Keyframe could move it */
+    return ngx_pty_row_cell(row, col + 1, &tmp)->ch != NGX_PTY_CONT
+           && col + 2 < s->cols && !ngx_pty_claim_movable(row, col);
 }
 
 
