@@ -55,6 +55,7 @@
 #define NGX_PTY_ANY_DIGITS    ((size_t) -1)
 #define NGX_PTY_SB_MIN        48          /* scrollback lines kept at least */
 #define NGX_PTY_SB_MIN_COLS   80          /* ... of this width, in cells */
+#define NGX_PTY_MARK_FLOOD    ((size_t) -1)
 #define NGX_PTY_SB_RAW_MAX    32768       /* skipped bytes kept for them */
 
 /* as nginx's ngx_config.h has it: this file builds without nginx too */
@@ -434,6 +435,8 @@ static unsigned ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p,
     size_t normal, size_t i);
 static unsigned ngx_pty_join_before(ngx_pty_screen_t *s, const u_char *p,
     size_t normal, size_t i);
+static size_t ngx_pty_mark_base(const u_char *p, size_t normal, size_t i,
+    size_t *start);
 static size_t ngx_pty_kept_end(const u_char *p, size_t normal, size_t i,
     size_t *start);
 
@@ -6587,35 +6590,45 @@ static unsigned
 ngx_pty_join_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
     size_t i)
 {
-    size_t    j;
+    size_t  j;
+
+    i = ngx_pty_mark_base(p, normal, i, &j);
+
+    if (i == NGX_PTY_MARK_FLOOD) {
+        return 1;
+    }
+
+    /* what came before the marks: a glyph, or an earlier piece's end */
+    return (i == 0) ? s->last_join : ngx_pty_glyph_before(s, p, normal, i);
+}
+
+
+/*
+ * Where the character before the combining marks right before p[i] ends
+ * (its start in *start; normal when this piece has none), the marks
+ * looked through as many as a cell keeps (a flood of them would make
+ * each a walk back over all: NGX_PTY_MARK_FLOOD)
+ */
+static size_t
+ngx_pty_mark_base(const u_char *p, size_t normal, size_t i, size_t *start)
+{
     unsigned  marks;
     uint32_t  cp;
 
     for (marks = 0; marks <= NGX_PTY_MAX_COMB; marks++) {
-        i = ngx_pty_kept_end(p, normal, i, &j);
+        i = ngx_pty_kept_end(p, normal, i, start);
 
-        if (i == normal) {
-            return (i == 0) ? s->last_join : 0;
+        if (i == normal || i - *start < 2
+            || (cp = ngx_pty_utf8_cp(p + *start, i - *start)) == 0
+            || !ngx_pty_is_combining(cp))
+        {
+            return i;
         }
 
-        if (p[j] < 0x80) {
-            return p[j] >= 0x20 && p[j] < 0x7f;
-        }
-
-        if (p[j] == 0xc2 && p[j + 1] < 0xa0) {
-            return 0;           /* a C1 control the model dropped */
-        }
-
-        cp = ngx_pty_utf8_cp(p + j, i - j);
-
-        if (cp == 0 || !ngx_pty_is_combining(cp)) {
-            return 1;
-        }
-
-        i = j;
+        i = *start;
     }
 
-    return 1;
+    return NGX_PTY_MARK_FLOOD;
 }
 
 
@@ -6681,32 +6694,19 @@ ngx_pty_wide_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
     size_t i)
 {
     size_t    j;
-    unsigned  marks;
     uint32_t  cp;
 
-    for (marks = 0; marks <= NGX_PTY_MAX_COMB; marks++) {
-        i = ngx_pty_kept_end(p, normal, i, &j);
+    i = ngx_pty_mark_base(p, normal, i, &j);
 
-        if (i == normal) {
-            return (i == 0) ? s->last_wide : 0;
-        }
-
-        if (i - j >= 3 && j + ngx_pty_wide_len(p, j, i, &cp) == i) {
-            return 1;
-        }
-
-        /* a combining mark: the glyph before it */
-        if (i - j < 2 || (cp = ngx_pty_utf8_cp(p + j, i - j)) == 0
-            || !ngx_pty_is_combining(cp))
-        {
-            return 0;
-        }
-
-        i = j;
+    if (i == NGX_PTY_MARK_FLOOD) {
+        return 0;
     }
 
-    /* a flood of marks would make each a walk back over all of them */
-    return 0;
+    if (i == normal) {
+        return (i == 0) ? s->last_wide : 0;
+    }
+
+    return i - j >= 3 && j + ngx_pty_wide_len(p, j, i, &cp) == i;
 }
 
 
