@@ -433,8 +433,11 @@ static void ngx_pty_cells_erase(ngx_pty_cell_t *c, unsigned n,
 static void ngx_pty_rep(ngx_pty_screen_t *s, long n);
 static unsigned ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p,
     size_t normal, size_t i);
-static unsigned ngx_pty_join_before(ngx_pty_screen_t *s, const u_char *p,
-    size_t normal, size_t i);
+static unsigned ngx_pty_join_state(ngx_pty_screen_t *s, const u_char *p,
+    size_t normal, size_t i, unsigned *wide);
+static void ngx_pty_scan_end(ngx_pty_screen_t *s, const u_char *p,
+    size_t normal, size_t n);
+static ngx_inline unsigned ngx_pty_glyph_at(const u_char *p, size_t j);
 static size_t ngx_pty_mark_base(const u_char *p, size_t normal, size_t i,
     size_t *start);
 static size_t ngx_pty_kept_end(const u_char *p, size_t normal, size_t i,
@@ -6570,6 +6573,14 @@ ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
         return (i == 0) ? s->last_text : 0;
     }
 
+    return ngx_pty_glyph_at(p, j);
+}
+
+
+/* whether the character the model keeps at p[j] is a glyph */
+static ngx_inline unsigned
+ngx_pty_glyph_at(const u_char *p, size_t j)
+{
     if (p[j] < 0x80) {
         return p[j] >= 0x20 && p[j] < 0x7f;
     }
@@ -6580,26 +6591,43 @@ ngx_pty_glyph_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
 
 
 /*
- * Whether a mark at p[i] joins the cell before (xterm.js's join state): a
- * glyph printed last, through the marks joined to it; not after a mark
- * that joined nothing (its join state is its own, of no width), also
- * where a resize moved the cursor since.  Marks are looked through as
- * many as a cell keeps.  An earlier piece's end is last_join.
+ * xterm.js's join state before p[i]: whether a mark there joins the cell
+ * before (a glyph printed last, through the marks joined to it; not after
+ * a mark that joined nothing, whose join state is its own, of no width,
+ * also where a resize moved the cursor since), and in *wide whether that
+ * glyph is two columns wide, which the mark joins with, also where
+ * xterm.js dropped the glyph (autowrap off, ngx_pty_wide_dropped()).
+ * Marks are looked through as many as a cell keeps (docs/SNAPSHOT.md),
+ * and so are the bytes the model drops, as ngx_pty_glyph_before() does.
+ * An earlier piece's end is last_join and last_wide.
  */
 static unsigned
-ngx_pty_join_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
-    size_t i)
+ngx_pty_join_state(ngx_pty_screen_t *s, const u_char *p, size_t normal,
+    size_t i, unsigned *wide)
 {
-    size_t  j;
+    size_t    j;
+    uint32_t  cp;
 
     i = ngx_pty_mark_base(p, normal, i, &j);
 
     if (i == NGX_PTY_MARK_FLOOD) {
+        *wide = 0;
         return 1;
     }
 
-    /* what came before the marks: a glyph, or an earlier piece's end */
-    return (i == 0) ? s->last_join : ngx_pty_glyph_before(s, p, normal, i);
+    if (i == 0) {
+        *wide = s->last_wide;
+        return s->last_join;
+    }
+
+    if (i == normal) {
+        *wide = 0;
+        return 0;
+    }
+
+    *wide = (i - j >= 3 && j + ngx_pty_wide_len(p, j, i, &cp) == i);
+
+    return ngx_pty_glyph_at(p, j);
 }
 
 
@@ -6681,36 +6709,6 @@ ngx_pty_kept_end(const u_char *p, size_t normal, size_t i, size_t *start)
 
 
 /*
- * Whether the character right before p[i] is a wide glyph, which a mark
- * at p[i] joins with its width in xterm.js, also where xterm.js dropped
- * the glyph (autowrap off, ngx_pty_wide_dropped()).  Marks joined to it
- * keep that width in xterm.js's join state, also where a resize moved
- * the cursor off the glyph since: they are looked through, as many as a
- * cell keeps (docs/SNAPSHOT.md); so are the bytes the model drops, as
- * ngx_pty_glyph_before() does.  An earlier piece's end is last_wide.
- */
-static unsigned
-ngx_pty_wide_before(ngx_pty_screen_t *s, const u_char *p, size_t normal,
-    size_t i)
-{
-    size_t    j;
-    uint32_t  cp;
-
-    i = ngx_pty_mark_base(p, normal, i, &j);
-
-    if (i == NGX_PTY_MARK_FLOOD) {
-        return 0;
-    }
-
-    if (i == normal) {
-        return (i == 0) ? s->last_wide : 0;
-    }
-
-    return i - j >= 3 && j + ngx_pty_wide_len(p, j, i, &cp) == i;
-}
-
-
-/*
  * A broken or ill-formed UTF-8 sequence of k bytes at p[i]: a stray
  * continuation byte, a lead byte without all its continuation bytes, an
  * overlong form, a surrogate, past U+10FFFF, or U+FEFF.  xterm.js drops
@@ -6736,7 +6734,7 @@ static size_t
 ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     size_t i, size_t n, size_t normal)
 {
-    unsigned  len, k, join;
+    unsigned  len, k, join, wide;
     uint32_t  cp;
 
     len = ngx_pty_utf8_len(p[i]);
@@ -6768,11 +6766,9 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     if (cp >= 0x300 && ngx_pty_is_combining(cp)) {
         ngx_pty_flush(s, p, start, i);
 
-        join = ngx_pty_join_before(s, p, normal, i);
+        join = ngx_pty_join_state(s, p, normal, i, &wide);
 
-        if (ngx_pty_combine(s, cp, join,
-                            join && ngx_pty_wide_before(s, p, normal, i)))
-        {
+        if (ngx_pty_combine(s, cp, join, join && wide)) {
             *start = i + len;
         }
     }
@@ -7416,11 +7412,30 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
         s->pend_len = 0;
     }
 
-    /* did the input end in a glyph (which combining marks may extend)? */
-    s->last_text = (s->ps == NGX_PTY_PS_NORMAL
-                    && ngx_pty_glyph_before(s, p, normal, n));
-    s->last_wide = (s->last_text && ngx_pty_wide_before(s, p, normal, n));
-    s->last_join = (s->last_text && ngx_pty_join_before(s, p, normal, n));
+    ngx_pty_scan_end(s, p, normal, n);
+}
+
+
+/* did the input end in a glyph (which combining marks may extend)? */
+static void
+ngx_pty_scan_end(ngx_pty_screen_t *s, const u_char *p, size_t normal,
+    size_t n)
+{
+    unsigned  text, join, wide;
+
+    /* (an earlier piece's end counts: read before it is replaced) */
+    text = (s->ps == NGX_PTY_PS_NORMAL
+            && ngx_pty_glyph_before(s, p, normal, n));
+    join = 0;
+    wide = 0;
+
+    if (text) {
+        join = ngx_pty_join_state(s, p, normal, n, &wide);
+    }
+
+    s->last_text = text;
+    s->last_join = join;
+    s->last_wide = wide;
 }
 
 
@@ -10251,6 +10266,13 @@ static const ngx_pty_cell_t *ngx_pty_emit_past_edge(ngx_pty_emit_t *e,
 static void ngx_pty_emit_decsc_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     unsigned b, const ngx_pty_row_t *row, int r, int col);
 static void ngx_pty_emit_decrc_done(ngx_pty_emit_t *e, ngx_pty_screen_t *s);
+static unsigned ngx_pty_ul_hidden_wanted(ngx_pty_screen_t *s);
+static unsigned ngx_pty_ul_flagless_shown(ngx_pty_screen_t *s);
+static unsigned ngx_pty_ul_mark_only(ngx_pty_screen_t *s);
+static void ngx_pty_emit_ul_hidden_pen(ngx_pty_emit_t *e,
+    ngx_pty_screen_t *s);
+static void ngx_pty_emit_ul_hidden_done(ngx_pty_emit_t *e,
+    ngx_pty_screen_t *s);
 static unsigned ngx_pty_emit_mark_pen(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     const ngx_pty_cell_t *last);
 
@@ -10885,6 +10907,15 @@ ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     if (drawn != want) {
         ngx_pty_emit(e, "\x1b[?1047h\x1b" "8\x1b[?1047l", 18);
 
+    } else if (ngx_pty_ul_hidden_wanted(s)) {
+        /* the same DECRC hides the pen's underline style, as it did */
+        ngx_pty_emit_ul_hidden_pen(e, s);
+        ngx_pty_emit(e, "\x1b" "8", 2);
+        ngx_pty_emit_ul_hidden_done(e, s);
+        ngx_pty_emit_end(e, s);
+
+        return 1;
+
     } else {
         ngx_pty_emit(e, "\x1b" "8", 2);
     }
@@ -11101,53 +11132,97 @@ ngx_pty_emit_scroll_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
  * SGR 59 shows it): the same by an SGR with that style, then DECRC, then
  * the pen's other attributes without SGR 0 or an underline's, which would
  * drop it.  The set the DECRC gave GL goes back to ASCII, where the sets
- * in use start from (ngx_pty_emit_tail()).
+ * in use start from (ngx_pty_emit_tail()); where GL draws a set a DECRC
+ * gave back, that DECRC makes the style (ngx_pty_emit_restored_set()).
  */
 static void
 ngx_pty_emit_ul_hidden(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
-    char           buf[160], *p;
-    unsigned       b, flagless, mark;
-    ngx_pty_pen_t  pen;
+    if (s->ov || !ngx_pty_ul_hidden_wanted(s)) {
+        return;
+    }
+
+    ngx_pty_emit_ul_hidden_pen(e, s);
+    ngx_pty_emit(e, "\x1b" "8", 2);
+
+    if (s->saved_valid[s->alt] && s->saved_set[s->alt]) {
+        ngx_pty_emit(e, "\x1b(B", 3);
+    }
+
+    ngx_pty_emit_ul_hidden_done(e, s);
+}
+
+
+/*
+ * whether the pen has such a style, or the flag-less mark, that a DECRC of
+ * the buffer's slot can hide (not where the slot has the mark or an
+ * underline: it would show the style, and the pen comes without it, which
+ * shows the same)
+ */
+static unsigned
+ngx_pty_ul_hidden_wanted(ngx_pty_screen_t *s)
+{
+    unsigned  b;
 
     b = s->alt;
 
-    /* shown without the flag: hidden the same way, then SGR 59 */
-    flagless = s->ul_flagless && (s->pen.attr & NGX_PTY_A_UL)
-               && !(s->saved_valid[b]
-                    && (s->saved_pen[b].attr & NGX_PTY_A_UL));
-
-    /* the mark with no style (its colour shows): DECRC of a slot with it */
-    mark = s->ul_flagless && !(s->pen.attr & NGX_PTY_A_UL)
-           && s->saved_valid[b] && s->saved_flagless[b];
-
-    if ((s->ul_hidden == 0 && !flagless && !mark) || s->ov
-        || (s->ul_hidden && s->saved_valid[b]
-            && (s->saved_flagless[b]
-                || (s->saved_pen[b].attr & NGX_PTY_A_UL))))
-    {
-        /*
-         * (GL drawing a set a DECRC gave back takes a DECRC of its own;
-         * a slot with the extended mark or an underline would show the
-         * style: the pen then comes without it, which shows the same)
-         */
-        return;
+    if (s->ul_hidden) {
+        return !(s->saved_valid[b]
+                 && (s->saved_flagless[b]
+                     || (s->saved_pen[b].attr & NGX_PTY_A_UL)));
     }
+
+    return ngx_pty_ul_flagless_shown(s) || ngx_pty_ul_mark_only(s);
+}
+
+
+/* shown without the flag: hidden the same way, then SGR 59 */
+static unsigned
+ngx_pty_ul_flagless_shown(ngx_pty_screen_t *s)
+{
+    unsigned  b;
+
+    b = s->alt;
+
+    return s->ul_flagless && (s->pen.attr & NGX_PTY_A_UL)
+           && !(s->saved_valid[b] && (s->saved_pen[b].attr & NGX_PTY_A_UL));
+}
+
+
+/* the mark with no style (its colour shows): DECRC of a slot with it */
+static unsigned
+ngx_pty_ul_mark_only(ngx_pty_screen_t *s)
+{
+    return s->ul_flagless && !(s->pen.attr & NGX_PTY_A_UL)
+           && s->saved_valid[s->alt] && s->saved_flagless[s->alt];
+}
+
+
+/* the pen before that DECRC: with the style it is to hide */
+static void
+ngx_pty_emit_ul_hidden_pen(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    ngx_pty_pen_t  pen;
 
     pen = s->pen;
     pen.attr |= s->ul_hidden;
     pen.xattr |= s->ul_hidden_x;
     ngx_pty_emit_sgr(e, &pen, &s->default_pen);
 
-    if (mark) {
+    if (ngx_pty_ul_mark_only(s)) {
         ngx_pty_emit(e, "\x1b[24m", 5);
     }
+}
 
-    ngx_pty_emit(e, "\x1b" "8", 2);
 
-    if (s->saved_valid[b] && s->saved_set[b]) {
-        ngx_pty_emit(e, "\x1b(B", 3);
-    }
+/* after that DECRC: the pen's other attributes, the style kept */
+static void
+ngx_pty_emit_ul_hidden_done(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
+{
+    char      buf[160], *p;
+    unsigned  b;
+
+    b = s->alt;
 
     ngx_pty_emit_decrc_done(e, s);
 
@@ -11162,7 +11237,7 @@ ngx_pty_emit_ul_hidden(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     e->pen.bg = ngx_pty_color_eq(&s->pen.bg, &s->default_pen.bg)
                 ? ngx_pty_color_idx(0, 1) : s->default_pen.bg;
 
-    if (flagless) {
+    if (ngx_pty_ul_flagless_shown(s)) {
         /* xterm.js stores -1 for the colour, which reads as white */
         ngx_pty_emit(e, "\x1b[59m", 5);
         e->pen.attr |= s->pen.attr & NGX_PTY_A_UL;
