@@ -63,6 +63,12 @@
 #define ngx_inline            inline
 #endif
 
+/*
+ * kept out of the scan's loop, whose code the compiler lays out worse with
+ * a rare path inlined into it (gcc, clang)
+ */
+#define ngx_pty_cold          __attribute__((__noinline__, __cold__))
+
 #define NGX_PTY_ARG_MORE      (1UL << 31)
 #define NGX_PTY_ARG_MISSING   ((1UL << 31) - 1)
 #define NGX_PTY_ARG(a)        ((a) & ~NGX_PTY_ARG_MORE)
@@ -6259,7 +6265,7 @@ ngx_pty_vt_wrap(ngx_pty_screen_t *s)
  * a mark there, adds it only to the glyph it printed last, and counts
  * U+3099, U+309A and U+302A-302F two columns wide.
  */
-static int
+static ngx_pty_cold int
 ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
     unsigned wide)
 {
@@ -6268,8 +6274,7 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
     uint32_t              *comb;
     VTermPos               pos;
     ngx_pty_row_t         *row;
-    ngx_pty_cell_t        *c, tmp;
-    const ngx_pty_cell_t  *lone;
+    ngx_pty_cell_t        *c;
 
     pos = ngx_pty_cursor(s);
 
@@ -6302,13 +6307,6 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
 
     col = s->phantom ? (int) s->cols - 1 : pos.col - 1;
     row = s->cur->rows[pos.row];
-
-    if (col >= 0 && join) {
-        lone = ngx_pty_row_cell(row, col, &tmp);
-
-        /* xterm.js joins nothing to a glyph of no width: a lone mark */
-        join = !(lone->width == 0 && lone->ch && lone->ch != NGX_PTY_CONT);
-    }
 
     if (!join && s->phantom) {
         /*
