@@ -280,10 +280,17 @@ function copyJoinState(a, b) {
         return false;
     }
     const lw = line.getWidth(from.x - 1);
+    // a glyph in another pen than the one in use: any SGR after the
+    // glyph printed last ends the join, so a resize moved the cursor
+    // next to another glyph
+    const cell = line.loadCell(from.x - 1,
+                               new (from.getNullCell().constructor)());
+    const cur = a._core._inputHandler._curAttrData;
     const unwritable = w === 2
         ? lw !== 0 && (a._core.coreService.decPrivateModes.wraparound
                        || from.x !== a.cols - 1)
-        : lw === 0 || line.getString(from.x - 1) === '';
+        : lw === 0 || line.getString(from.x - 1) === ''
+          || cell.fg !== cur.fg || cell.bg !== cur.bg;
     if (!unwritable) {
         return false;
     }
