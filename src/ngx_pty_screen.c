@@ -381,6 +381,8 @@ static void ngx_pty_cell_blank(ngx_pty_screen_t *s, ngx_pty_cell_t *c,
 static void ngx_pty_print_blank(ngx_pty_screen_t *s, ngx_pty_cell_t *c,
     unsigned protect);
 static ngx_inline unsigned ngx_pty_wide_cp(uint32_t c);
+static void ngx_pty_cut_wrapped(ngx_pty_screen_t *s, int r,
+    unsigned protect);
 static void ngx_pty_print_halves(ngx_pty_screen_t *s, ngx_pty_row_t *row,
     unsigned col, unsigned end, unsigned protect);
 static void ngx_pty_vt_write(ngx_pty_screen_t *s, const u_char *p, size_t n);
@@ -1611,12 +1613,41 @@ ngx_pty_wide_wrapped(ngx_pty_screen_t *s, int r, unsigned protect)
     ngx_pty_row_materialize(row, s->cols);
     col = s->cols - 1;
 
-    if (row->cells[col].ch == NGX_PTY_CONT && col > 0) {
+    if (col > 0
+        && (row->cells[col].ch == NGX_PTY_CONT
+            || ngx_pty_wide_left(&row->cells[col - 1])))
+    {
+        /* (a cell that claims the last column too: print() blanks it) */
         col--;
     }
 
     for ( /* void */ ; col < s->cols; col++) {
         ngx_pty_print_blank(s, &row->cells[col], protect);
+    }
+}
+
+
+/*
+ * A glyph wrapped from past the edge, where the last column holds a wide
+ * glyph the edge cut (a resize, a scroll put it there; no glyph printed
+ * leaves one): xterm.js's print() blanks the cell before its cursor when
+ * it claims two columns, in the whole pen
+ */
+static void
+ngx_pty_cut_wrapped(ngx_pty_screen_t *s, int r, unsigned protect)
+{
+    ngx_pty_row_t  *row;
+
+    if (r < 0) {
+        return;
+    }
+
+    row = s->cur->rows[r];
+
+    if (s->cols - 1 < row->len
+        && ngx_pty_wide_left(&row->cells[s->cols - 1]))
+    {
+        ngx_pty_print_blank(s, &row->cells[s->cols - 1], protect);
     }
 }
 
@@ -1739,6 +1770,10 @@ ngx_pty_cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
         if (w == 2 && !s->phantom) {
             ngx_pty_wide_wrapped(s, ngx_pty_wrapped_from(s, pos),
                                  info->protected_cell);
+
+        } else if (s->phantom) {
+            ngx_pty_cut_wrapped(s, ngx_pty_wrapped_from(s, pos),
+                                info->protected_cell);
         }
     }
 
