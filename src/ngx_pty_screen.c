@@ -1446,16 +1446,15 @@ ngx_pty_wide_range(uint32_t cp)
 
 /*
  * ... of a glyph wide itself, which a glyph in the last column may cut
- * (ngx_pty_paint_cut()); a mark's join (ngx_pty_paint_overwide()) has a
- * mark, or is one, or holds a narrow glyph, where a wide glyph (but for
- * those the model knows, ngx_pty_wide_cp()) has none
+ * (ngx_pty_paint_cut()), also with marks of its own; a mark's join
+ * (ngx_pty_paint_overwide()) is a mark, or holds a narrow glyph
  */
 static ngx_inline int
 ngx_pty_wide_cuttable(const ngx_pty_cell_t *c)
 {
     return ngx_pty_wide_left(c)
            && (ngx_pty_wide_cp(c->ch)
-               || (c->ncomb == 0 && ngx_pty_wide_range(c->ch)
+               || (ngx_pty_wide_range(c->ch)
                    && !ngx_pty_is_combining(c->ch)));
 }
 
