@@ -5391,25 +5391,21 @@ ngx_pty_unwrap(ngx_pty_screen_t *s, int from, int to)
 static void
 ngx_pty_unwrap_line(ngx_pty_screen_t *s, int row)
 {
-    unsigned  i;
+    unsigned         i, lost;
+    ngx_pty_grid_t  *g;
 
-    if (s->alt) {
-        /* the lines above the alternate screen are all held */
-        if ((unsigned) row < s->grid[1].sb_len + s->rows) {
-            ngx_pty_grid_line(&s->grid[1], row)->wrapped = 0;
-        }
+    /* the alternate buffer holds all the lines above its screen */
+    g = &s->grid[s->alt];
+    lost = s->alt ? 0 : s->sb_lost;
 
-        return;
-    }
-
-    if ((unsigned) row < s->sb_lost) {
+    if ((unsigned) row < lost) {
         return;         /* a line the model does not hold */
     }
 
-    i = (unsigned) row - s->sb_lost;
+    i = (unsigned) row - lost;
 
-    if (i < s->grid[0].sb_len + s->rows) {
-        ngx_pty_grid_line(&s->grid[0], i)->wrapped = 0;
+    if (i < g->sb_len + s->rows) {
+        ngx_pty_grid_line(g, i)->wrapped = 0;
     }
 }
 
@@ -6469,28 +6465,25 @@ ngx_pty_combine(ngx_pty_screen_t *s, uint32_t cp, unsigned join,
         return 1;
     }
 
-    if (wide && c->width == 1 && c->ch != 0 && !s->phantom && !over
-        && ngx_pty_claim_movable(row, col)
-        && (comb = ngx_pty_row_comb(s, row)) != NULL)
-    {
+    if (wide && c->width == 1 && c->ch != 0 && !s->phantom && !over) {
         /*
          * xterm.js gives the join the dropped glyph's width here too (a
          * resize moved the cursor off the column before the last since):
          * a cell two columns wide with one of its own after it, which a
          * Keyframe makes at the edge and moves here (a glyph printed
-         * after it blanks it in its pen, as in xterm.js: s->wide)
+         * after it blanks it in its pen, as in xterm.js: s->wide); where
+         * no Keyframe could move it (a wide glyph before it, or after),
+         * a blank, as a Keyframe paints one
          */
-        comb[col * NGX_PTY_MAX_COMB + c->ncomb++] = cp;
-        c->width = 2;
-        s->wide = 1;
-        return 1;
-    }
+        if (ngx_pty_claim_movable(row, col)
+            && (comb = ngx_pty_row_comb(s, row)) != NULL)
+        {
+            comb[col * NGX_PTY_MAX_COMB + c->ncomb++] = cp;
+            c->width = 2;
+            s->wide = 1;
+            return 1;
+        }
 
-    if (wide && c->width == 1 && c->ch != 0 && !s->phantom && !over) {
-        /*
-         * the same where no Keyframe could move it (a wide glyph before
-         * it, or after): a blank, as a Keyframe paints one
-         */
         c->ch = 0;
         c->ncomb = 0;
         c->width = 1;
@@ -8320,9 +8313,14 @@ ngx_pty_grid_from_rbuf(ngx_pty_screen_t *s, ngx_pty_grid_t *g,
      * the ring: the next resize reflows it from its start, as xterm.js
      */
     while (n < b->ybase - b->lost && n < 2 * cap
-           && n < NGX_PTY_XTERM_SCROLLBACK
-           && ngx_pty_rbuf_get(b, (long) b->ybase - n)->wrapped)
+           && n < NGX_PTY_XTERM_SCROLLBACK)
     {
+        row = ngx_pty_rbuf_get(b, (long) b->ybase - n);
+
+        if (row == NULL || !row->wrapped) {
+            break;
+        }
+
         n++;
     }
 
@@ -10298,6 +10296,7 @@ static const ngx_pty_cell_t *ngx_pty_emit_past_edge(ngx_pty_emit_t *e,
 static void ngx_pty_emit_decsc_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     unsigned b, const ngx_pty_row_t *row, int r, int col);
 static void ngx_pty_emit_decrc_done(ngx_pty_emit_t *e, ngx_pty_screen_t *s);
+static void ngx_pty_emit_past_mark(ngx_pty_emit_t *e, ngx_pty_screen_t *s);
 static unsigned ngx_pty_ul_hidden_wanted(ngx_pty_screen_t *s);
 static unsigned ngx_pty_ul_flagless_shown(ngx_pty_screen_t *s);
 static unsigned ngx_pty_ul_mark_only(ngx_pty_screen_t *s);
@@ -10349,12 +10348,8 @@ ngx_pty_emit_decsc_at(ngx_pty_emit_t *e, ngx_pty_screen_t *s, unsigned b,
         ngx_pty_emit_move(e, r, col);
 
     } else if (s->saved_pos[b].col > (int) s->cols) {
-        /*
-         * a lone mark took the cursor a column further when it was
-         * saved: one again, after a sequence so that it joins nothing
-         */
-        ngx_pty_emit_sgr0(e, &s->default_pen);
-        ngx_pty_emit(e, "\xcc\x81", 2);                 /* U+0301 */
+        /* a lone mark took the cursor a column further when it was saved */
+        ngx_pty_emit_past_mark(e, s);
     }
 
     ngx_pty_emit_sgr(e, &s->saved_pen[b], &s->default_pen);
@@ -10903,7 +10898,7 @@ ngx_pty_emit_decrc_done(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 static int
 ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
-    u_char                 drawn, want, other;
+    u_char                 drawn, want, other, hidden;
     VTermPos               ph;
     ngx_pty_cell_t         tmp;
     const ngx_pty_cell_t  *c;
@@ -10936,6 +10931,8 @@ ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         }
     }
 
+    hidden = 0;
+
     if (drawn != want) {
         ngx_pty_emit(e, "\x1b[?1047h\x1b" "8\x1b[?1047l", 18);
 
@@ -10944,17 +10941,17 @@ ngx_pty_emit_restored_set(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         ngx_pty_emit_ul_hidden_pen(e, s);
         ngx_pty_emit(e, "\x1b" "8", 2);
         ngx_pty_emit_ul_hidden_done(e, s);
-        ngx_pty_emit_end(e, s);
-
-        return 1;
+        hidden = 1;
 
     } else {
         ngx_pty_emit(e, "\x1b" "8", 2);
     }
 
-    /* DECRC sets the saved pen's colours (and DECSCA): SGR 0 then */
-    ngx_pty_emit_decrc_done(e, s);
-    ngx_pty_emit_sgr0(e, &s->default_pen);
+    if (!hidden) {
+        /* DECRC sets the saved pen's colours (and DECSCA): SGR 0 then */
+        ngx_pty_emit_decrc_done(e, s);
+        ngx_pty_emit_sgr0(e, &s->default_pen);
+    }
 
     ngx_pty_emit_end(e, s);
 

@@ -188,7 +188,7 @@ function giveUnwritable(a, b) {
     if (copyAltCells(a, b)) {
         out.push('alt-cells');
     }
-    if (copySavedBelow(a, b)) {
+    if (copySavedOutside(a, b)) {
         out.push('saved-row');
     }
     for (const k of copyUnwritableCells(a, b)) {
@@ -320,7 +320,7 @@ function copyCursorPast(a, b) {
 // there with autowrap off), a right half without its glyph (and the
 // blank before it), a combining mark alone (joined to an empty cell
 // after a resize moved the cursor)
-function unwritable(line, x, cols, cell) {
+function unwritable(line, x, cols, cell, unicode) {
     const w = line.getWidth(x);
     if (w === 2 && (x === cols - 1 || line.getWidth(x + 1) !== 0
                     || line.hasContent(x + 1)))
@@ -339,7 +339,9 @@ function unwritable(line, x, cols, cell) {
         return 'lone-halves';
     }
     line.loadCell(x, cell);
-    if (w === 1 && WIDE.test(cell.getChars())) {
+    if (w === 1 && cell.getChars() !== ''
+        && unicode.getStringCellWidth(cell.getChars()) === 2)
+    {
         // a wide glyph in one column: a mark joined to it after a resize
         // moved the cursor there, in the width of the narrow glyph
         // printed last (xterm.js's join state)
@@ -347,10 +349,6 @@ function unwritable(line, x, cols, cell) {
     }
     return /^\p{M}/u.test(cell.getChars()) ? 'lone-marks' : null;
 }
-
-// the first character of a cell two columns wide in xterm.js (CJK, kana,
-// Hangul, fullwidth forms)
-const WIDE = /^[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\uff00-\uff60\uffe0-\uffe6]/u;
 
 // such cells of the screen where the Keyframe left a blank
 function copyUnwritableCells(a, b) {
@@ -376,7 +374,8 @@ function copyUnwritableCells(a, b) {
                 continue;
             }
             for (let x = 0; x < cols && x < fl.length && x < tl.length; x++) {
-                const kind = unwritable(fl, x, cols, cell);
+                const kind = unwritable(fl, x, cols, cell,
+                                        a._core.unicodeService);
                 if (kind === null) {
                     continue;
                 }
@@ -453,11 +452,11 @@ function prependLines(from, to, n) {
     to.ydisp += n;
 }
 
-// a saved row below the screen: a resize that took rows away can leave
+// a saved row outside the buffer: a resize that took rows away can leave
 // xterm.js's saved line past the buffer's end, where DECSC never saves;
 // or above its first line: a reflow of a first line marked wrapped (SU
 // after its text was erased) moves it to -1
-function copySavedBelow(a, b) {
+function copySavedOutside(a, b) {
     let differed = false;
     for (const k of ['normal', 'alt']) {
         const from = a._core._bufferService.buffers[k];
