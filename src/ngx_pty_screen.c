@@ -151,6 +151,13 @@ struct ngx_pty_screen_s {
      */
     uint8_t                       ul_flagless;
 
+    /*
+     * the pen's underline is xterm.js's flag and extended mark with no
+     * style in it (a DECRC gave an underlining slot's flag to a pen with
+     * none): an SGR 59 drops the mark (docs/SNAPSHOT.md)
+     */
+    uint8_t                       ul_styleless;
+
     ngx_pty_screen_reply_pt       reply;
     void                         *reply_data;
 
@@ -2149,6 +2156,7 @@ ngx_pty_cb_initpen(void *user)
     s->ul_hidden = 0;
     s->ul_hidden_x = 0;
     s->ul_flagless = 0;
+    s->ul_styleless = 0;
 
     return 1;
 }
@@ -2742,14 +2750,15 @@ ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible,
     const ngx_pty_pen_t *cur)
 {
     VTermPos        pos, vt;
-    unsigned        flagless;
-    ngx_pty_pen_t   pen;
+    unsigned        flagless, styleless;
+    ngx_pty_pen_t   pen, shown;
 
     pos.row = 0;
     pos.col = 0;
     pen = s->default_pen;
 
     flagless = 0;
+    styleless = 0;
 
     if (s->saved_valid[s->alt]) {
         pos = ngx_pty_saved_at(s, s->alt);
@@ -2766,9 +2775,14 @@ ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible,
         pen.ul = cur->ul;
 
     } else if (pen.attr & NGX_PTY_A_UL) {
+        /* the style in use shows, a hidden one too */
+        shown = *cur;
+        shown.attr |= s->ul_hidden;
+        shown.xattr |= s->ul_hidden_x;
         s->ul_hidden = 0;
         s->ul_hidden_x = 0;
-        ngx_pty_pen_keep_ul(&pen, cur);
+        styleless = !(shown.attr & NGX_PTY_A_UL);
+        ngx_pty_pen_keep_ul(&pen, &shown);
 
     } else {
         if (cur->attr & NGX_PTY_A_UL) {
@@ -2780,6 +2794,7 @@ ngx_pty_restore_cursor(ngx_pty_screen_t *s, unsigned visible,
     }
 
     s->ul_flagless = flagless;
+    s->ul_styleless = styleless;
 
     vterm_state_get_cursorpos(s->state, &vt);
 
@@ -3079,6 +3094,7 @@ ngx_pty_decstr(ngx_pty_screen_t *s)
     s->ul_hidden = 0;
     s->ul_hidden_x = 0;
     s->ul_flagless = 0;
+    s->ul_styleless = 0;
     ngx_pty_save_cursor(s);
     s->vt_text = 1;          /* a single shift libvterm may still hold */
 
@@ -5179,6 +5195,7 @@ ngx_pty_sgr_underline(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
     s->ul_hidden = 0;
     s->ul_hidden_x = 0;
     s->ul_flagless = 0;
+    s->ul_styleless = 0;
 }
 
 
@@ -5209,6 +5226,7 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
         s->ul_hidden = 0;
         s->ul_hidden_x = 0;
         s->ul_flagless = 0;
+        s->ul_styleless = 0;
         pen->fg = s->default_pen.fg;
         pen->bg = s->default_pen.bg;
         pen->ul = s->default_pen.ul;
@@ -5310,6 +5328,14 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
 
         } else if (s->ul_flagless && !(pen->attr & NGX_PTY_A_UL)) {
             s->ul_flagless = 0;     /* no style: no extended mark */
+
+        } else if (s->ul_styleless) {
+            /*
+             * the flag without the mark: its colour reads as the text's,
+             * which the model has not (docs/SNAPSHOT.md); none is nearest
+             */
+            pen->ul = s->default_pen.ul;
+            s->ul_styleless = 0;
         }
 
         break;
@@ -10299,6 +10325,7 @@ static void ngx_pty_emit_decrc_done(ngx_pty_emit_t *e, ngx_pty_screen_t *s);
 static void ngx_pty_emit_past_mark(ngx_pty_emit_t *e, ngx_pty_screen_t *s);
 static unsigned ngx_pty_ul_hidden_wanted(ngx_pty_screen_t *s);
 static unsigned ngx_pty_ul_flagless_shown(ngx_pty_screen_t *s);
+static unsigned ngx_pty_ul_styleless_shown(ngx_pty_screen_t *s);
 static unsigned ngx_pty_ul_mark_only(ngx_pty_screen_t *s);
 static void ngx_pty_emit_ul_hidden_pen(ngx_pty_emit_t *e,
     ngx_pty_screen_t *s);
@@ -11078,15 +11105,16 @@ ngx_pty_row_erased(ngx_pty_screen_t *s, const ngx_pty_row_t *row,
  * stream scrolled the glyph away; xterm.js keeps the column past the
  * edge through both): the rows of the region moved down one (SD), a glyph
  * written at the edge of row r, then moved back up (SU) over it.  The
- * glyph is the one of row r - 1's last column, which SD put in row r, or
- * a space in the blank row SD brought in, which SU drops.  The region's
+ * glyph is the one of row r - 1's last column, which SD put in row r (a
+ * space erased again by EL 1 where row r - 1 is blank), or a space in
+ * the blank row SD brought in, which SU drops.  The region's
  * last row must be the blank SU brings in: erased in one background, not
  * a soft wrap.  Returns 0 where that cannot be done.
  */
 static int
 ngx_pty_emit_scroll_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
 {
-    int                    bottom;
+    int                    bottom, erased;
     unsigned               col;
     VTermPos               pos;
     ngx_pty_cell_t         tmp;
@@ -11109,6 +11137,7 @@ ngx_pty_emit_scroll_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
     col = s->cols - 1;
     c = NULL;
     above = NULL;
+    erased = 0;
 
     if (r > s->top) {
         above = s->cur->rows[r - 1];
@@ -11125,8 +11154,17 @@ ngx_pty_emit_scroll_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
             return 0;
         }
 
-        if (c->ch == 0 || c->ch == NGX_PTY_CONT) {
+        if (c->ch == NGX_PTY_CONT) {
             return 0;
+        }
+
+        if (c->ch == 0) {
+            /* a blank row above: a space, then erased with it (EL 1) */
+            erased = ngx_pty_row_erased(s, above, &c->pen);
+
+            if (erased == 0) {
+                return 0;
+            }
         }
     }
 
@@ -11138,6 +11176,12 @@ ngx_pty_emit_scroll_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
     if (c == NULL) {
         ngx_pty_emit_cursor(e, s, pos);
         ngx_pty_emit(e, " ", 1);
+
+    } else if (erased) {
+        ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
+        ngx_pty_emit_cursor(e, s, pos);
+        ngx_pty_emit(e, erased == 1 ? " \x1b[1K" : " \x1b[?1K",
+                     erased == 1 ? 5 : 6);
 
     } else {
         ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
@@ -11201,7 +11245,22 @@ ngx_pty_ul_hidden_wanted(ngx_pty_screen_t *s)
                      || (s->saved_pen[b].attr & NGX_PTY_A_UL)));
     }
 
-    return ngx_pty_ul_flagless_shown(s) || ngx_pty_ul_mark_only(s);
+    return ngx_pty_ul_flagless_shown(s) || ngx_pty_ul_mark_only(s)
+           || ngx_pty_ul_styleless_shown(s);
+}
+
+
+/* the flag and the mark, no style: DECRC of an underlining slot, again */
+static unsigned
+ngx_pty_ul_styleless_shown(ngx_pty_screen_t *s)
+{
+    unsigned  b;
+
+    b = s->alt;
+
+    return s->ul_styleless && (s->pen.attr & NGX_PTY_A_UL)
+           && s->saved_valid[b] && !s->saved_flagless[b]
+           && (s->saved_pen[b].attr & NGX_PTY_A_UL);
 }
 
 
@@ -11231,14 +11290,24 @@ ngx_pty_ul_mark_only(ngx_pty_screen_t *s)
 static void
 ngx_pty_emit_ul_hidden_pen(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
+    unsigned       styleless;
     ngx_pty_pen_t  pen;
 
     pen = s->pen;
     pen.attr |= s->ul_hidden;
     pen.xattr |= s->ul_hidden_x;
+    styleless = ngx_pty_ul_styleless_shown(s);
+
+    if (styleless) {
+        /* no style: SGR 24 (said here, or by the SGR where it underlines) */
+        styleless = !(e->pen.attr & NGX_PTY_A_UL);
+        pen.attr &= ~NGX_PTY_A_UL;
+        pen.xattr &= ~NGX_PTY_X_UL;
+    }
+
     ngx_pty_emit_sgr(e, &pen, &s->default_pen);
 
-    if (ngx_pty_ul_mark_only(s)) {
+    if (ngx_pty_ul_mark_only(s) || styleless) {
         ngx_pty_emit(e, "\x1b[24m", 5);
     }
 }
@@ -11272,6 +11341,12 @@ ngx_pty_emit_ul_hidden_done(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         e->pen.attr |= s->pen.attr & NGX_PTY_A_UL;
         e->pen.xattr |= s->pen.xattr & NGX_PTY_X_UL;
         vterm_color_rgb(&e->pen.ul, 255, 255, 255);
+    }
+
+    if (ngx_pty_ul_styleless_shown(s)) {
+        /* the slot's flag, shown as the model's single underline */
+        e->pen.attr |= s->pen.attr & NGX_PTY_A_UL;
+        e->pen.xattr |= s->pen.xattr & NGX_PTY_X_UL;
     }
 
     p = ngx_pty_sgr_diff(buf, &e->pen, &s->pen, NGX_PTY_A_SGR, 1);
