@@ -8942,6 +8942,19 @@ ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
 }
 
 
+/* the pen by the attributes that differ alone: no SGR 0 (it keeps a style) */
+static void
+ngx_pty_emit_sgr_diff(ngx_pty_emit_t *e, const ngx_pty_pen_t *want)
+{
+    char  buf[160], *p;
+
+    p = ngx_pty_sgr_diff(buf, &e->pen, want, NGX_PTY_A_SGR, 1);
+    ngx_pty_emit(e, buf, p - buf);
+
+    e->pen = *want;
+}
+
+
 /*
  * xterm.js's SGR 0 drops DECSCA's protection too, libvterm's not: which
  * one the terminal has is not known until DECSCA is said again
@@ -10326,6 +10339,8 @@ static void ngx_pty_emit_past_mark(ngx_pty_emit_t *e, ngx_pty_screen_t *s);
 static unsigned ngx_pty_ul_hidden_wanted(ngx_pty_screen_t *s);
 static unsigned ngx_pty_ul_flagless_shown(ngx_pty_screen_t *s);
 static unsigned ngx_pty_ul_styleless_shown(ngx_pty_screen_t *s);
+static unsigned ngx_pty_ul_hidden_glyph(ngx_pty_screen_t *s,
+    const ngx_pty_row_t *row, int col, const ngx_pty_cell_t *c);
 static unsigned ngx_pty_ul_mark_only(ngx_pty_screen_t *s);
 static void ngx_pty_emit_ul_hidden_pen(ngx_pty_emit_t *e,
     ngx_pty_screen_t *s);
@@ -11277,6 +11292,32 @@ ngx_pty_ul_flagless_shown(ngx_pty_screen_t *s)
 }
 
 
+/*
+ * A pending wrap's glyph written after such a DECRC: a plain glyph whose
+ * underline is the pen's, so that SGRs without SGR 0 or an underline's
+ * give its pen (the hidden style, or none, is not the cell's)
+ */
+static unsigned
+ngx_pty_ul_hidden_glyph(ngx_pty_screen_t *s, const ngx_pty_row_t *row,
+    int col, const ngx_pty_cell_t *c)
+{
+    if (s->ov || !ngx_pty_ul_hidden_wanted(s)
+        || !(s->ul_hidden || ngx_pty_ul_styleless_shown(s)))
+    {
+        return 0;
+    }
+
+    return c->ch != 0 && c->width != 0
+           && !(c->pen.attr & NGX_PTY_A_PROTECT)
+           && ((c->pen.attr ^ s->pen.attr) & NGX_PTY_A_UL) == 0
+           && ((c->pen.xattr ^ s->pen.xattr) & NGX_PTY_X_UL) == 0
+           && ngx_pty_color_eq(&c->pen.ul, &s->pen.ul)
+           && !ngx_pty_cuts_wide(row, col)
+           && !((unsigned) col + 1 < s->cols
+                && ngx_pty_cuts_wide(row, col + 1));
+}
+
+
 /* the mark with no style (its colour shows): DECRC of a slot with it */
 static unsigned
 ngx_pty_ul_mark_only(ngx_pty_screen_t *s)
@@ -11363,6 +11404,7 @@ static void
 ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
     int                    erased;
+    unsigned               hidden;
     size_t                 glyph_end;
     VTermPos               pos, ph;
     ngx_pty_cell_t         tmp;
@@ -11371,6 +11413,7 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
     vterm_state_get_cursorpos(s->state, &pos);
     c = NULL;
+    hidden = 0;
     e->glyph_end = 0;
     e->pending = 0;
 
@@ -11394,7 +11437,18 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
     } else {
         /* a pending wrap: rewrite the glyph it follows */
         e->pending = 1;
-        ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
+        hidden = ngx_pty_ul_hidden_glyph(s, row, ph.col, c);
+
+        if (hidden) {
+            /* after the DECRC that hides the pen's style, kept */
+            ngx_pty_emit_ul_hidden(e, s);
+            ngx_pty_emit_protect(e, 0);
+            ngx_pty_emit_sgr_diff(e, &c->pen);
+
+        } else {
+            ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
+        }
+
         ngx_pty_emit_cursor(e, s, ph);
 
         if (c->ch && c->width == 0) {
@@ -11462,7 +11516,14 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 
         glyph_end = e->len;
         ngx_pty_emit_write_modes(e, s);
-        ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
+
+        if (hidden) {
+            ngx_pty_emit_sgr_diff(e, &s->pen);
+
+        } else {
+            ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
+        }
+
         ngx_pty_emit_protect(e, s->protect);
 
         if (e->len == glyph_end
@@ -11470,11 +11531,17 @@ ngx_pty_emit_end(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         {
             /*
              * the glyph written again must not be the last thing printed
-             * (a REP would repeat it): the pen again, from SGR 0
+             * (a REP would repeat it): the pen again, from SGR 0 (not
+             * where a DECRC gave it: the visibility again)
              */
-            ngx_pty_emit_sgr0(e, &s->default_pen);
-            ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
-            ngx_pty_emit_protect(e, s->protect);
+            if (hidden) {
+                ngx_pty_emit(e, s->visible ? "\x1b[?25h" : "\x1b[?25l", 6);
+
+            } else {
+                ngx_pty_emit_sgr0(e, &s->default_pen);
+                ngx_pty_emit_sgr(e, &s->pen, &s->default_pen);
+                ngx_pty_emit_protect(e, s->protect);
+            }
         }
     }
 }
