@@ -10025,6 +10025,28 @@ ngx_pty_paint_last_blank(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
         return;         /* a glyph claims the cell (ngx_pty_paint_cut()) */
     }
 
+    if (h->ch == 0 && h->width == 1 && ngx_pty_blank_whole(s, h)) {
+        /*
+         * the cell before too (the trick would clobber each with the
+         * other): a wide glyph, then one dropped after it (autowrap off),
+         * whose print() blanks the last cell in c's pen; then one dropped
+         * alone, whose print() blanks the first in h's
+         */
+        ngx_pty_emit(e, "\x1b[?7l", 5);
+        ngx_pty_emit_move(e, r, s->cols - 2);
+        ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
+        ngx_pty_emit(e, NGX_PTY_WIDE_FILL NGX_PTY_WIDE_FILL,
+                     2 * (sizeof(NGX_PTY_WIDE_FILL) - 1));
+        e->col = -1;
+
+        ngx_pty_emit_move(e, r, s->cols - 1);
+        ngx_pty_emit_pen(e, &h->pen, &s->default_pen);
+        ngx_pty_emit(e, NGX_PTY_WIDE_FILL, sizeof(NGX_PTY_WIDE_FILL) - 1);
+        ngx_pty_emit(e, "\x1b[?7h", 5);
+        e->col = -1;
+        return;
+    }
+
     ngx_pty_emit_move(e, r, s->cols - 2);
     ngx_pty_emit(e, "\xe3\x80\x80", 3);        /* U+3000, wide */
     e->col = -1;
@@ -11116,56 +11138,61 @@ ngx_pty_row_erased(ngx_pty_screen_t *s, const ngx_pty_row_t *row,
 
 
 /*
- * A pending wrap over an empty last column in row r (an SU or SD in the
- * stream scrolled the glyph away; xterm.js keeps the column past the
- * edge through both): the rows of the region moved down one (SD), a glyph
- * written at the edge of row r, then moved back up (SU) over it.  The
- * glyph is the one of row r - 1's last column, which SD put in row r (a
- * space erased again by EL 1 where row r - 1 is blank), or a space in
- * the blank row SD brought in, which SU drops.  The region's
- * last row must be the blank SU brings in: erased in one background, not
- * a soft wrap.  Returns 0 where that cannot be done.
+ * Down (dir 1): SD, the glyph, SU; up (-1): SU, the glyph, SD.  The
+ * glyph is the last one of the row next to r on the side the rows came
+ * from (r - 1 down, r + 1 up), which the scroll put in row r and the
+ * scroll back takes home (a space erased again by EL 1 where that row
+ * is blank), or a space in the blank row the first scroll brought in,
+ * which the second drops.  The region's row the first scroll drops
+ * (its last down, its first up) must be the blank the second brings
+ * in: erased in one background, not a soft wrap.  Returns 0 where that
+ * cannot be done.
  */
 static int
-ngx_pty_emit_scroll_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
+ngx_pty_emit_scroll_wrap_by(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r,
+    int dir)
 {
-    int                    bottom, erased;
+    int                    bottom, edge, from, erased;
     unsigned               col;
     VTermPos               pos;
     ngx_pty_cell_t         tmp;
-    const ngx_pty_row_t   *last, *above;
+    const ngx_pty_row_t   *dropped, *next;
     const ngx_pty_cell_t  *blank, *c;
 
     bottom = (s->bottom == -1 ? (int) s->rows : s->bottom) - 1;
+    edge = (dir > 0) ? bottom : s->top;
+    from = (dir > 0) ? s->top : bottom;
 
-    if (!ngx_pty_in_region(s, r) || r == bottom) {
+    if (!ngx_pty_in_region(s, r) || r == edge) {
         return 0;
     }
 
-    last = s->cur->rows[bottom];
-    blank = ngx_pty_row_cell(last, 0, &tmp);
+    dropped = s->cur->rows[edge];
+    blank = ngx_pty_row_cell(dropped, 0, &tmp);
 
-    if (last->wrapped || ngx_pty_row_erased(s, last, &blank->pen) != 1) {
+    if (dropped->wrapped
+        || ngx_pty_row_erased(s, dropped, &blank->pen) != 1)
+    {
         return 0;
     }
 
     col = s->cols - 1;
     c = NULL;
-    above = NULL;
+    next = NULL;
     erased = 0;
 
-    if (r > s->top) {
-        above = s->cur->rows[r - 1];
-        c = ngx_pty_row_cell(above, col, &tmp);
+    if (r != from) {
+        next = s->cur->rows[r - dir];
+        c = ngx_pty_row_cell(next, col, &tmp);
 
         if (c->ch == NGX_PTY_CONT) {
-            c = ngx_pty_row_cell(above, --col, &tmp);
+            c = ngx_pty_row_cell(next, --col, &tmp);
 
             if (c->width != 2) {
                 return 0;
             }
 
-        } else if (c->width != 1 || ngx_pty_cuts_wide(above, col)) {
+        } else if (c->width != 1 || ngx_pty_cuts_wide(next, col)) {
             return 0;
         }
 
@@ -11174,8 +11201,8 @@ ngx_pty_emit_scroll_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
         }
 
         if (c->ch == 0) {
-            /* a blank row above: a space, then erased with it (EL 1) */
-            erased = ngx_pty_row_erased(s, above, &c->pen);
+            /* a blank row: a space, then erased with it (EL 1) */
+            erased = ngx_pty_row_erased(s, next, &c->pen);
 
             if (erased == 0) {
                 return 0;
@@ -11183,7 +11210,7 @@ ngx_pty_emit_scroll_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
         }
     }
 
-    ngx_pty_emit(e, "\x1b[T", 3);
+    ngx_pty_emit(e, (dir > 0) ? "\x1b[T" : "\x1b[S", 3);
 
     pos.row = r;
     pos.col = col;
@@ -11201,17 +11228,31 @@ ngx_pty_emit_scroll_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
     } else {
         ngx_pty_emit_pen(e, &c->pen, &s->default_pen);
         ngx_pty_emit_cursor(e, s, pos);
-        ngx_pty_emit_chars(e, above, col, c);
+        ngx_pty_emit_chars(e, next, col, c);
     }
 
-    /* SU's blank row takes the pen's background */
+    /* the blank row the scroll back brings in takes the pen's background */
     ngx_pty_emit_sgr(e, &blank->pen, &s->default_pen);
-    ngx_pty_emit(e, "\x1b[S", 3);
+    ngx_pty_emit(e, (dir > 0) ? "\x1b[S" : "\x1b[T", 3);
 
     e->row = r;
     e->col = -1;
 
     return 1;
+}
+
+
+/*
+ * A pending wrap over an empty last column in row r (an SU or SD in the
+ * stream scrolled the glyph away; xterm.js keeps the column past the
+ * edge through both): the rows of the region moved one way, a glyph
+ * written at the edge of row r, then moved back over it.
+ */
+static int
+ngx_pty_emit_scroll_wrap(ngx_pty_emit_t *e, ngx_pty_screen_t *s, int r)
+{
+    return ngx_pty_emit_scroll_wrap_by(e, s, r, 1)
+           || ngx_pty_emit_scroll_wrap_by(e, s, r, -1);
 }
 
 
