@@ -512,6 +512,34 @@ ngx_pty_utf8_len(u_char c)
 }
 
 
+/*
+ * Whether p[i] is a byte xterm.js's UTF-8 decoder drops: a continuation
+ * byte without its lead, a byte no character starts with, or a lead byte
+ * that a byte other than a continuation follows (then the byte after it
+ * is read afresh).  A character the input ends in is not known yet.
+ */
+static int
+ngx_pty_utf8_broken(const u_char *p, size_t i, size_t n)
+{
+    size_t    k;
+    unsigned  len;
+
+    len = ngx_pty_utf8_len(p[i]);
+
+    if (len == 0 || p[i] < 0xc2 || p[i] > 0xf4) {
+        return 1;
+    }
+
+    for (k = 1; k < len && i + k < n; k++) {
+        if ((p[i + k] & 0xc0) != 0x80) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
 static size_t
 ngx_pty_utf8_put(u_char *p, uint32_t c)
 {
@@ -6642,6 +6670,36 @@ ngx_pty_glyph_at(const u_char *p, size_t j)
 
 
 /*
+ * Whether the glyph printed last is a mark that joined nothing: the cell
+ * a mark would join (ngx_pty_combine()) holds one, or it went past the
+ * edge
+ */
+static unsigned
+ngx_pty_lone_mark_last(ngx_pty_screen_t *s)
+{
+    int                    col;
+    VTermPos               pos;
+    ngx_pty_cell_t         tmp;
+    const ngx_pty_cell_t  *c;
+
+    if (s->phantom && s->past > 0) {
+        return 1;
+    }
+
+    pos = ngx_pty_cursor(s);
+    col = s->phantom ? (int) s->cols - 1 : pos.col - 1;
+
+    if (col < 0) {
+        return 1;
+    }
+
+    c = ngx_pty_row_cell(s->cur->rows[pos.row], col, &tmp);
+
+    return c->ch != 0 && c->ch != NGX_PTY_CONT && c->width == 0;
+}
+
+
+/*
  * xterm.js's join state before p[i]: whether a mark there joins the cell
  * before (a glyph printed last, through the marks joined to it; not after
  * a mark that joined nothing, whose join state is its own, of no width,
@@ -6662,8 +6720,9 @@ ngx_pty_join_state(ngx_pty_screen_t *s, const u_char *p, size_t normal,
     i = ngx_pty_mark_base(p, normal, i, &j);
 
     if (i == NGX_PTY_MARK_FLOOD) {
+        /* the mark before joined as this one does: a lone one did not */
         *wide = 0;
-        return 1;
+        return !ngx_pty_lone_mark_last(s);
     }
 
     if (i == 0) {
@@ -7282,6 +7341,17 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
                 s->vt_text = 1;
             }
 
+            continue;
+        }
+
+        if (c >= 0x80 && s->ps != NGX_PTY_PS_STRING
+            && s->ps != NGX_PTY_PS_ESC_STRING && ngx_pty_utf8_broken(p, i, n))
+        {
+            /*
+             * xterm.js's decoder drops broken UTF-8 before its parser
+             * sees it: the sequence goes on (libvterm's would end)
+             */
+            ngx_pty_drop(s, p, &start, i);
             continue;
         }
 
