@@ -5547,6 +5547,11 @@ ngx_pty_erase_cut(ngx_pty_screen_t *s, VTermPos pos, unsigned long v,
         from = 0;
         to = x + 1;
 
+    } else if (v == 2) {
+        /* the whole row: a right half past the edge, in the tail */
+        from = 0;
+        to = s->cols;
+
     } else {
         return;
     }
