@@ -7349,8 +7349,9 @@ ngx_pty_screen_scan(ngx_pty_screen_t *s, const u_char *p, size_t n)
             continue;
         }
 
-        if (c >= 0x80 && s->ps != NGX_PTY_PS_STRING
-            && s->ps != NGX_PTY_PS_ESC_STRING && ngx_pty_utf8_broken(p, i, n))
+        if (c >= 0x80 && s->ps != NGX_PTY_PS_NORMAL
+            && s->ps != NGX_PTY_PS_STRING && s->ps != NGX_PTY_PS_ESC_STRING
+            && ngx_pty_utf8_broken(p, i, n))
         {
             /*
              * xterm.js's decoder drops broken UTF-8 before its parser
