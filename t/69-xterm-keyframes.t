@@ -43,6 +43,7 @@ use Test::More;
 use Test::Nginx;
 use Test::Nginx::Pty;
 use Test::Nginx::PtyWS qw(decode_output session_frame_kind);
+use Test::Nginx::PtyAPI qw(api_call);
 
 my $dir = "$FindBin::Bin/xterm";
 my $node = `sh -c 'command -v node'` =~ s/\s+$//r;
@@ -209,6 +210,11 @@ for my $file (@corpus) {
 
     $early->close;
     $late->close;
+
+    # (a session holds a connection of the worker's: hundreds would not fit)
+    my ($st) = api_call($t->port(8080), '/pty/kill', { id => $s->{id} });
+    die "$name: kill answered " . ($st // 'nothing') . "\n"
+        unless defined $st && $st == 200;
     $n++;
 }
 cmp_ok($n, '>=', 15, "$n scenario classes through nginx");
