@@ -512,34 +512,6 @@ ngx_pty_utf8_len(u_char c)
 }
 
 
-/*
- * Whether p[i] is a byte xterm.js's UTF-8 decoder drops: a continuation
- * byte without its lead, a byte no character starts with, or a lead byte
- * that a byte other than a continuation follows (then the byte after it
- * is read afresh).  A character the input ends in is not known yet.
- */
-static int
-ngx_pty_utf8_broken(const u_char *p, size_t i, size_t n)
-{
-    size_t    k;
-    unsigned  len;
-
-    len = ngx_pty_utf8_len(p[i]);
-
-    if (len == 0 || p[i] < 0xc2 || p[i] > 0xf4) {
-        return 1;
-    }
-
-    for (k = 1; k < len && i + k < n; k++) {
-        if ((p[i + k] & 0xc0) != 0x80) {
-            return 1;
-        }
-    }
-
-    return 0;
-}
-
-
 static size_t
 ngx_pty_utf8_put(u_char *p, uint32_t c)
 {
@@ -2175,16 +2147,24 @@ ngx_pty_cb_scrollrect(VTermRect rect, int down, int right, void *user)
 }
 
 
+/* the pen's underline as SGR gives it: none of what DECRC leaves */
+static ngx_inline void
+ngx_pty_ul_plain(ngx_pty_screen_t *s)
+{
+    s->ul_hidden = 0;
+    s->ul_hidden_x = 0;
+    s->ul_flagless = 0;
+    s->ul_styleless = 0;
+}
+
+
 static int
 ngx_pty_cb_initpen(void *user)
 {
     ngx_pty_screen_t  *s = user;
 
     s->pen = s->default_pen;
-    s->ul_hidden = 0;
-    s->ul_hidden_x = 0;
-    s->ul_flagless = 0;
-    s->ul_styleless = 0;
+    ngx_pty_ul_plain(s);
 
     return 1;
 }
@@ -3119,10 +3099,7 @@ ngx_pty_decstr(ngx_pty_screen_t *s)
     ngx_pty_modes_reset(s);
     ngx_pty_props_reset(s);
     s->pen = s->default_pen;
-    s->ul_hidden = 0;
-    s->ul_hidden_x = 0;
-    s->ul_flagless = 0;
-    s->ul_styleless = 0;
+    ngx_pty_ul_plain(s);
     ngx_pty_save_cursor(s);
     s->vt_text = 1;          /* a single shift libvterm may still hold */
 
@@ -5220,10 +5197,7 @@ ngx_pty_sgr_underline(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
 
     pen->attr = (pen->attr & ~NGX_PTY_A_UL) | (ul << NGX_PTY_A_UL_SHIFT);
     pen->xattr = (pen->xattr & ~NGX_PTY_X_UL) | (x << NGX_PTY_X_UL_SHIFT);
-    s->ul_hidden = 0;
-    s->ul_hidden_x = 0;
-    s->ul_flagless = 0;
-    s->ul_styleless = 0;
+    ngx_pty_ul_plain(s);
 }
 
 
@@ -5251,10 +5225,7 @@ ngx_pty_fast_sgr_arg(ngx_pty_screen_t *s, ngx_pty_pen_t *pen,
         ngx_pty_protect(s, 0);
         pen->attr &= ~NGX_PTY_A_SGR;
         pen->xattr = 0;
-        s->ul_hidden = 0;
-        s->ul_hidden_x = 0;
-        s->ul_flagless = 0;
-        s->ul_styleless = 0;
+        ngx_pty_ul_plain(s);
         pen->fg = s->default_pen.fg;
         pen->bg = s->default_pen.bg;
         pen->ul = s->default_pen.ul;
@@ -6844,6 +6815,49 @@ ngx_pty_text_broken(ngx_pty_screen_t *s, const u_char *p, size_t *start,
 }
 
 
+/* the lead byte p[i] and the continuation bytes after it, len at most */
+static ngx_inline unsigned
+ngx_pty_utf8_have(const u_char *p, size_t i, size_t n, unsigned len)
+{
+    unsigned  k;
+
+    for (k = 1; k < len && i + k < n && (p[i + k] & 0xc0) == 0x80; k++) {
+        /* void */
+    }
+
+    return k;
+}
+
+
+/*
+ * Whether p[i] is a byte xterm.js's UTF-8 decoder drops, as the text path
+ * does (ngx_pty_text_utf8()): a byte no character starts with, a lead
+ * byte a byte other than a continuation follows (that byte is read
+ * afresh), or one of a character it does not keep (the continuation
+ * bytes after it are then dropped each in turn).  A character the input
+ * ends in is not known yet.
+ */
+static int
+ngx_pty_utf8_broken(const u_char *p, size_t i, size_t n)
+{
+    unsigned  len, k;
+
+    len = ngx_pty_utf8_len(p[i]);
+
+    if (len == 0) {
+        return 1;
+    }
+
+    k = ngx_pty_utf8_have(p, i, n, len);
+
+    if (k < len) {
+        return i + k < n;
+    }
+
+    return !ngx_pty_utf8_kept(ngx_pty_utf8_cp(p + i, len), len);
+}
+
+
 /* a UTF-8 sequence at p[i] that libvterm reads: returns its length */
 static size_t
 ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
@@ -6853,10 +6867,7 @@ ngx_pty_text_utf8(ngx_pty_screen_t *s, const u_char *p, size_t *start,
     uint32_t  cp;
 
     len = ngx_pty_utf8_len(p[i]);
-
-    for (k = 1; k < len && i + k < n && (p[i + k] & 0xc0) == 0x80; k++) {
-        /* void */
-    }
+    k = ngx_pty_utf8_have(p, i, n, len);
 
     if (len == 0 || k < len) {
         return ngx_pty_text_broken(s, p, start, i, k);
@@ -8975,12 +8986,24 @@ ngx_pty_emit_move(ngx_pty_emit_t *e, int row, int col)
 }
 
 
+/* the pen by the attributes that differ alone: no SGR 0 (it keeps a style) */
+static void
+ngx_pty_emit_sgr_diff(ngx_pty_emit_t *e, const ngx_pty_pen_t *want)
+{
+    char  buf[160], *p;
+
+    p = ngx_pty_sgr_diff(buf, &e->pen, want, NGX_PTY_A_SGR, 1);
+    ngx_pty_emit(e, buf, p - buf);
+
+    e->pen = *want;
+}
+
+
 /* SGR for what differs between the terminal's pen and "want" */
 static void
 ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
     const ngx_pty_pen_t *def)
 {
-    char           buf[160], *p;
     ngx_pty_pen_t  kept;
 
     if (ngx_pty_pen_eq(&e->pen, want, NGX_PTY_A_SGR)) {
@@ -9011,23 +9034,7 @@ ngx_pty_emit_sgr(ngx_pty_emit_t *e, const ngx_pty_pen_t *want,
         ngx_pty_emit_sgr0(e, def);
     }
 
-    p = ngx_pty_sgr_diff(buf, &e->pen, want, NGX_PTY_A_SGR, 1);
-    ngx_pty_emit(e, buf, p - buf);
-
-    e->pen = *want;
-}
-
-
-/* the pen by the attributes that differ alone: no SGR 0 (it keeps a style) */
-static void
-ngx_pty_emit_sgr_diff(ngx_pty_emit_t *e, const ngx_pty_pen_t *want)
-{
-    char  buf[160], *p;
-
-    p = ngx_pty_sgr_diff(buf, &e->pen, want, NGX_PTY_A_SGR, 1);
-    ngx_pty_emit(e, buf, p - buf);
-
-    e->pen = *want;
+    ngx_pty_emit_sgr_diff(e, want);
 }
 
 
@@ -10566,9 +10573,7 @@ ngx_pty_emit_mark_pen(ngx_pty_emit_t *e, ngx_pty_screen_t *s,
     if (ul) {
         /* the glyph's underline colour (SGR 58 leaves the mark) */
         pen.ul = last->pen.ul;
-        p = ngx_pty_sgr_diff(buf, &e->pen, &pen, NGX_PTY_A_SGR, 1);
-        ngx_pty_emit(e, buf, p - buf);
-        e->pen = pen;
+        ngx_pty_emit_sgr_diff(e, &pen);
     }
 
     e->keep_ul = 1;
@@ -11448,24 +11453,24 @@ ngx_pty_ul_mark_only(ngx_pty_screen_t *s)
 static void
 ngx_pty_emit_ul_hidden_pen(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
-    unsigned       styleless;
+    unsigned       sgr24;
     ngx_pty_pen_t  pen;
 
     pen = s->pen;
     pen.attr |= s->ul_hidden;
     pen.xattr |= s->ul_hidden_x;
-    styleless = ngx_pty_ul_styleless_shown(s);
+    sgr24 = ngx_pty_ul_mark_only(s);
 
-    if (styleless) {
-        /* no style: SGR 24 (said here, or by the SGR where it underlines) */
-        styleless = !(e->pen.attr & NGX_PTY_A_UL);
+    if (ngx_pty_ul_styleless_shown(s)) {
+        /* no style: SGR 24, unless the SGR below says it (an underline) */
+        sgr24 = !(e->pen.attr & NGX_PTY_A_UL);
         pen.attr &= ~NGX_PTY_A_UL;
         pen.xattr &= ~NGX_PTY_X_UL;
     }
 
     ngx_pty_emit_sgr(e, &pen, &s->default_pen);
 
-    if (ngx_pty_ul_mark_only(s) || styleless) {
+    if (sgr24) {
         ngx_pty_emit(e, "\x1b[24m", 5);
     }
 }
@@ -11475,7 +11480,6 @@ ngx_pty_emit_ul_hidden_pen(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 static void
 ngx_pty_emit_ul_hidden_done(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
 {
-    char      buf[160], *p;
     unsigned  b;
 
     b = s->alt;
@@ -11507,9 +11511,7 @@ ngx_pty_emit_ul_hidden_done(ngx_pty_emit_t *e, ngx_pty_screen_t *s)
         e->pen.xattr |= s->pen.xattr & NGX_PTY_X_UL;
     }
 
-    p = ngx_pty_sgr_diff(buf, &e->pen, &s->pen, NGX_PTY_A_SGR, 1);
-    ngx_pty_emit(e, buf, p - buf);
-    e->pen = s->pen;
+    ngx_pty_emit_sgr_diff(e, &s->pen);
 }
 
 
